@@ -1,0 +1,89 @@
+package model
+
+import "github.com/tessera-llm/tessera/core/ref"
+
+func (r *Runner) act() ref.Act {
+	c := r.M.Cfg
+	return ref.Act{SiTU: c.SiTU, Beta: c.SiTUBeta, BetaLin: c.SiTULinearBeta}
+}
+
+// glu evaluates a GLU block for T rows: out = down(act(gate x, up x)).
+// h1 and h2 are scratch of at least T·I floats.
+func (r *Runner) glu(w *MLP, x, out []float32, T int, h1, h2 []float32) {
+	I := w.GateProj.Rows
+	h1, h2 = h1[:T*I], h2[:T*I]
+	ref.Linear(r.pool, h1, x, T, w.GateProj)
+	ref.Linear(r.pool, h2, x, T, w.UpProj)
+	r.act().GLU(h1, h1, h2)
+	ref.Linear(r.pool, out, h1, T, w.DownProj)
+}
+
+func (r *Runner) ffn(l *Layer, xn, out []float32, T int) {
+	if l.MLP != nil {
+		r.glu(l.MLP, xn, out, T, r.s.h1, r.s.h2)
+		return
+	}
+	r.moe(l.MoE, xn, out, T)
+}
+
+// moe is the sparse MoE block (architecture.md §3.2–3.3): the router on the
+// full x selects TopK experts per token (bias for selection only); tokens
+// are grouped by expert so each expert's weights are read once per piece;
+// with LatentMoE the experts run on z = routed_expert_down_proj(x) and the
+// combined result is normalised (routed_expert_norm) and projected back up;
+// the shared experts run on the full x, unscaled.
+func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
+	c, s := r.M.Cfg, &r.s
+	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
+	logits := s.logits[:T*E]
+	ref.Linear(r.pool, logits, xn, T, w.Gate)
+	router := ref.Router{TopK: K, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
+		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	for e := range s.byExpert {
+		s.byExpert[e] = s.byExpert[e][:0]
+	}
+	for t := 0; t < T; t++ {
+		router.Route(s.idx[t*K:(t+1)*K], s.wts[t*K:(t+1)*K], logits[t*E:(t+1)*E], w.EScoreCorrectionBias, s.router)
+		for k := 0; k < K; k++ {
+			e := s.idx[t*K+k]
+			s.byExpert[e] = append(s.byExpert[e], int32(t*K+k))
+		}
+	}
+	wd := c.ExpertWidth()
+	z := xn
+	if w.RoutedExpertDownProj != nil {
+		z = s.lat[:T*wd]
+		ref.Linear(r.pool, z, xn, T, w.RoutedExpertDownProj)
+	}
+	acc := s.racc[:T*wd]
+	clear(acc)
+	for e, list := range s.byExpert {
+		n := len(list)
+		if n == 0 {
+			continue
+		}
+		tx, ty := s.tokX[:n*wd], s.tokY[:n*wd]
+		for i, tk := range list {
+			t := int(tk) / K
+			copy(tx[i*wd:(i+1)*wd], z[t*wd:(t+1)*wd])
+		}
+		r.glu(&w.Experts[e], tx, ty, n, s.h1, s.h2)
+		for i, tk := range list {
+			t := int(tk) / K
+			ref.Axpy(s.wts[tk], ty[i*wd:(i+1)*wd], acc[t*wd:(t+1)*wd])
+		}
+	}
+	if w.RoutedExpertUpProj != nil {
+		if w.RoutedExpertNorm != nil {
+			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
+		}
+		ref.Linear(r.pool, out, acc, T, w.RoutedExpertUpProj)
+	} else {
+		copy(out[:T*d], acc)
+	}
+	if w.SharedExperts != nil {
+		sh := s.tokY[:T*d]
+		r.glu(w.SharedExperts, xn, sh, T, s.h1, s.h2)
+		add(out[:T*d], sh)
+	}
+}

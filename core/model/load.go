@@ -1,0 +1,313 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Load binds the tensors of ck to a model of configuration cfg. Every
+// expected tensor must be present with its exact shape; a tensor the model
+// does not use is an error unless it belongs to a part tessera knowingly
+// ignores (vision tower and projector until images are supported). F32
+// tensors of a memory-mapped checkpoint are used in place; F16/BF16 matrices
+// stay half precision.
+func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
+	b := &binder{ck: ck, used: map[string]bool{}}
+	if cfg.Layout == config.LayoutKimiK3 {
+		b.prefix = "language_model."
+	}
+	m := &Model{Cfg: cfg}
+	d, V := cfg.HiddenSize, cfg.VocabSize
+	m.EmbedTokens = b.mat("model.embed_tokens.weight", V, d)
+	m.Norm = b.vec("model.norm.weight", d)
+	if cfg.TieWordEmbed {
+		m.LMHead = m.EmbedTokens
+		b.optional("lm_head.weight")
+	} else {
+		m.LMHead = b.mat("lm_head.weight", V, d)
+	}
+	if cfg.AttnResBlockSize > 0 {
+		m.OutputAttnResProj = b.vec("model.output_attn_res_proj.weight", 1, d)
+		m.OutputAttnResNorm = b.vec("model.output_attn_res_norm.weight", d)
+	}
+	for i := 0; i < cfg.NumHiddenLayers && b.err == nil; i++ {
+		m.Layers = append(m.Layers, b.layer(cfg, i))
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	var extra []string
+	for _, n := range ck.Names() {
+		if b.used[n] || ignorable(n) {
+			continue
+		}
+		extra = append(extra, n)
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		more := ""
+		if len(extra) > 5 {
+			more = fmt.Sprintf(" and %d more", len(extra)-5)
+			extra = extra[:5]
+		}
+		return nil, fmt.Errorf("checkpoint has tensors the %s config does not use: %s%s", cfg.Layout, strings.Join(extra, ", "), more)
+	}
+	return m, nil
+}
+
+// ignorable reports tensors that may be present but are not used yet.
+func ignorable(name string) bool {
+	for _, p := range []string{"vision_tower.", "mm_projector.", "multi_modal_projector."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+type binder struct {
+	ck     *safetensors.Checkpoint
+	prefix string
+	used   map[string]bool
+	err    error
+}
+
+// ShapeError reports a tensor whose shape differs from what the config
+// implies.
+type ShapeError struct {
+	Tensor          string
+	Expected, Found []int
+}
+
+func (e *ShapeError) Error() string {
+	return fmt.Sprintf("tensor %s: expected shape %v, found %v", e.Tensor, e.Expected, e.Found)
+}
+
+func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
+	if b.err != nil {
+		return nil
+	}
+	full := b.prefix + name
+	t, ok := b.ck.Tensor(full)
+	if !ok {
+		b.err = fmt.Errorf("tensor %s: missing from checkpoint (expected shape %v)", full, shape)
+		return nil
+	}
+	b.used[full] = true
+	if !equalShape(t.Shape, shape) {
+		b.err = &ShapeError{Tensor: full, Expected: shape, Found: t.Shape}
+		return nil
+	}
+	switch t.DType {
+	case "F32", "F16", "BF16":
+	default:
+		b.err = fmt.Errorf("tensor %s: dtype %s is not supported (want F32, F16 or BF16)", full, t.DType)
+		return nil
+	}
+	return t
+}
+
+func (b *binder) optional(name string) { b.used[b.prefix+name] = true }
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// mat binds a [rows, cols] matrix.
+func (b *binder) mat(name string, rows, cols int) *tensor.Mat {
+	t := b.lookup(name, rows, cols)
+	if t == nil {
+		return nil
+	}
+	raw, err := b.ck.Bytes(b.prefix + name)
+	if err != nil {
+		b.err = err
+		return nil
+	}
+	switch t.DType {
+	case "F32":
+		return tensor.NewF32(rows, cols, asF32(raw))
+	case "F16":
+		return tensor.NewHalf(rows, cols, tensor.F16, asU16(raw))
+	default:
+		return tensor.NewHalf(rows, cols, tensor.BF16, asU16(raw))
+	}
+}
+
+// vec binds a small tensor of the given shape as float32 (a copy).
+func (b *binder) vec(name string, shape ...int) []float32 {
+	if b.lookup(name, shape...) == nil {
+		return nil
+	}
+	v, err := b.ck.Float32(b.prefix + name)
+	if err != nil {
+		b.err = err
+	}
+	return v
+}
+
+// vecAny binds a tensor with n elements whatever its shape (A_log is stored
+// as [H], [1,1,H,1] or per channel [H·dk] in different checkpoints).
+func (b *binder) vecAny(name string, allowed ...int) []float32 {
+	if b.err != nil {
+		return nil
+	}
+	full := b.prefix + name
+	t, ok := b.ck.Tensor(full)
+	if !ok {
+		b.err = fmt.Errorf("tensor %s: missing from checkpoint (expected %v elements)", full, allowed)
+		return nil
+	}
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	for _, a := range allowed {
+		if n == a {
+			return b.vec(name, t.Shape...)
+		}
+	}
+	b.err = fmt.Errorf("tensor %s: expected %v elements, found shape %v", full, allowed, t.Shape)
+	return nil
+}
+
+// asF32 views little-endian bytes as float32 without copying when aligned.
+func asF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+	}
+	out := make([]float32, len(b)/4)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(b)), b)
+	return out
+}
+
+// asU16 views little-endian bytes as uint16 without copying when aligned.
+func asU16(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+	}
+	out := make([]uint16, len(b)/2)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(b)), b)
+	return out
+}
+
+func (b *binder) layer(cfg *config.Config, i int) *Layer {
+	p := fmt.Sprintf("model.layers.%d.", i)
+	d := cfg.HiddenSize
+	l := &Layer{Kind: cfg.Kinds[i]}
+	l.InputLayernorm = b.vec(p+"input_layernorm.weight", d)
+	l.PostAttentionLayernorm = b.vec(p+"post_attention_layernorm.weight", d)
+	if cfg.AttnResBlockSize > 0 {
+		l.SelfAttentionResProj = b.vec(p+"self_attention_res_proj.weight", 1, d)
+		l.SelfAttentionResNorm = b.vec(p+"self_attention_res_norm.weight", d)
+		l.MLPResProj = b.vec(p+"mlp_res_proj.weight", 1, d)
+		l.MLPResNorm = b.vec(p+"mlp_res_norm.weight", d)
+	}
+	a := p + "self_attn."
+	if l.Kind == config.KDA {
+		H, dk, K := cfg.KDAHeads, cfg.KDAHeadDim, cfg.ConvKernel
+		hd := H * dk
+		k := &KDA{
+			QProj:   b.mat(a+"q_proj.weight", hd, d),
+			KProj:   b.mat(a+"k_proj.weight", hd, d),
+			VProj:   b.mat(a+"v_proj.weight", hd, d),
+			QConv1d: b.vec(a+"q_conv1d.weight", hd, 1, K),
+			KConv1d: b.vec(a+"k_conv1d.weight", hd, 1, K),
+			VConv1d: b.vec(a+"v_conv1d.weight", hd, 1, K),
+			FAProj:  b.mat(a+"f_a_proj.weight", dk, d),
+			FBProj:  b.mat(a+"f_b_proj.weight", hd, dk),
+			DtBias:  b.vecAny(a+"dt_bias", hd),
+			ALog:    b.vecAny(a+"A_log", H, hd),
+			BProj:   b.mat(a+"b_proj.weight", H, d),
+			ONorm:   b.vec(a+"o_norm.weight", dk),
+			OProj:   b.mat(a+"o_proj.weight", d, hd),
+		}
+		if cfg.FullRankGate {
+			k.GProj = b.mat(a+"g_proj.weight", hd, d)
+		} else {
+			k.GAProj = b.mat(a+"g_a_proj.weight", dk, d)
+			k.GBProj = b.mat(a+"g_b_proj.weight", hd, dk)
+		}
+		l.KDA = k
+	} else {
+		H, dn, dr, dv := cfg.NumHeads, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim
+		ml := &MLA{}
+		if cfg.QLoraRank > 0 {
+			ml.QAProj = b.mat(a+"q_a_proj.weight", cfg.QLoraRank, d)
+			ml.QALayernorm = b.vec(a+"q_a_layernorm.weight", cfg.QLoraRank)
+			ml.QBProj = b.mat(a+"q_b_proj.weight", H*(dn+dr), cfg.QLoraRank)
+		} else {
+			ml.QProj = b.mat(a+"q_proj.weight", H*(dn+dr), d)
+		}
+		ml.KVAProjWithMQA = b.mat(a+"kv_a_proj_with_mqa.weight", cfg.KVLoraRank+dr, d)
+		ml.KVALayernorm = b.vec(a+"kv_a_layernorm.weight", cfg.KVLoraRank)
+		ml.KVBProj = b.mat(a+"kv_b_proj.weight", H*(dn+dv), cfg.KVLoraRank)
+		if cfg.MLAOutputGate {
+			ml.GProj = b.mat(a+"g_proj.weight", H*dv, d)
+		}
+		ml.OProj = b.mat(a+"o_proj.weight", d, H*dv)
+		l.MLA = ml
+	}
+	if !cfg.IsMoE(i) {
+		f := p + "mlp."
+		I := cfg.IntermediateSize
+		l.MLP = &MLP{
+			GateProj: b.mat(f+"gate_proj.weight", I, d),
+			UpProj:   b.mat(f+"up_proj.weight", I, d),
+			DownProj: b.mat(f+"down_proj.weight", d, I),
+		}
+		return l
+	}
+	f := p + "block_sparse_moe."
+	E, I, w := cfg.NumExperts, cfg.MoEIntermediateSize, cfg.ExpertWidth()
+	moe := &MoE{
+		Gate:                 b.mat(f+"gate.weight", E, d),
+		EScoreCorrectionBias: b.vec(f+"gate.e_score_correction_bias", E),
+		Experts:              make([]MLP, E),
+	}
+	for e := 0; e < E; e++ {
+		x := fmt.Sprintf("%sexperts.%d.", f, e)
+		moe.Experts[e] = MLP{
+			GateProj: b.mat(x+"w1.weight", I, w),
+			UpProj:   b.mat(x+"w3.weight", I, w),
+			DownProj: b.mat(x+"w2.weight", w, I),
+		}
+	}
+	if cfg.NumSharedExperts > 0 {
+		S := cfg.NumSharedExperts * I
+		moe.SharedExperts = &MLP{
+			GateProj: b.mat(f+"shared_experts.gate_proj.weight", S, d),
+			UpProj:   b.mat(f+"shared_experts.up_proj.weight", S, d),
+			DownProj: b.mat(f+"shared_experts.down_proj.weight", d, S),
+		}
+	}
+	if cfg.RoutedExpertHiddenSize > 0 {
+		moe.RoutedExpertDownProj = b.mat(f+"routed_expert_down_proj.weight", w, d)
+		moe.RoutedExpertUpProj = b.mat(f+"routed_expert_up_proj.weight", d, w)
+		if cfg.LatentMoEUseNorm {
+			moe.RoutedExpertNorm = b.vec(f+"routed_expert_norm.weight", w)
+		}
+	}
+	l.MoE = moe
+	return l
+}

@@ -1,0 +1,93 @@
+// Package model is the K3-class language model written once, reading like
+// its equations: an embedding, decoder layers whose token mixer is Kimi
+// Delta Attention (KDA) or gated multi-head latent attention (MLA) and whose
+// FFN is a dense GLU or a (Latent)MoE, Block Attention Residuals or plain
+// pre-norm residuals, a final norm and the LM head. Struct fields are named
+// after the checkpoint tensors they hold (architecture.md §5.1).
+package model
+
+import (
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Model holds the weights of one text model.
+type Model struct {
+	Cfg *config.Config
+
+	EmbedTokens *tensor.Mat // model.embed_tokens.weight [V, d]
+	Layers      []*Layer
+	Norm        []float32   // model.norm.weight [d]
+	LMHead      *tensor.Mat // lm_head.weight [V, d]
+
+	// Block AttnRes model-level output read (nil without AttnRes).
+	OutputAttnResProj []float32 // model.output_attn_res_proj.weight [1, d]
+	OutputAttnResNorm []float32 // model.output_attn_res_norm.weight [d]
+}
+
+// Layer is one decoder layer: exactly one of KDA and MLA, exactly one of
+// MLP and MoE.
+type Layer struct {
+	Kind                   config.LayerKind
+	InputLayernorm         []float32 // input_layernorm.weight [d]
+	PostAttentionLayernorm []float32 // post_attention_layernorm.weight [d]
+
+	KDA *KDA
+	MLA *MLA
+	MLP *MLP // dense FFN (mlp.*)
+	MoE *MoE // block_sparse_moe.*
+
+	// Block AttnRes pseudo-queries and norm weights (nil without AttnRes).
+	SelfAttentionResProj []float32 // self_attention_res_proj.weight [1, d]
+	SelfAttentionResNorm []float32 // self_attention_res_norm.weight [d]
+	MLPResProj           []float32 // mlp_res_proj.weight [1, d]
+	MLPResNorm           []float32 // mlp_res_norm.weight [d]
+}
+
+// KDA is one Kimi Delta Attention mixer (self_attn.* of a KDA layer).
+type KDA struct {
+	QProj, KProj, VProj       *tensor.Mat // [H·dk, d]
+	QConv1d, KConv1d, VConv1d []float32   // [H·dk, 1, K] depthwise taps
+	FAProj                    *tensor.Mat // f_a_proj [dk, d]
+	FBProj                    *tensor.Mat // f_b_proj [H·dk, dk]
+	DtBias                    []float32   // dt_bias [H·dk]
+	ALog                      []float32   // A_log: H (per head) or H·dk values
+	BProj                     *tensor.Mat // b_proj [H, d]
+	GProj                     *tensor.Mat // g_proj [H·dv, d] (K3 full-rank gate)
+	GAProj, GBProj            *tensor.Mat // g_a_proj [dv, d], g_b_proj [H·dv, dv] (low rank)
+	ONorm                     []float32   // o_norm.weight [dv]
+	OProj                     *tensor.Mat // o_proj [d, H·dv]
+}
+
+// MLA is one gated multi-head latent attention mixer (self_attn.* of a full
+// attention layer).
+type MLA struct {
+	QProj          *tensor.Mat // q_proj [H·(dn+dr), d] when q_lora_rank is null
+	QAProj         *tensor.Mat // q_a_proj [r_q, d]
+	QALayernorm    []float32   // q_a_layernorm.weight [r_q]
+	QBProj         *tensor.Mat // q_b_proj [H·(dn+dr), r_q]
+	KVAProjWithMQA *tensor.Mat // kv_a_proj_with_mqa [r_kv+dr, d]
+	KVALayernorm   []float32   // kv_a_layernorm.weight [r_kv]
+	KVBProj        *tensor.Mat // kv_b_proj [H·(dn+dv), r_kv]
+	GProj          *tensor.Mat // g_proj [H·dv, d] output gate (mla_use_output_gate)
+	OProj          *tensor.Mat // o_proj [d, H·dv]
+}
+
+// MLP is a GLU feed-forward block: down(act(gate(x), up(x))). Dense layers
+// and shared experts name the matrices gate_proj/up_proj/down_proj, routed
+// experts w1/w3/w2.
+type MLP struct {
+	GateProj, UpProj *tensor.Mat // [I, d_in]
+	DownProj         *tensor.Mat // [d_in, I]
+}
+
+// MoE is a sparse MoE block (block_sparse_moe.*), optionally LatentMoE.
+type MoE struct {
+	Gate                 *tensor.Mat // gate.weight [E, d] router
+	EScoreCorrectionBias []float32   // gate.e_score_correction_bias [E], selection only
+	Experts              []MLP       // experts.{e}.{w1,w3,w2}
+	SharedExperts        *MLP        // shared_experts.* on the full x (nil if none)
+	RoutedExpertDownProj *tensor.Mat // [ℓ, d] (LatentMoE)
+	RoutedExpertUpProj   *tensor.Mat // [d, ℓ] (LatentMoE)
+	RoutedExpertNorm     []float32   // [ℓ] (LatentMoE with latent_moe_use_norm)
+}

@@ -1,0 +1,246 @@
+package ref
+
+import "math"
+
+// KDAGate computes the per-channel log-decay g ∈ R^{H·dk} of one or more
+// tokens (raw and g are [T, H·dk]) from the low-rank gate projection
+// raw = f_b_proj(f_a_proj(x)):
+//
+//	K3 (bounded, lb = gate_lower_bound < 0):
+//	    g = lb · σ( exp(A_log[h]) · (raw + dt_bias) )        ∈ (lb, 0)
+//	Kimi Linear (softplus):
+//	    g = −exp(A_log[h]) · softplus(raw + dt_bias)         ∈ (−∞, 0)
+//
+// A_log holds H values (one per head, broadcast over dk) or H·dk values
+// (one per channel); dt_bias holds H·dk values. g may alias raw.
+func KDAGate(g, raw, dtBias, aLog []float32, H, dk int, bounded bool, lowerBound float32) {
+	hd := H * dk
+	perChannel := len(aLog) == hd
+	for i := range raw {
+		c := i % hd
+		al := aLog[c/dk]
+		if perChannel {
+			al = aLog[c]
+		}
+		a := math.Exp(float64(al))
+		x := raw[i] + dtBias[c]
+		if bounded {
+			g[i] = lowerBound * Sigmoid(float32(a*float64(x)))
+		} else {
+			g[i] = float32(-a) * Softplus(x)
+		}
+	}
+}
+
+// KDAArgs describes one KDA recurrence over T tokens and H heads.
+// Layouts (row-major, one row per token):
+//
+//	Q, K  [T, H·DK]  queries and keys, already L2-normalised (Q also × DK^-1/2)
+//	V     [T, H·DV]
+//	G     [T, H·DK]  log-decays (≤ 0)
+//	Beta  [T, H]     write strengths β ∈ (0,1)
+//	O     [T, H·DV]  output
+//	S     [H, DK, DV] recurrent state, read and updated in place
+type KDAArgs struct {
+	T, H, DK, DV        int
+	Q, K, V, G, Beta, O []float32
+	S                   []float32
+}
+
+// KDARecurrent runs the delta rule with per-channel decay token by token
+// (decode form; Kimi Linear, arXiv:2510.26692). Per head, with S ∈ R^{dk×dv}:
+//
+//	S  ← Diag(exp(g_t)) S          row d of S times exp(g_t[d])
+//	u  = β_t (v_t − Sᵀ k_t)          prediction error
+//	S  ← S + k_t uᵀ                  rank-1 write
+//	o_t = Sᵀ q_t                     read with the updated state
+//
+// Heads run in parallel on p.
+func KDARecurrent(p *Pool, a *KDAArgs) {
+	p = poolOr(p)
+	j := &p.kda
+	j.a, j.chunk = *a, 0
+	p.For(a.H, 1, j)
+	*j = kdaJob{}
+}
+
+// KDAChunked computes exactly what KDARecurrent computes, chunk by chunk
+// (the WY / UT-transform form used for prefill; arXiv:2406.06484 with
+// per-channel decay as in fla naive_chunk_kda). For a chunk of n ≤ C rows
+// with incoming state S:
+//
+//	G_i[d]  = Σ_{m≤i} g_m[d]                                  (inclusive)
+//	L_ij    = β_i Σ_d K_i[d] K_j[d] exp(G_i[d] − G_j[d])       j < i
+//	U       = (I+L)^{-1} (β ⊙ V),   W = (I+L)^{-1} (β ⊙ exp(G) ⊙ K)
+//	Vnew    = U − W S
+//	O_i     = (exp(G_i) ⊙ Q_i) S + Σ_{j≤i} (Σ_d Q_i[d] K_j[d] exp(G_i[d]−G_j[d])) Vnew_j
+//	S_out   = Diag(exp(G_{n−1})) S + Σ_j (exp(G_{n−1} − G_j) ⊙ K_j) Vnew_jᵀ
+//
+// (I+L)^{-1} is applied by forward substitution. Decays enter only as
+// exp of differences G_i − G_j ≤ 0 (j ≤ i), never exp(−G), so nothing
+// overflows however negative g is. The last chunk may be partial; no
+// padding is needed. Heads run in parallel on p.
+func KDAChunked(p *Pool, a *KDAArgs, C int) {
+	if C < 1 {
+		C = 64
+	}
+	p = poolOr(p)
+	j := &p.kda
+	j.a, j.chunk = *a, C
+	need := C*a.DK*2 + C*C*2 + C*a.DV*2 + a.DK
+	if len(j.scratch) != p.n || len(j.scratch[0]) < need {
+		j.scratch = make([][]float32, p.n)
+		for i := range j.scratch {
+			j.scratch[i] = make([]float32, need)
+		}
+	}
+	p.For(a.H, 1, j)
+	j.a = KDAArgs{}
+}
+
+type kdaJob struct {
+	a       KDAArgs
+	chunk   int
+	scratch [][]float32
+}
+
+func (j *kdaJob) Run(w, lo, hi int) {
+	for h := lo; h < hi; h++ {
+		if j.chunk == 0 {
+			kdaRecurrentHead(&j.a, h)
+		} else {
+			kdaChunkedHead(&j.a, h, j.chunk, j.scratch[w])
+		}
+	}
+}
+
+func kdaRecurrentHead(a *KDAArgs, h int) {
+	dk, dv := a.DK, a.DV
+	S := a.S[h*dk*dv : (h+1)*dk*dv]
+	for t := 0; t < a.T; t++ {
+		kq := t*a.H*dk + h*dk
+		q, k, g := a.Q[kq:kq+dk], a.K[kq:kq+dk], a.G[kq:kq+dk]
+		ov := t*a.H*dv + h*dv
+		v, o := a.V[ov:ov+dv], a.O[ov:ov+dv]
+		beta := a.Beta[t*a.H+h]
+		clear(o)
+		for d := 0; d < dk; d++ { // decay, then o = Sᵀk (prediction)
+			row := S[d*dv : (d+1)*dv]
+			e := float32(math.Exp(float64(g[d])))
+			for i := range row {
+				row[i] *= e
+			}
+			Axpy(k[d], row, o)
+		}
+		for i := range o { // u = β(v − Sᵀk)
+			o[i] = beta * (v[i] - o[i])
+		}
+		for d := 0; d < dk; d++ { // S += k uᵀ
+			Axpy(k[d], o, S[d*dv:(d+1)*dv])
+		}
+		clear(o)
+		for d := 0; d < dk; d++ { // o = Sᵀq
+			Axpy(q[d], S[d*dv:(d+1)*dv], o)
+		}
+	}
+}
+
+func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
+	dk, dv := a.DK, a.DV
+	S := a.S[h*dk*dv : (h+1)*dk*dv]
+	G, sc := scratch[:C*dk], scratch[C*dk:]
+	W, sc := sc[:C*dk], sc[C*dk:]
+	L, sc := sc[:C*C], sc[C*C:]
+	Aqk, sc := sc[:C*C], sc[C*C:]
+	U, sc := sc[:C*dv], sc[C*dv:]
+	Vn, sc := sc[:C*dv], sc[C*dv:]
+	eg := sc[:dk]
+	qRow := func(t int) []float32 { o := t*a.H*dk + h*dk; return a.Q[o : o+dk] }
+	kRow := func(t int) []float32 { o := t*a.H*dk + h*dk; return a.K[o : o+dk] }
+	for c0 := 0; c0 < a.T; c0 += C {
+		n := min(C, a.T-c0)
+		// Inclusive cumulative log-decay.
+		for i := 0; i < n; i++ {
+			gi := a.G[(c0+i)*a.H*dk+h*dk:][:dk]
+			Gi := G[i*dk : (i+1)*dk]
+			for d := range Gi {
+				if i == 0 {
+					Gi[d] = gi[d]
+				} else {
+					Gi[d] = G[(i-1)*dk+d] + gi[d]
+				}
+			}
+		}
+		// L (strictly lower, scaled by β_i) and Aqk (lower incl. diagonal).
+		for i := 0; i < n; i++ {
+			Gi, Ki, Qi := G[i*dk:(i+1)*dk], kRow(c0+i), qRow(c0+i)
+			bi := a.Beta[(c0+i)*a.H+h]
+			for jj := 0; jj <= i; jj++ {
+				Gj, Kj := G[jj*dk:(jj+1)*dk], kRow(c0+jj)
+				var skk, sqk float32
+				for d := 0; d < dk; d++ {
+					e := float32(math.Exp(float64(Gi[d] - Gj[d])))
+					skk += Ki[d] * Kj[d] * e
+					sqk += Qi[d] * Kj[d] * e
+				}
+				L[i*C+jj] = bi * skk
+				Aqk[i*C+jj] = sqk
+			}
+		}
+		// Forward substitution: U_i = β_i V_i − Σ_{j<i} L_ij U_j,
+		// W_i = β_i exp(G_i) K_i − Σ_{j<i} L_ij W_j.
+		for i := 0; i < n; i++ {
+			bi := a.Beta[(c0+i)*a.H+h]
+			Ui, Wi := U[i*dv:(i+1)*dv], W[i*dk:(i+1)*dk]
+			vi := a.V[(c0+i)*a.H*dv+h*dv:][:dv]
+			for x := range Ui {
+				Ui[x] = bi * vi[x]
+			}
+			Gi, Ki := G[i*dk:(i+1)*dk], kRow(c0+i)
+			for d := range Wi {
+				Wi[d] = bi * float32(math.Exp(float64(Gi[d]))) * Ki[d]
+			}
+			for jj := 0; jj < i; jj++ {
+				l := L[i*C+jj]
+				Axpy(-l, U[jj*dv:(jj+1)*dv], Ui)
+				Axpy(-l, W[jj*dk:(jj+1)*dk], Wi)
+			}
+		}
+		// Vnew = U − W S, and the inter-chunk part of O: (exp(G) ⊙ Q) S.
+		for i := 0; i < n; i++ {
+			Vi := Vn[i*dv : (i+1)*dv]
+			copy(Vi, U[i*dv:(i+1)*dv])
+			Wi := W[i*dk : (i+1)*dk]
+			Oi := a.O[(c0+i)*a.H*dv+h*dv:][:dv]
+			clear(Oi)
+			Gi, Qi := G[i*dk:(i+1)*dk], qRow(c0+i)
+			for d := 0; d < dk; d++ {
+				Srow := S[d*dv : (d+1)*dv]
+				Axpy(-Wi[d], Srow, Vi)
+				Axpy(Qi[d]*float32(math.Exp(float64(Gi[d]))), Srow, Oi)
+			}
+		}
+		// Intra-chunk part of O.
+		for i := 0; i < n; i++ {
+			Oi := a.O[(c0+i)*a.H*dv+h*dv:][:dv]
+			for jj := 0; jj <= i; jj++ {
+				Axpy(Aqk[i*C+jj], Vn[jj*dv:(jj+1)*dv], Oi)
+			}
+		}
+		// State update.
+		Gl := G[(n-1)*dk : n*dk]
+		for d := 0; d < dk; d++ {
+			eg[d] = float32(math.Exp(float64(Gl[d])))
+		}
+		for d := 0; d < dk; d++ {
+			Srow := S[d*dv : (d+1)*dv]
+			for x := range Srow {
+				Srow[x] *= eg[d]
+			}
+			for jj := 0; jj < n; jj++ {
+				coef := float32(math.Exp(float64(Gl[d]-G[jj*dk+d]))) * kRow(c0 + jj)[d]
+				Axpy(coef, Vn[jj*dv:(jj+1)*dv], Srow)
+			}
+		}
+	}
+}

@@ -1,0 +1,112 @@
+// Package tensor holds the host-side storage of weights: a row-major matrix
+// whose elements are float32, IEEE float16 or bfloat16. Half-precision
+// matrices stay in half precision in memory (and may alias a memory-mapped
+// checkpoint); rows are widened to float32 only when an op reads them.
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/tessera-llm/tessera/core/half"
+)
+
+// DType is the element type of a Mat.
+type DType uint8
+
+// The element types a Mat can hold.
+const (
+	F32 DType = iota
+	F16
+	BF16
+)
+
+// String returns the safetensors spelling of the type.
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "F32"
+	case F16:
+		return "F16"
+	case BF16:
+		return "BF16"
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Size is the number of bytes of one element.
+func (d DType) Size() int {
+	if d == F32 {
+		return 4
+	}
+	return 2
+}
+
+// Mat is a Rows×Cols row-major matrix. Exactly one of F32 and U16 is set:
+// F32 for DType F32, U16 (raw bits) for F16 and BF16. A linear layer's
+// weight W ∈ R^{out×in} is stored with Rows = out, Cols = in, as in PyTorch.
+type Mat struct {
+	Rows, Cols int
+	DType      DType
+	F32        []float32
+	U16        []uint16
+}
+
+// NewF32 wraps data (len rows*cols) as a float32 matrix.
+func NewF32(rows, cols int, data []float32) *Mat {
+	if len(data) != rows*cols {
+		panic(fmt.Sprintf("tensor: NewF32 %dx%d with %d values", rows, cols, len(data)))
+	}
+	return &Mat{Rows: rows, Cols: cols, DType: F32, F32: data}
+}
+
+// NewHalf wraps raw 16-bit data (len rows*cols) as an F16 or BF16 matrix.
+func NewHalf(rows, cols int, dt DType, data []uint16) *Mat {
+	if len(data) != rows*cols || dt == F32 {
+		panic(fmt.Sprintf("tensor: NewHalf %dx%d %v with %d values", rows, cols, dt, len(data)))
+	}
+	return &Mat{Rows: rows, Cols: cols, DType: dt, U16: data}
+}
+
+// Row writes row i widened to float32 into dst (len ≥ Cols) and returns
+// dst[:Cols]. For F32 matrices it returns the stored row without copying.
+func (m *Mat) Row(i int, dst []float32) []float32 {
+	lo, hi := i*m.Cols, (i+1)*m.Cols
+	switch m.DType {
+	case F32:
+		return m.F32[lo:hi]
+	case F16:
+		half.DecodeF16(dst[:m.Cols], m.U16[lo:hi])
+	case BF16:
+		half.DecodeBF16(dst[:m.Cols], m.U16[lo:hi])
+	}
+	return dst[:m.Cols]
+}
+
+// Float32 returns all elements widened to float32 (a copy for half types,
+// the stored slice for F32).
+func (m *Mat) Float32() []float32 {
+	if m.DType == F32 {
+		return m.F32
+	}
+	out := make([]float32, m.Rows*m.Cols)
+	if m.DType == F16 {
+		half.DecodeF16(out, m.U16)
+	} else {
+		half.DecodeBF16(out, m.U16)
+	}
+	return out
+}
+
+// Bytes is the storage size of the matrix in bytes.
+func (m *Mat) Bytes() int64 { return int64(m.Rows) * int64(m.Cols) * int64(m.DType.Size()) }
+
+// SliceRows returns rows [lo, hi) as a matrix sharing storage with m.
+func (m *Mat) SliceRows(lo, hi int) *Mat {
+	s := &Mat{Rows: hi - lo, Cols: m.Cols, DType: m.DType}
+	if m.DType == F32 {
+		s.F32 = m.F32[lo*m.Cols : hi*m.Cols]
+	} else {
+		s.U16 = m.U16[lo*m.Cols : hi*m.Cols]
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+"""Write random-weight checkpoints and per-layer golden activations for the Go engine tests.
+
+    /usr/bin/python3 models/reference/make_goldens.py [--out testdata/golden]
+
+Deterministic (fixed seeds).  For each config it writes testdata/golden/<name>/:
+  config.json, model.safetensors (the checkpoint), golden.safetensors (F32 activations).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k3ref  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+T_TOKENS = 70  # straddles the 64-token KDA chunk
+KDA_CHUNK = 64
+
+MODELS = [
+    # name, preset, layout, checkpoint dtype, seed
+    ("k3-nano", "models/presets/k3-nano.json", "kimi_k3", "F32", 1234),
+    ("kimi-linear-nano", "models/presets/kimi-linear-nano.json", "kimi_linear", "BF16", 5678),
+]
+
+
+def init_weights(cfg, gen):
+    """Random weights whose activations stay O(1).  Drawn in param_shapes order from one generator."""
+    d, out = cfg.d, {}
+    for name, shape in k3ref.param_shapes(cfg):
+        n = lambda: torch.randn(shape, generator=gen, dtype=torch.float64)
+        if name == "model.embed_tokens.weight":
+            t = n()
+        elif name.endswith("A_log"):
+            t = torch.log(1.0 + 15.0 * torch.rand(shape, generator=gen, dtype=torch.float64))  # log U(1,16)
+        elif name.endswith("dt_bias"):
+            t = 0.1 * n()
+        elif name.endswith("e_score_correction_bias"):
+            t = 0.1 * n()
+        elif name.endswith("_res_proj.weight"):  # AttnRes pseudo-queries (nonzero)
+            t = n() / math.sqrt(d)
+        elif name.endswith("conv1d.weight"):
+            t = n() / math.sqrt(shape[-1])
+        elif name.endswith("norm.weight") or name.endswith("layernorm.weight"):
+            t = 1.0 + 0.1 * n()
+        elif len(shape) == 2:
+            t = n() / math.sqrt(shape[1])
+        else:
+            raise ValueError("no init rule for " + name)
+        out[name] = t.to(torch.float32)
+    return out
+
+
+def build(name, preset, layout, ckpt_dtype, seed, outdir):
+    with open(os.path.join(ROOT, preset)) as f:
+        text_cfg = json.load(f)
+    cfg = k3ref.Config(text_cfg)
+    gen = torch.Generator().manual_seed(seed)
+    weights = init_weights(cfg, gen)
+    ids = torch.randint(0, cfg.vocab, (T_TOKENS,), generator=gen).tolist()
+
+    if layout == "kimi_k3":
+        full_cfg, prefix = {"model_type": "kimi_k3", "text_config": text_cfg}, "language_model."
+    else:
+        full_cfg, prefix = text_cfg, ""
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(full_cfg, f, indent=2)
+        f.write("\n")
+    # CHOICE: in the BF16 checkpoint the router bias e_score_correction_bias stays F32, as in the
+    # released Kimi checkpoints (it is an fp32 selection bias); every other tensor is BF16.
+    dtypes = {prefix + k: ("F32" if k.endswith("e_score_correction_bias") else ckpt_dtype) for k in weights}
+    k3ref.save_safetensors(os.path.join(d, "model.safetensors"), {prefix + k: v for k, v in weights.items()},
+                           metadata={"format": "pt"}, dtypes=dtypes)
+
+    # Reference computes with the values as read back (bf16-rounded for the BF16 checkpoint).
+    model = k3ref.K3Ref.from_dir(d, dtype=torch.float64)
+    cap = {}
+    with torch.no_grad():
+        model.forward(ids, kda_mode="chunk", chunk=KDA_CHUNK, capture=cap)
+        # cross-checks: recurrent KDA, absorbed MLA, dense MoE, other chunk sizes must agree
+        for kw in ({"kda_mode": "recurrent"}, {"mla_mode": "absorbed", "moe_mode": "dense"},
+                   {"chunk": 16}):
+            cap2 = {}
+            model.forward(ids, capture=cap2, **kw)
+            for k in cap:
+                diff = (cap[k] - cap2[k]).abs().max().item()
+                scale = max(1.0, cap[k].abs().max().item())
+                assert diff <= 1e-10 * scale, (name, kw, k, diff)
+
+    golden = {k: v.to(torch.float32) for k, v in cap.items()}
+    meta = {
+        "input_ids": ",".join(str(i) for i in ids),
+        "kda_chunk": str(KDA_CHUNK),
+        "checkpoint_dtype": ckpt_dtype,
+        "note": ("k3ref.py float64 forward (chunked KDA, naive MLA, routed MoE) of model.safetensors as "
+                 "read back, stored F32. layer_in.i = value entering input_layernorm (AttnRes output if "
+                 "attn_res_block_size is set); mixer_out.i = KDA/MLA output after o_proj; ffn_in.i = value "
+                 "entering post_attention_layernorm; ffn_out.i = dense-MLP/MoE output; final_hidden = after "
+                 "model.norm; logits = lm_head(final_hidden). Recurrent KDA, absorbed MLA and dense MoE "
+                 "agree to <=1e-10."),
+    }
+    k3ref.save_safetensors(os.path.join(d, "golden.safetensors"), golden, metadata=meta)
+    sizes = {f: os.path.getsize(os.path.join(d, f)) for f in sorted(os.listdir(d))}
+    print(name, "layers", cfg.kinds, "moe", [cfg.is_moe(i) for i in range(cfg.L)], sizes)
+    for k in sorted(cap, key=lambda s: (s.split(".")[-1].isdigit() and int(s.split(".")[-1]), s)):
+        v = cap[k]
+        print("  %-14s %-10s rms %.4f max %.4f" % (k, list(v.shape), v.pow(2).mean().sqrt().item(), v.abs().max().item()))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(ROOT, "testdata", "golden"))
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    for m in MODELS:
+        build(*m, outdir=args.out)
+
+
+if __name__ == "__main__":
+    main()
