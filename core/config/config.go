@@ -408,3 +408,34 @@ func (c *Config) Summary() string {
 	}
 	return fmt.Sprintf("%s d=%d L=%d [%s] vocab=%d", c.Layout, c.HiddenSize, c.NumHiddenLayers, strings.Join(kinds, " "), c.VocabSize)
 }
+
+// Marshal renders the configuration as a config.json in the given layout:
+// the text config at top level for kimi_linear, or nested as text_config of
+// a kimi_k3 wrapper. Fields tessera does not interpret are kept.
+func (c *Config) Marshal(layout Layout) ([]byte, error) {
+	text := make(map[string]any, len(c.Text)+2)
+	for k, v := range c.Text {
+		text[k] = v
+	}
+	text["model_type"] = "kimi_linear"
+	var top map[string]any
+	if layout == LayoutKimiK3 {
+		delete(text, "architectures")
+		top = map[string]any{
+			"model_type":    "kimi_k3",
+			"architectures": []string{"KimiK3ForConditionalGeneration"},
+			"text_config":   text,
+		}
+		if c.MediaPlaceholderTokenID >= 0 {
+			top["media_placeholder_token_id"] = c.MediaPlaceholderTokenID
+		}
+	} else {
+		text["architectures"] = []string{"KimiLinearForCausalLM"}
+		top = text
+	}
+	b, err := json.MarshalIndent(top, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

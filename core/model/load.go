@@ -23,22 +23,7 @@ func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
 		b.prefix = "language_model."
 	}
 	m := &Model{Cfg: cfg}
-	d, V := cfg.HiddenSize, cfg.VocabSize
-	m.EmbedTokens = b.mat("model.embed_tokens.weight", V, d)
-	m.Norm = b.vec("model.norm.weight", d)
-	if cfg.TieWordEmbed {
-		m.LMHead = m.EmbedTokens
-		b.optional("lm_head.weight")
-	} else {
-		m.LMHead = b.mat("lm_head.weight", V, d)
-	}
-	if cfg.AttnResBlockSize > 0 {
-		m.OutputAttnResProj = b.vec("model.output_attn_res_proj.weight", 1, d)
-		m.OutputAttnResNorm = b.vec("model.output_attn_res_norm.weight", d)
-	}
-	for i := 0; i < cfg.NumHiddenLayers && b.err == nil; i++ {
-		m.Layers = append(m.Layers, b.layer(cfg, i))
-	}
+	b.model(m)
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -61,6 +46,27 @@ func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
 	return m, nil
 }
 
+// model binds the model-level tensors and every layer.
+func (b *binder) model(m *Model) {
+	cfg := m.Cfg
+	d, V := cfg.HiddenSize, cfg.VocabSize
+	m.EmbedTokens = b.mat("model.embed_tokens.weight", V, d)
+	m.Norm = b.vec("model.norm.weight", d)
+	if cfg.TieWordEmbed {
+		m.LMHead = m.EmbedTokens
+		b.optional("lm_head.weight")
+	} else {
+		m.LMHead = b.mat("lm_head.weight", V, d)
+	}
+	if cfg.AttnResBlockSize > 0 {
+		m.OutputAttnResProj = b.vec("model.output_attn_res_proj.weight", 1, d)
+		m.OutputAttnResNorm = b.vec("model.output_attn_res_norm.weight", d)
+	}
+	for i := 0; i < cfg.NumHiddenLayers && b.err == nil; i++ {
+		m.Layers = append(m.Layers, b.layer(cfg, i))
+	}
+}
+
 // ignorable reports tensors that may be present but are not used yet.
 func ignorable(name string) bool {
 	for _, p := range []string{"vision_tower.", "mm_projector.", "multi_modal_projector."} {
@@ -71,11 +77,30 @@ func ignorable(name string) bool {
 	return false
 }
 
+// binder binds checkpoint tensors to model fields. With a nil checkpoint
+// it only records the expected names and shapes (see Spec).
 type binder struct {
 	ck     *safetensors.Checkpoint
 	prefix string
 	used   map[string]bool
 	err    error
+	spec   []TensorSpec
+}
+
+// TensorSpec is one tensor a configuration expects.
+type TensorSpec struct {
+	Name  string // without the layout prefix
+	Shape []int
+}
+
+// Spec lists every tensor a checkpoint of cfg must hold, in binding order,
+// with names as in the kimi_linear layout (kimi_k3 prefixes them with
+// "language_model.").
+func Spec(cfg *config.Config) []TensorSpec {
+	b := &binder{used: map[string]bool{}}
+	m := &Model{Cfg: cfg}
+	b.model(m)
+	return b.spec
 }
 
 // ShapeError reports a tensor whose shape differs from what the config
@@ -91,6 +116,10 @@ func (e *ShapeError) Error() string {
 
 func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
 	if b.err != nil {
+		return nil
+	}
+	if b.ck == nil {
+		b.spec = append(b.spec, TensorSpec{Name: name, Shape: shape})
 		return nil
 	}
 	full := b.prefix + name
@@ -164,6 +193,10 @@ func (b *binder) vec(name string, shape ...int) []float32 {
 // as [H], [1,1,H,1] or per channel [H·dk] in different checkpoints).
 func (b *binder) vecAny(name string, allowed ...int) []float32 {
 	if b.err != nil {
+		return nil
+	}
+	if b.ck == nil {
+		b.spec = append(b.spec, TensorSpec{Name: name, Shape: []int{allowed[0]}})
 		return nil
 	}
 	full := b.prefix + name

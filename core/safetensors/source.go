@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // Source is a random-access byte source: a file, a memory map, or bytes
@@ -106,21 +107,8 @@ func DirOpener(dir string) Opener {
 		if !fs.ValidPath(name) {
 			return nil, fmt.Errorf("safetensors: invalid file name %q: must be a relative path inside the model directory", name)
 		}
-		return OpenFile(dir + string(os.PathSeparator) + fromSlash(name))
+		return OpenFile(filepath.Join(dir, filepath.FromSlash(name)))
 	}
-}
-
-func fromSlash(name string) string {
-	if os.PathSeparator == '/' {
-		return name
-	}
-	b := []byte(name)
-	for i, c := range b {
-		if c == '/' {
-			b[i] = os.PathSeparator
-		}
-	}
-	return string(b)
 }
 
 // MemOpener returns an Opener over in-memory files keyed by name, e.g. bytes

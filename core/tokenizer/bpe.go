@@ -191,6 +191,9 @@ func (h *candHeap) Pop() any {
 // candidate merges ordered by (rank, position), O(n log n).
 func (m *bpeModel) mergeHeap(syms []int32) []int32 {
 	n := len(syms)
+	if n < 2 {
+		return syms
+	}
 	prev := make([]int32, n)
 	next := make([]int32, n)
 	alive := make([]bool, n)

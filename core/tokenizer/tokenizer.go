@@ -141,16 +141,18 @@ type AddedToken struct {
 // addedSet matches added tokens leftmost-longest.
 type addedSet struct {
 	toks    []AddedToken
-	byFirst map[byte][]int // first byte → indices into toks, longest first
+	byFirst [256][]int // first byte → indices into toks, longest first
+	any     bool
 }
 
 func newAddedSet(toks []AddedToken) addedSet {
-	s := addedSet{toks: toks, byFirst: map[byte][]int{}}
+	s := addedSet{toks: toks}
 	for i, a := range toks {
 		if a.Content == "" {
 			continue
 		}
 		s.byFirst[a.Content[0]] = append(s.byFirst[a.Content[0]], i)
+		s.any = true
 	}
 	for _, list := range s.byFirst {
 		for i := 1; i < len(list); i++ { // insertion sort by length, descending
@@ -167,7 +169,7 @@ func isWordChar(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode
 // split calls fn for each plain segment (id -1) and each added token found
 // in text, in order. Special tokens are matched only when special is true.
 func (s *addedSet) split(text string, special bool, fn func(seg string, id int)) {
-	if len(s.byFirst) == 0 {
+	if !s.any {
 		fn(text, -1)
 		return
 	}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/models/presets"
+)
+
+func init() {
+	register("run", "generate text from a prompt or token ids", cmdRun)
+	register("logits", "write the logits of a token sequence as a .npy file", cmdLogits)
+	register("inspect", "summarise a model: parameters, state and cache sizes, memory at long context", cmdInspect)
+	register("init-random", "write a random checkpoint for a preset or config.json", cmdInitRandom)
+}
+
+// parseTokenList parses "1,2,3" (spaces allowed).
+func parseTokenList(s string) ([]int, error) {
+	var ids []int
+	for i, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return nil, fmt.Errorf("--tokens: empty entry at position %d", i)
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("--tokens: entry %d %q is not an integer", i, f)
+		}
+		ids = append(ids, v)
+	}
+	return ids, nil
+}
+
+func checkBackend(b string) error {
+	switch b {
+	case "cpu", "auto":
+		return nil
+	case "gpu":
+		return errors.New("--backend gpu: the WebGPU backend does not run whole models yet; use --backend cpu")
+	}
+	return fmt.Errorf("--backend %q: want cpu, gpu or auto", b)
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "--model DIR (--prompt TEXT | --tokens 1,2,3) [flags]", stderr)
+	dir := fs.String("model", "", "model directory (config.json + safetensors)")
+	prompt := fs.String("prompt", "", "prompt text (byte-level fallback when the model has no tokenizer)")
+	tokens := fs.String("tokens", "", "prompt as comma-separated token ids")
+	maxTok := fs.Int("max-tokens", 64, "maximum number of new tokens")
+	var so generate.SamplerOptions
+	temp := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
+	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0: all)")
+	topP := fs.Float64("top-p", 1, "nucleus sampling mass")
+	minP := fs.Float64("min-p", 0, "drop tokens below min-p × the top probability")
+	rep := fs.Float64("repetition-penalty", 1, "penalty for tokens already seen (1: off)")
+	seed := fs.Uint64("seed", 1, "random seed")
+	chunk := fs.Int("chunk", 64, "prefill piece size in tokens")
+	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	idsOut := fs.Bool("ids", false, "print generated token ids instead of text")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || (*prompt == "") == (*tokens == "") {
+		fs.Usage()
+		return fmt.Errorf("need --model and exactly one of --prompt or --tokens: %w", errUsage)
+	}
+	if err := checkBackend(*backend); err != nil {
+		return err
+	}
+	so = generate.SamplerOptions{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP),
+		MinP: float32(*minP), RepetitionPenalty: float32(*rep), Seed: *seed}
+	if err := so.Validate(); err != nil {
+		return err
+	}
+	m, ck, err := model.OpenDir(*dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	codec := newByteCodec(m.Cfg.VocabSize)
+	var ids []int
+	if *tokens != "" {
+		if ids, err = parseTokenList(*tokens); err != nil {
+			return err
+		}
+	} else if ids, err = codec.Encode(*prompt); err != nil {
+		return err
+	}
+	r := model.NewRunner(m, model.Options{MaxChunk: *chunk})
+	defer r.Close()
+	sess := generate.NewSession(r, len(ids)+*maxTok)
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	stream := codec.Stream()
+	var stop []int
+	stop = append(stop, m.Cfg.EOSTokenIDs...)
+	for tok, err := range sess.Generate(ids, generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop}) {
+		if err != nil {
+			return err
+		}
+		if *idsOut {
+			fmt.Fprintf(w, "%d\n", tok)
+		} else {
+			w.WriteString(stream.Add(tok))
+		}
+		w.Flush()
+	}
+	if !*idsOut {
+		w.WriteString(stream.Flush())
+		w.WriteString("\n")
+	}
+	return nil
+}
+
+func cmdLogits(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("logits", "--model DIR --tokens 1,2,3 --out FILE.npy [--backend cpu]", stderr)
+	dir := fs.String("model", "", "model directory")
+	tokens := fs.String("tokens", "", "comma-separated token ids")
+	out := fs.String("out", "", "output .npy file: float32 logits of shape [T, vocab]")
+	chunk := fs.Int("chunk", 64, "prefill piece size in tokens (does not change the result)")
+	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || *tokens == "" || *out == "" {
+		fs.Usage()
+		return fmt.Errorf("need --model, --tokens and --out: %w", errUsage)
+	}
+	if err := checkBackend(*backend); err != nil {
+		return err
+	}
+	ids, err := parseTokenList(*tokens)
+	if err != nil {
+		return err
+	}
+	m, ck, err := model.OpenDir(*dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	if len(ids) > m.Cfg.MaxPositions {
+		return fmt.Errorf("%d tokens exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
+	}
+	r := model.NewRunner(m, model.Options{MaxChunk: *chunk})
+	defer r.Close()
+	V := m.Cfg.VocabSize
+	logits := make([]float32, len(ids)*V)
+	st := m.NewState()
+	for i := 0; i < len(ids); i += *chunk {
+		j := min(len(ids), i+*chunk)
+		if err := r.Forward(st, ids[i:j], logits[i*V:j*V]); err != nil {
+			return err
+		}
+	}
+	return writeNPY(*out, logits, len(ids), V)
+}
+
+// writeNPY writes a float32 little-endian C-order array of shape [rows, cols]
+// in NumPy .npy format version 1.0.
+func writeNPY(path string, data []float32, rows, cols int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	hdr := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
+	pad := 64 - (10+len(hdr)+1)%64
+	if pad == 64 {
+		pad = 0
+	}
+	hdr += strings.Repeat(" ", pad) + "\n"
+	w := bufio.NewWriter(f)
+	w.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(w, binary.LittleEndian, uint16(len(hdr)))
+	w.WriteString(hdr)
+	var b [4]byte
+	for _, v := range data {
+		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+		w.Write(b[:])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func cmdInspect(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("inspect", "DIR", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("need exactly one model directory: %w", errUsage)
+	}
+	dir := fs.Arg(0)
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return err
+	}
+	ck, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	defer ck.Close()
+	if _, err := model.Load(cfg, ck); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	var weightBytes int64
+	dtypes := map[string]int64{}
+	for _, n := range ck.Names() {
+		t, _ := ck.Tensor(n)
+		weightBytes += t.Size
+		dtypes[string(t.DType)] += t.Size
+	}
+	s := model.ComputeStats(cfg)
+	bytesPerParam := float64(weightBytes) / float64(s.TotalParams)
+	w := stdout
+	fmt.Fprintf(w, "model        %s\n", dir)
+	fmt.Fprintf(w, "architecture %s\n", cfg.Summary())
+	fmt.Fprintf(w, "KDA          %d heads × %d, conv %d, gate %s, output gate %s\n", cfg.KDAHeads, cfg.KDAHeadDim, cfg.ConvKernel,
+		pick(cfg.GateBounded, fmt.Sprintf("lower-bounded sigmoid (%g)", cfg.GateLowerBound), "softplus"), pick(cfg.FullRankGate, "full rank", "low rank"))
+	fmt.Fprintf(w, "MLA          %d heads, q_lora %d, kv_lora %d, nope %d + rope %d (NoPE), v %d, output gate %v\n",
+		cfg.NumHeads, cfg.QLoraRank, cfg.KVLoraRank, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim, cfg.MLAOutputGate)
+	fmt.Fprintf(w, "MoE          %d experts top-%d + %d shared, width %d, %s, %s\n", cfg.NumExperts, cfg.TopK, cfg.NumSharedExperts,
+		cfg.MoEIntermediateSize, pick(cfg.RoutedExpertHiddenSize > 0, fmt.Sprintf("LatentMoE ℓ=%d", cfg.RoutedExpertHiddenSize), "plain"),
+		pick(cfg.SiTU, "SiTU-GLU", "SiLU-GLU"))
+	fmt.Fprintf(w, "residuals    %s\n", pick(cfg.AttnResBlockSize > 0, fmt.Sprintf("Block AttnRes, block %d layers", cfg.AttnResBlockSize), "pre-norm"))
+	fmt.Fprintf(w, "parameters   %s total, %s active per token\n", human(s.TotalParams), human(s.ActiveParams))
+	fmt.Fprintf(w, "weights      %s on disk %v\n", bytesStr(weightBytes), dtypes)
+	fmt.Fprintf(w, "decode read  %s of weights per token\n", bytesStr(int64(float64(s.DecodeReadParams)*bytesPerParam)))
+	fmt.Fprintf(w, "KDA state    %s (constant in context)\n", bytesStr(s.KDAStateBytes))
+	fmt.Fprintf(w, "MLA cache    %d B per token\n", s.CacheBytesPerTok)
+	fmt.Fprintf(w, "context      %d tokens\n", cfg.MaxPositions)
+	for _, n := range []int64{8 << 10, 128 << 10, 1 << 20} {
+		total := weightBytes + s.KDAStateBytes + n*s.CacheBytesPerTok
+		fmt.Fprintf(w, "memory @%-5s weights + state + cache = %s\n", tokStr(n), bytesStr(total))
+	}
+	return nil
+}
+
+func pick(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f B", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f M", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f K", float64(n)/1e3)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func bytesStr(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func tokStr(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dM", n>>20)
+	}
+	return fmt.Sprintf("%dK", n>>10)
+}
+
+func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("init-random", "--config PRESET_OR_FILE --out DIR [--seed N] [--layout kimi_linear|kimi_k3] [--dtype f32|f16|bf16]", stderr)
+	cfgArg := fs.String("config", "", "preset name ("+strings.Join(presets.Names(), ", ")+") or a config.json path")
+	out := fs.String("out", "", "output directory")
+	seed := fs.Uint64("seed", 1, "random seed")
+	layoutArg := fs.String("layout", "", "kimi_linear or kimi_k3 (default: as the config says)")
+	dtArg := fs.String("dtype", "f32", "weight dtype: f32, f16 or bf16")
+	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *cfgArg == "" || *out == "" {
+		fs.Usage()
+		return fmt.Errorf("need --config and --out: %w", errUsage)
+	}
+	raw, err := presets.Read(*cfgArg)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", *cfgArg, err)
+	}
+	layout := cfg.Layout
+	if *layoutArg != "" {
+		if layout, err = config.ParseLayout(*layoutArg); err != nil {
+			return fmt.Errorf("--layout: %w", err)
+		}
+	}
+	var dt safetensors.DType
+	switch strings.ToLower(*dtArg) {
+	case "f32":
+		dt = "F32"
+	case "f16":
+		dt = "F16"
+	case "bf16":
+		dt = "BF16"
+	default:
+		return fmt.Errorf("--dtype %q: want f32, f16 or bf16", *dtArg)
+	}
+	cfg.Layout = layout
+	js, err := cfg.Marshal(layout)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "config.json"), js, 0o644); err != nil {
+		return err
+	}
+	ts := model.RandomTensors(cfg, *seed, dt)
+	meta := map[string]string{"format": "pt", "generator": fmt.Sprintf("tessera init-random seed=%d", *seed)}
+	if err := safetensors.WriteDir(*out, ts, meta, *shard); err != nil {
+		return err
+	}
+	s := model.ComputeStats(cfg)
+	fmt.Fprintf(stdout, "wrote %s: %s, %s parameters (%s active), layout %s, %s\n", *out, cfg.Summary(), human(s.TotalParams), human(s.ActiveParams), layout, dt)
+	return nil
+}

@@ -1,0 +1,576 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+//go:embed *.wgsl
+var shaderFS embed.FS
+
+// Available reports whether this build has a GPU backend compiled in (cgo or
+// js builds). It does not probe for an adapter; see native.Open.
+func Available() bool { return true }
+
+const (
+	uniSlot  = 256  // bytes per dispatch's uniform block (minUniformBufferOffsetAlignment)
+	uniSlots = 2048 // dispatches per submission before an automatic flush
+	maxBinds = 7    // storage bindings per kernel (WebGPU default limit is 8)
+)
+
+// gcMu serialises every GC-off readback window (SetGCPercent is process
+// global) and any runtime.GC call made through GC.
+var gcMu sync.Mutex
+
+// GC runs a garbage collection under the readback lock. Code in a process
+// that uses this package must not call runtime.GC or debug.FreeOSMemory
+// directly while readbacks may be in flight (binding bug 3); call GC instead.
+func GC() {
+	gcMu.Lock()
+	defer gcMu.Unlock()
+	debug.FreeOSMemory()
+}
+
+var bufferIDs atomic.Uint64
+
+// Buffer is a GPU storage buffer of 4-byte words (f32, u32 or two packed
+// halves per word). Buffers are meant to be created at load time and reused.
+type Buffer struct {
+	d     *Device
+	b     *wgpu.Buffer
+	words int
+	id    uint64
+}
+
+// Words is the buffer's length in 4-byte words.
+func (b *Buffer) Words() int { return b.words }
+
+// At returns a view of the buffer starting at word offset off.
+func (b *Buffer) At(off int) View { return View{Buf: b, Off: off} }
+
+// Release frees the buffer and the cached bind groups that reference it.
+// Pending work that uses the buffer still completes (wgpu reference counts).
+func (b *Buffer) Release() {
+	if b == nil || b.b == nil {
+		return
+	}
+	b.d.dropGroups(b.id)
+	b.b.Release()
+	b.b = nil
+}
+
+// View is a tensor inside a Buffer: Off is a word offset. Ops pass offsets
+// to kernels in their uniform block (storage bindings always cover the whole
+// buffer), so views need no alignment beyond 4 bytes.
+type View struct {
+	Buf *Buffer
+	Off int
+}
+
+func (v View) check(words int, what string) error {
+	if v.Buf == nil || v.Buf.b == nil {
+		return fmt.Errorf("wgsl: %s: nil or released buffer", what)
+	}
+	if v.Off < 0 || words < 0 || v.Off+words > v.Buf.words {
+		return fmt.Errorf("wgsl: %s: view [%d, %d) outside buffer of %d words", what, v.Off, v.Off+words, v.Buf.words)
+	}
+	return nil
+}
+
+type kernel struct {
+	name  string
+	nbuf  int
+	bgl   *wgpu.BindGroupLayout
+	pl    *wgpu.PipelineLayout
+	pipe  *wgpu.ComputePipeline
+	index int
+}
+
+type groupKey struct {
+	k    *kernel
+	bufs [maxBinds]uint64
+}
+
+// Device is the portable GPU backend: storage buffers, cached pipelines and
+// bind groups, one command encoder and compute pass per step into which ops
+// record their dispatches, and readback. Ops never submit by themselves;
+// Flush submits the recorded step and the Read methods flush, wait and copy
+// back. A Device is not safe for concurrent use.
+type Device struct {
+	raw     *wgpu.Device
+	q       *wgpu.Queue
+	info    string
+	release func()
+
+	modules map[string]*wgpu.ShaderModule
+	kernels map[string]*kernel
+	groups  map[groupKey]*wgpu.BindGroup
+
+	enc  *wgpu.CommandEncoder
+	pass *wgpu.ComputePassEncoder
+	uni  []byte
+	uBuf *wgpu.Buffer
+
+	staging      *wgpu.Buffer
+	stagingBytes uint64
+	scratch      map[string]*Buffer
+
+	// Dispatches and Submits count recorded dispatches and submissions
+	// since the device was created (for stats and tests).
+	Dispatches, Submits int
+}
+
+// NewDevice wraps a device acquired by the platform code (native.Open, or a
+// browser device made with wgpu.NewDevice). info describes the adapter;
+// release, if not nil, is called by Close after everything else is freed.
+func NewDevice(raw *wgpu.Device, info string, release func()) (*Device, error) {
+	if raw == nil {
+		return nil, errors.New("wgsl: NewDevice with nil device")
+	}
+	d := &Device{raw: raw, q: raw.GetQueue(), info: info, release: release,
+		modules: map[string]*wgpu.ShaderModule{}, kernels: map[string]*kernel{},
+		groups: map[groupKey]*wgpu.BindGroup{}, scratch: map[string]*Buffer{}}
+	var err error
+	d.uBuf, err = raw.CreateBuffer(&wgpu.BufferDescriptor{Size: uniSlot * uniSlots,
+		Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst})
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: uniform arena: %w", err)
+	}
+	return d, nil
+}
+
+// Info describes the adapter (name, driver, backend) as given to NewDevice.
+func (d *Device) Info() string { return d.info }
+
+// Close waits for pending work and releases every object the device created,
+// then the device itself. Buffers created by the caller must be released
+// by the caller before Close.
+func (d *Device) Close() {
+	if d == nil || d.raw == nil {
+		return
+	}
+	_ = d.Sync()
+	for _, g := range d.groups {
+		g.Release()
+	}
+	for _, s := range d.scratch {
+		s.Release()
+	}
+	for _, k := range d.kernels {
+		k.pipe.Release()
+		k.pl.Release()
+		k.bgl.Release()
+	}
+	for _, m := range d.modules {
+		m.Release()
+	}
+	if d.staging != nil {
+		d.staging.Release()
+	}
+	d.uBuf.Release()
+	d.q.Release()
+	d.groups, d.kernels, d.modules = nil, nil, nil
+	if d.release != nil {
+		d.release()
+	} else {
+		d.raw.Release()
+	}
+	d.raw = nil
+}
+
+// NewBuffer creates a zero-filled storage buffer of words 4-byte words.
+func (d *Device) NewBuffer(words int) (*Buffer, error) {
+	if words <= 0 {
+		return nil, fmt.Errorf("wgsl: NewBuffer(%d words)", words)
+	}
+	b, err := d.raw.CreateBuffer(&wgpu.BufferDescriptor{Size: uint64(words) * 4,
+		Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopyDst | wgpu.BufferUsageCopySrc})
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: create buffer of %d words: %w", words, err)
+	}
+	return &Buffer{d: d, b: b, words: words, id: bufferIDs.Add(1)}, nil
+}
+
+// UploadF32 creates a buffer holding data.
+func (d *Device) UploadF32(data []float32) (*Buffer, error) {
+	b, err := d.NewBuffer(max(1, len(data)))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.WriteF32(0, data); err != nil {
+		b.Release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// UploadU32 creates a buffer holding data.
+func (d *Device) UploadU32(data []uint32) (*Buffer, error) {
+	b, err := d.NewBuffer(max(1, len(data)))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.WriteU32(0, data); err != nil {
+		b.Release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// WriteF32 uploads data at word offset off. Work recorded but not yet
+// submitted is flushed first, so it sees the old contents (queue writes are
+// otherwise ordered before the whole pending step).
+func (b *Buffer) WriteF32(off int, data []float32) error {
+	if len(data) == 0 {
+		return nil
+	}
+	return b.writeBytes(off, len(data), wgpu.ToBytes(data))
+}
+
+// WriteU32 uploads data at word offset off (see WriteF32).
+func (b *Buffer) WriteU32(off int, data []uint32) error {
+	if len(data) == 0 {
+		return nil
+	}
+	return b.writeBytes(off, len(data), wgpu.ToBytes(data))
+}
+
+func (b *Buffer) writeBytes(off, words int, p []byte) error {
+	if err := b.At(off).check(words, "write"); err != nil {
+		return err
+	}
+	if err := b.d.Flush(); err != nil {
+		return err
+	}
+	if err := b.d.q.WriteBuffer(b.b, uint64(off)*4, p); err != nil {
+		return fmt.Errorf("wgsl: write %d words at %d: %w", words, off, err)
+	}
+	return nil
+}
+
+// scratchBuf returns a device-owned scratch buffer of at least words words
+// under the given name, growing it when needed (growth flushes first).
+func (d *Device) scratchBuf(name string, words int) (*Buffer, error) {
+	if s := d.scratch[name]; s != nil && s.words >= words {
+		return s, nil
+	}
+	if s := d.scratch[name]; s != nil {
+		if err := d.Flush(); err != nil {
+			return nil, err
+		}
+		s.Release()
+		delete(d.scratch, name)
+	}
+	n := 1024
+	for n < words {
+		n *= 2
+	}
+	s, err := d.NewBuffer(n)
+	if err != nil {
+		return nil, err
+	}
+	d.scratch[name] = s
+	return s, nil
+}
+
+// kernel returns the pipeline for entry point entry of file (a *.wgsl file
+// embedded in the package) with nbuf storage bindings 1..nbuf and the
+// uniform block at binding 0 (dynamic offset), creating it on first use.
+// Layouts are always explicit (js has no "auto" layout: bug 10).
+func (d *Device) kernel(file, entry string, nbuf int) (*kernel, error) {
+	key := file + ":" + entry
+	if k := d.kernels[key]; k != nil {
+		return k, nil
+	}
+	mod := d.modules[file]
+	if mod == nil {
+		src, err := shaderFS.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("wgsl: shader %s: %w", file, err)
+		}
+		mod, err = d.raw.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: file,
+			WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: string(src)}})
+		if err != nil {
+			return nil, fmt.Errorf("wgsl: compile %s: %w", file, err)
+		}
+		d.modules[file] = mod
+	}
+	entries := []wgpu.BindGroupLayoutEntry{{Binding: 0, Visibility: wgpu.ShaderStageCompute,
+		Buffer: wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeUniform, HasDynamicOffset: true, MinBindingSize: uniSlot}}}
+	for i := 1; i <= nbuf; i++ {
+		// All storage bindings are read_write: wgpu allows one buffer to be
+		// bound several times only with the same (writable) usage, so an
+		// activation arena can feed an op's input and output.
+		entries = append(entries, wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute,
+			Buffer: wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeStorage}})
+	}
+	k := &kernel{name: key, nbuf: nbuf, index: len(d.kernels)}
+	var err error
+	if k.bgl, err = d.raw.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Entries: entries}); err != nil {
+		return nil, fmt.Errorf("wgsl: layout %s: %w", key, err)
+	}
+	if k.pl, err = d.raw.CreatePipelineLayout(&wgpu.PipelineLayoutDescriptor{BindGroupLayouts: []*wgpu.BindGroupLayout{k.bgl}}); err != nil {
+		k.bgl.Release()
+		return nil, fmt.Errorf("wgsl: pipeline layout %s: %w", key, err)
+	}
+	if k.pipe, err = d.raw.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{Layout: k.pl,
+		Compute: wgpu.ProgrammableStageDescriptor{Module: mod, EntryPoint: entry}}); err != nil {
+		k.pl.Release()
+		k.bgl.Release()
+		return nil, fmt.Errorf("wgsl: pipeline %s: %w", key, err)
+	}
+	d.kernels[key] = k
+	return k, nil
+}
+
+func (d *Device) group(k *kernel, bufs []*Buffer) (*wgpu.BindGroup, error) {
+	key := groupKey{k: k}
+	for i, b := range bufs {
+		if b == nil || b.b == nil {
+			return nil, fmt.Errorf("wgsl: %s: binding %d: nil or released buffer", k.name, i+1)
+		}
+		key.bufs[i] = b.id
+	}
+	if g := d.groups[key]; g != nil {
+		return g, nil
+	}
+	entries := []wgpu.BindGroupEntry{{Binding: 0, Buffer: d.uBuf, Size: uniSlot}}
+	for i, b := range bufs {
+		entries = append(entries, wgpu.BindGroupEntry{Binding: uint32(i + 1), Buffer: b.b, Size: wgpu.WholeSize})
+	}
+	g, err := d.raw.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: k.bgl, Entries: entries})
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: bind group for %s: %w", k.name, err)
+	}
+	d.groups[key] = g
+	return g, nil
+}
+
+func (d *Device) dropGroups(id uint64) {
+	for key, g := range d.groups {
+		for _, b := range key.bufs {
+			if b == id {
+				g.Release()
+				delete(d.groups, key)
+				break
+			}
+		}
+	}
+}
+
+// params is a kernel's uniform block: u32 and f32 scalars in WGSL struct
+// order.
+type params []uint32
+
+func (p params) u(v ...int) params {
+	for _, x := range v {
+		p = append(p, uint32(x))
+	}
+	return p
+}
+
+func (p params) f(v ...float32) params {
+	for _, x := range v {
+		p = append(p, math.Float32bits(x))
+	}
+	return p
+}
+
+// maxGroups is the WebGPU default maxComputeWorkgroupsPerDimension.
+const maxGroups = 65535
+
+// grid spreads n workgroups over x and y (kernels flatten them as
+// wid.x + wid.y·num_workgroups.x and return when past n).
+func grid(n int) (uint32, uint32) {
+	if n <= maxGroups {
+		return uint32(max(n, 1)), 1
+	}
+	return maxGroups, uint32((n + maxGroups - 1) / maxGroups)
+}
+
+// dispatch records one dispatch of k over groups workgroups (flattened,
+// split over x and y) into the current step.
+func (d *Device) dispatch(k *kernel, p params, bufs []*Buffer, groups int) error {
+	if len(bufs) != k.nbuf {
+		return fmt.Errorf("wgsl: %s: %d buffers for %d bindings", k.name, len(bufs), k.nbuf)
+	}
+	if len(p)*4 > uniSlot {
+		return fmt.Errorf("wgsl: %s: uniform block of %d bytes", k.name, len(p)*4)
+	}
+	if groups <= 0 {
+		return nil
+	}
+	if groups > maxGroups*maxGroups {
+		return fmt.Errorf("wgsl: %s: %d workgroups", k.name, groups)
+	}
+	g, err := d.group(k, bufs)
+	if err != nil {
+		return err
+	}
+	if len(d.uni) >= uniSlot*uniSlots {
+		if err := d.Flush(); err != nil {
+			return err
+		}
+	}
+	if d.enc == nil {
+		if d.enc, err = d.raw.CreateCommandEncoder(nil); err != nil {
+			return fmt.Errorf("wgsl: command encoder: %w", err)
+		}
+		d.pass = d.enc.BeginComputePass(nil)
+	}
+	off := uint32(len(d.uni))
+	var slot [uniSlot]byte
+	copy(slot[:], wgpu.ToBytes([]uint32(p)))
+	d.uni = append(d.uni, slot[:]...)
+	gx, gy := grid(groups)
+	d.pass.SetPipeline(k.pipe)
+	d.pass.SetBindGroup(0, g, []uint32{off})
+	d.pass.DispatchWorkgroups(gx, gy, 1) // explicit 1s: bug 11
+	d.Dispatches++
+	return nil
+}
+
+// finish ends the open pass, lets extra record copies into the encoder, and
+// submits the step. It returns with nothing pending.
+func (d *Device) finish(extra func(enc *wgpu.CommandEncoder) error) (submission, error) {
+	var zero submission
+	if d.enc == nil {
+		if extra == nil {
+			return zero, nil
+		}
+		var err error
+		if d.enc, err = d.raw.CreateCommandEncoder(nil); err != nil {
+			return zero, fmt.Errorf("wgsl: command encoder: %w", err)
+		}
+	}
+	enc := d.enc
+	d.enc = nil
+	defer enc.Release()
+	if d.pass != nil {
+		d.pass.End() // statement form: returns error natively, nothing on js
+		d.pass.Release()
+		d.pass = nil
+	}
+	if len(d.uni) > 0 {
+		err := d.q.WriteBuffer(d.uBuf, 0, d.uni)
+		d.uni = d.uni[:0]
+		if err != nil {
+			return zero, fmt.Errorf("wgsl: upload uniforms: %w", err)
+		}
+	}
+	if extra != nil {
+		if err := extra(enc); err != nil {
+			return zero, err
+		}
+	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return zero, fmt.Errorf("wgsl: finish step: %w", err)
+	}
+	defer cmd.Release()
+	d.Submits++
+	return d.submit(cmd), nil
+}
+
+// Flush submits the work recorded so far without waiting for it.
+func (d *Device) Flush() error {
+	_, err := d.finish(nil)
+	return err
+}
+
+// Sync submits the work recorded so far and waits until the GPU is done.
+func (d *Device) Sync() error {
+	s, err := d.finish(nil)
+	if err != nil {
+		return err
+	}
+	d.wait(s)
+	return nil
+}
+
+// ReadF32 flushes the step, waits for it and copies len(dst) floats from v.
+func (d *Device) ReadF32(v View, dst []float32) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return d.read(v, len(dst), wgpu.ToBytes(dst))
+}
+
+// ReadU32 flushes the step, waits for it and copies len(dst) words from v.
+func (d *Device) ReadU32(v View, dst []uint32) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return d.read(v, len(dst), wgpu.ToBytes(dst))
+}
+
+// read is the only place that maps a buffer. It follows the portable
+// GC-off pattern (binding bug 3): the submission is waited for first, then,
+// under gcMu, GC is switched off for the short window between MapAsync and
+// its callback, because the binding keeps the callback's cgo handle only in
+// an unreferenced Go heap cell. Each submission waited for here must stay
+// well under 5 s (bug 5; see wait).
+func (d *Device) read(v View, words int, dst []byte) error {
+	if err := v.check(words, "read"); err != nil {
+		return err
+	}
+	size := uint64(words) * 4
+	if d.stagingBytes < size {
+		if err := d.Flush(); err != nil {
+			return err
+		}
+		if d.staging != nil {
+			d.staging.Release()
+			d.staging, d.stagingBytes = nil, 0
+		}
+		n := uint64(4096)
+		for n < size {
+			n *= 2
+		}
+		st, err := d.raw.CreateBuffer(&wgpu.BufferDescriptor{Size: n, Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst})
+		if err != nil {
+			return fmt.Errorf("wgsl: staging buffer of %d bytes: %w", n, err)
+		}
+		d.staging, d.stagingBytes = st, n
+	}
+	sub, err := d.finish(func(enc *wgpu.CommandEncoder) error {
+		if err := enc.CopyBufferToBuffer(v.Buf.b, uint64(v.Off)*4, d.staging, 0, size); err != nil {
+			return fmt.Errorf("wgsl: copy to staging: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	d.wait(sub)
+
+	gcMu.Lock()
+	old := debug.SetGCPercent(-1)
+	done, status := false, wgpu.BufferMapAsyncStatus(0)
+	err = d.staging.MapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true })
+	for i := 0; err == nil && !done && i < 100000; i++ {
+		d.raw.Poll(true, nil) // native: the callback runs in here; js: MapAsync already awaited
+	}
+	debug.SetGCPercent(old)
+	gcMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wgsl: map staging: %w", err)
+	}
+	if !done || status != wgpu.BufferMapAsyncStatusSuccess {
+		return fmt.Errorf("wgsl: map staging: done=%v status=%v", done, status)
+	}
+	copy(dst, d.staging.GetMappedRange(0, uint(size))) // a view natively: copy before Unmap
+	if err := d.staging.Unmap(); err != nil {
+		return fmt.Errorf("wgsl: unmap staging: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+// out[t, o] = sum_i x[t, i] * W[o, i]  (out = x·Wᵀ, W [rows=out, cols=in]).
+// One workgroup per (output row, tile of up to TT tokens): the 64 threads
+// stride over the row in column pairs (adjacent threads read adjacent words)
+// and reduce in workgroup memory, so the weight row is read once per tile
+// and no invocation loops more than cols/128·TT times (lavapipe's cap).
+// W is always array<u32>: f32 bits, or two f16 / bf16 halves per word
+// (decoded with unpack2x16float / shifts; no shader-f16 needed).
+struct P {
+  rows: u32, cols: u32, T: u32, dtype: u32,   // dtype 0 f32, 1 f16, 2 bf16
+  w_off: u32, w_stride: u32,                  // in words
+  x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
+  tiles: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read_write> W: array<u32>;
+@group(0) @binding(2) var<storage, read_write> X: array<f32>;
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;
+
+const WG: u32 = 64u;
+const TT: u32 = 8u;
+var<workgroup> red: array<f32, 512>; // TT*WG
+
+// Weights of columns 2j and 2j+1 of row (0 past the end).
+fn wpair(base: u32, j: u32) -> vec2<f32> {
+  if (p.dtype == 0u) {
+    let c = 2u * j;
+    var r = vec2<f32>(bitcast<f32>(W[base + c]), 0.0);
+    if (c + 1u < p.cols) { r.y = bitcast<f32>(W[base + c + 1u]); }
+    return r;
+  }
+  let w = W[base + j];
+  if (p.dtype == 1u) { return unpack2x16float(w); }
+  return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) tid: u32) {
+  let g = wid.x + wid.y * nwg.x;
+  if (g >= p.rows * p.tiles) { return; }
+  let row = g % p.rows;
+  let t0 = (g / p.rows) * TT;
+  let nt = min(TT, p.T - t0);
+  let base = p.w_off + row * p.w_stride;
+  let npair = (p.cols + 1u) / 2u;
+  var acc: array<f32, 8>;
+  for (var j = tid; j < npair; j += WG) {
+    let w = wpair(base, j);
+    let c = 2u * j;
+    let two = c + 1u < p.cols;
+    for (var t = 0u; t < nt; t++) {
+      let xb = p.x_off + (t0 + t) * p.x_stride + c;
+      var s = w.x * X[xb];
+      if (two) { s += w.y * X[xb + 1u]; }
+      acc[t] += s;
+    }
+  }
+  for (var t = 0u; t < TT; t++) { red[t * WG + tid] = acc[t]; }
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (tid < s) {
+      for (var t = 0u; t < TT; t++) { red[t * WG + tid] += red[t * WG + tid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (tid < nt) {
+    O[p.o_off + (t0 + tid) * p.o_stride + row] = red[tid * WG];
+  }
+}

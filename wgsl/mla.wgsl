@@ -1,0 +1,212 @@
+// Multi-head latent attention (NoPE) over a latent cache in a GPU buffer.
+// Cache rows are [c_kv (RKV); k_r (DR)] with row stride c_stride; query n
+// (absolute position pos0+n) sees cache rows s <= pos0+n. W is kv_b_proj
+// [H*(DN+DV), RKV] (f32, or f16/bf16 packed two per word), per head rows
+// [W_UK (DN); W_UV (DV)]. Q is [N, H*(DN+DR)], O is [N, H*DV]. T is the
+// scratch buffer: q̃/õ at qt_off, split partials at part_off, the expanded
+// key/value tile at kv_off, online-softmax stats at st_off.
+//
+// Decode (ref.MLAAbsorbed), four dispatches:
+//   absorb_q       q̃ = W_UKᵀ q_nope                      (n, h, r) invocations
+//   absorb_attn    one workgroup per (n, h, split of ≤128 keys): max, sum and
+//                  Σ p·c_kv over the split; splits keep every invocation far
+//                  below lavapipe's ~65k loop-iteration cap at any context
+//   absorb_combine merge the splits' partials into õ      (n, h, r)
+//   absorb_out     o = W_UV õ                             (n, h, j)
+// Prefill (ref.MLANaive), per tile of ≤128 keys: Linear expands the tile to
+// [k_nope; v] per head into T at kv_off, then naive_attn (one workgroup per
+// (n, h)) folds it into the running max/sum in T and the unnormalised output
+// in O (online softmax; the last tile normalises). No T×T buffer is formed.
+struct P {
+  N: u32, H: u32, DN: u32, DR: u32, DV: u32, RKV: u32, pos0: u32, scale: f32,
+  dtype: u32, w_off: u32, w_stride: u32, q_off: u32, c_off: u32, c_stride: u32, o_off: u32,
+  qt_off: u32, part_off: u32, nsplit: u32, split: u32,
+  k0: u32, kn: u32, last: u32, kv_off: u32, st_off: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read_write> Q: array<f32>;
+@group(0) @binding(2) var<storage, read_write> W: array<u32>;
+@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+@group(0) @binding(4) var<storage, read_write> O: array<f32>;
+@group(0) @binding(5) var<storage, read_write> T: array<f32>;
+
+const WG: u32 = 64u;
+const NEG: f32 = -3.0e38;
+var<workgroup> sc: array<f32, 128>;
+var<workgroup> red: array<f32, 64>;
+
+fn wel(row: u32, col: u32) -> f32 {
+  let base = p.w_off + row * p.w_stride;
+  if (p.dtype == 0u) { return bitcast<f32>(W[base + col]); }
+  let w = W[base + col / 2u];
+  let odd = (col & 1u) == 1u;
+  if (p.dtype == 1u) { let v = unpack2x16float(w); return select(v.x, v.y, odd); }
+  return select(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u), odd);
+}
+
+fn reduce_max(v: f32, tid: u32) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (tid < k) { red[tid] = max(red[tid], red[tid + k]); }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+fn reduce_sum(v: f32, tid: u32) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (tid < k) { red[tid] += red[tid + k]; }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+fn qbase(n: u32, h: u32) -> u32 { return p.q_off + (n * p.H + h) * (p.DN + p.DR); }
+
+@compute @workgroup_size(64)
+fn absorb_q(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.N * p.H * p.RKV) { return; }
+  let r = i % p.RKV;
+  let nh = i / p.RKV;
+  let h = nh % p.H;
+  let qb = qbase(nh / p.H, h);
+  let wr = h * (p.DN + p.DV);
+  var acc = 0.0;
+  for (var d = 0u; d < p.DN; d++) { acc += Q[qb + d] * wel(wr + d, r); }
+  T[p.qt_off + nh * p.RKV + r] = acc;
+}
+
+@compute @workgroup_size(64)
+fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) tid: u32) {
+  let g = wid.x + wid.y * nwg.x;
+  if (g >= p.N * p.H * p.nsplit) { return; }
+  let sp = g % p.nsplit;
+  let nh = g / p.nsplit;
+  let n = nh / p.H;
+  let h = nh % p.H;
+  let last = p.pos0 + n;
+  let s0 = sp * p.split;
+  let pb = p.part_off + g * (p.RKV + 2u);
+  if (s0 > last) { // split entirely after this query: empty partial
+    for (var r = tid; r < p.RKV; r += WG) { T[pb + 2u + r] = 0.0; }
+    if (tid == 0u) { T[pb] = NEG; T[pb + 1u] = 0.0; }
+    return;
+  }
+  let cnt = min(p.split, last + 1u - s0);
+  let qb = qbase(n, h);
+  let qt = p.qt_off + nh * p.RKV;
+  var lm = NEG;
+  for (var k = tid; k < cnt; k += WG) {
+    let cb = p.c_off + (s0 + k) * p.c_stride;
+    var a = 0.0;
+    for (var r = 0u; r < p.RKV; r++) { a += T[qt + r] * C[cb + r]; }
+    for (var d = 0u; d < p.DR; d++) { a += Q[qb + p.DN + d] * C[cb + p.RKV + d]; }
+    a *= p.scale;
+    sc[k] = a;
+    lm = max(lm, a);
+  }
+  let m = reduce_max(lm, tid);
+  var ls = 0.0;
+  for (var k = tid; k < cnt; k += WG) { let e = exp(sc[k] - m); sc[k] = e; ls += e; }
+  let l = reduce_sum(ls, tid);
+  for (var r = tid; r < p.RKV; r += WG) {
+    var a = 0.0;
+    for (var k = 0u; k < cnt; k++) { a += sc[k] * C[p.c_off + (s0 + k) * p.c_stride + r]; }
+    T[pb + 2u + r] = a;
+  }
+  if (tid == 0u) { T[pb] = m; T[pb + 1u] = l; }
+}
+
+@compute @workgroup_size(64)
+fn absorb_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.N * p.H * p.RKV) { return; }
+  let r = i % p.RKV;
+  let nh = i / p.RKV;
+  let pb = p.part_off + nh * p.nsplit * (p.RKV + 2u);
+  var m = NEG;
+  for (var s = 0u; s < p.nsplit; s++) { m = max(m, T[pb + s * (p.RKV + 2u)]); }
+  var num = 0.0;
+  var den = 0.0;
+  for (var s = 0u; s < p.nsplit; s++) {
+    let b = pb + s * (p.RKV + 2u);
+    if (T[b + 1u] > 0.0) {
+      let w = exp(T[b] - m);
+      num += w * T[b + 2u + r];
+      den += w * T[b + 1u];
+    }
+  }
+  T[p.qt_off + nh * p.RKV + r] = num / den;
+}
+
+@compute @workgroup_size(64)
+fn absorb_out(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.N * p.H * p.DV) { return; }
+  let j = i % p.DV;
+  let nh = i / p.DV;
+  let h = nh % p.H;
+  let wr = h * (p.DN + p.DV) + p.DN + j;
+  let ot = p.qt_off + nh * p.RKV;
+  var acc = 0.0;
+  for (var r = 0u; r < p.RKV; r++) { acc += wel(wr, r) * T[ot + r]; }
+  O[p.o_off + nh * p.DV + j] = acc;
+}
+
+@compute @workgroup_size(64)
+fn naive_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) tid: u32) {
+  let nh = wid.x + wid.y * nwg.x;
+  if (nh >= p.N * p.H) { return; }
+  let n = nh / p.H;
+  let h = nh % p.H;
+  let last = p.pos0 + n;
+  let st = p.st_off + 2u * nh;
+  let ob = p.o_off + nh * p.DV;
+  var m_old = NEG;
+  var l_old = 0.0;
+  if (p.k0 > 0u) { m_old = T[st]; l_old = T[st + 1u]; }
+  if (p.k0 > last) { // nothing visible in this tile
+    if (p.last == 1u) {
+      for (var j = tid; j < p.DV; j += WG) { O[ob + j] = O[ob + j] / l_old; }
+    }
+    return;
+  }
+  let cnt = min(p.kn, last + 1u - p.k0);
+  let rows = p.H * (p.DN + p.DV);
+  let hb = p.kv_off + h * (p.DN + p.DV);
+  let qb = qbase(n, h);
+  var lm = NEG;
+  for (var k = tid; k < cnt; k += WG) {
+    let kb = hb + k * rows;
+    let cb = p.c_off + (p.k0 + k) * p.c_stride + p.RKV;
+    var a = 0.0;
+    for (var d = 0u; d < p.DN; d++) { a += Q[qb + d] * T[kb + d]; }
+    for (var d = 0u; d < p.DR; d++) { a += Q[qb + p.DN + d] * C[cb + d]; }
+    a *= p.scale;
+    sc[k] = a;
+    lm = max(lm, a);
+  }
+  let m_new = max(m_old, reduce_max(lm, tid));
+  var ls = 0.0;
+  for (var k = tid; k < cnt; k += WG) { let e = exp(sc[k] - m_new); sc[k] = e; ls += e; }
+  let alpha = exp(m_old - m_new);
+  let l_new = l_old * alpha + reduce_sum(ls, tid);
+  for (var j = tid; j < p.DV; j += WG) {
+    var a = 0.0;
+    if (p.k0 > 0u) { a = O[ob + j] * alpha; }
+    for (var k = 0u; k < cnt; k++) { a += sc[k] * T[hb + k * rows + p.DN + j]; }
+    if (p.last == 1u) { a /= l_new; }
+    O[ob + j] = a;
+  }
+  if (tid == 0u) { T[st] = m_new; T[st + 1u] = l_new; }
+}

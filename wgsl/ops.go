@@ -1,0 +1,386 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"math"
+	"fmt"
+
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// loopBudget is the number of loop iterations one invocation may run:
+// lavapipe silently stops an invocation after about 65,535 (webgpu.md §5c).
+// Wrappers split work so kernels stay well below it.
+const loopBudget = 32768
+
+// Mat is a weight matrix on the GPU: Rows×Cols elements of DType, row r at
+// word Off + r·Stride. F32 uses one word per element; F16 and BF16 pack two
+// elements per word (element 2j in the low half), rows padded to a word.
+type Mat struct {
+	View
+	Rows, Cols int
+	DType      tensor.DType
+	Stride     int
+}
+
+// MatWords is the number of words a Rows×Cols matrix of dt takes on the GPU.
+func MatWords(rows, cols int, dt tensor.DType) int { return rows * matStride(cols, dt) }
+
+func matStride(cols int, dt tensor.DType) int {
+	if dt == tensor.F32 {
+		return cols
+	}
+	return (cols + 1) / 2
+}
+
+// PackMat returns m's GPU words (see Mat).
+func PackMat(m *tensor.Mat) []uint32 {
+	st := matStride(m.Cols, m.DType)
+	out := make([]uint32, m.Rows*st)
+	if m.DType == tensor.F32 {
+		for i, v := range m.F32 {
+			out[i] = math.Float32bits(v)
+		}
+		return out
+	}
+	for r := 0; r < m.Rows; r++ {
+		row := m.U16[r*m.Cols : (r+1)*m.Cols]
+		for c, h := range row {
+			out[r*st+c/2] |= uint32(h) << (16 * (c & 1))
+		}
+	}
+	return out
+}
+
+// UploadMat copies a weight matrix (F32, F16 or BF16) into a new buffer.
+// Half-precision matrices stay half precision on the GPU.
+func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
+	if m == nil || m.Rows <= 0 || m.Cols <= 0 {
+		return nil, fmt.Errorf("wgsl: UploadMat: empty matrix")
+	}
+	if m.DType > tensor.BF16 {
+		return nil, fmt.Errorf("wgsl: UploadMat: unsupported dtype %v", m.DType)
+	}
+	b, err := d.UploadU32(PackMat(m))
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: UploadMat %dx%d %v: %w", m.Rows, m.Cols, m.DType, err)
+	}
+	return &Mat{View: b.At(0), Rows: m.Rows, Cols: m.Cols, DType: m.DType, Stride: matStride(m.Cols, m.DType)}, nil
+}
+
+func (m *Mat) check(what string) error {
+	if m == nil {
+		return fmt.Errorf("wgsl: %s: nil matrix", what)
+	}
+	if m.Stride < matStride(m.Cols, m.DType) {
+		return fmt.Errorf("wgsl: %s: row stride %d too small for %d %v columns", what, m.Stride, m.Cols, m.DType)
+	}
+	return m.View.check((m.Rows-1)*m.Stride+matStride(m.Cols, m.DType), what+" weights")
+}
+
+func rowsWords(rows, n, stride int) int {
+	if rows <= 0 {
+		return 0
+	}
+	return (rows-1)*stride + n
+}
+
+// Linear records out = x·Wᵀ for T tokens (x [T, W.Cols], out [T, W.Rows],
+// rows contiguous): a GEMV for T = 1, a GEMM reading each weight row once
+// per 8 tokens otherwise. Mirrors ref.Linear.
+func (d *Device) Linear(out, x View, T int, W *Mat) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: Linear: nil matrix")
+	}
+	return d.LinearStrided(out, W.Rows, x, W.Cols, T, W)
+}
+
+// LinearStrided is Linear with explicit row strides (in words) for x and out,
+// e.g. to read the c_kv part of latent-cache rows.
+func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W *Mat) error {
+	if err := W.check("Linear"); err != nil {
+		return err
+	}
+	if T <= 0 {
+		return nil
+	}
+	if xStride < W.Cols || oStride < W.Rows {
+		return fmt.Errorf("wgsl: Linear: strides x %d, out %d for %dx%d", xStride, oStride, W.Rows, W.Cols)
+	}
+	if err := x.check(rowsWords(T, W.Cols, xStride), "Linear x"); err != nil {
+		return err
+	}
+	if err := out.check(rowsWords(T, W.Rows, oStride), "Linear out"); err != nil {
+		return err
+	}
+	if (W.Cols+1)/2/64*8 > loopBudget {
+		return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)
+	}
+	k, err := d.kernel("linear.wgsl", "main", 3)
+	if err != nil {
+		return err
+	}
+	tiles := (T + 7) / 8
+	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf}, W.Rows*tiles)
+}
+
+// RMSNorm records out = w ⊙ x / sqrt(mean(x²) + eps) for rows rows of n
+// values (ref.RMSNorm). out may equal x.
+func (d *Device) RMSNorm(out, x, w View, rows, n int, eps float32) error {
+	return d.rmsnorm(out, x, x, w, rows, n, eps, 0)
+}
+
+// RMSNormGated records out = RMSNorm(x) ⊙ act(g) with act σ or SiLU
+// (ref.RMSNormGated). out may equal x.
+func (d *Device) RMSNormGated(out, x, g, w View, rows, n int, eps float32, act ref.GateAct) error {
+	mode := 1
+	if act == ref.GateSiLU {
+		mode = 2
+	}
+	if err := g.check(rows*n, "RMSNormGated g"); err != nil {
+		return err
+	}
+	return d.rmsnorm(out, x, g, w, rows, n, eps, mode)
+}
+
+func (d *Device) rmsnorm(out, x, g, w View, rows, n int, eps float32, mode int) error {
+	if rows <= 0 || n <= 0 {
+		return fmt.Errorf("wgsl: RMSNorm: %d rows of %d", rows, n)
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{x, rows * n, "x"}, {w, n, "w"}, {out, rows * n, "out"}} {
+		if err := c.v.check(c.words, "RMSNorm "+c.name); err != nil {
+			return err
+		}
+	}
+	k, err := d.kernel("norm.wgsl", "rmsnorm", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, rows, mode).f(eps, 1).u(x.Off, n, g.Off, n, w.Off, out.Off, n)
+	return d.dispatch(k, p, []*Buffer{x.Buf, g.Buf, w.Buf, out.Buf}, rows)
+}
+
+// L2Norm records out = x / sqrt(Σx² + eps) · scale per row of d values
+// (ref.L2Norm, which works in place: pass out = x).
+func (d *Device) L2Norm(out, x View, rows, n int, eps, scale float32) error {
+	if rows <= 0 || n <= 0 {
+		return fmt.Errorf("wgsl: L2Norm: %d rows of %d", rows, n)
+	}
+	if err := x.check(rows*n, "L2Norm x"); err != nil {
+		return err
+	}
+	if err := out.check(rows*n, "L2Norm out"); err != nil {
+		return err
+	}
+	k, err := d.kernel("norm.wgsl", "l2norm", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, rows, 0).f(eps, scale).u(x.Off, n, x.Off, n, x.Off, out.Off, n)
+	return d.dispatch(k, p, []*Buffer{x.Buf, x.Buf, x.Buf, out.Buf}, rows)
+}
+
+// Strided is a View whose rows are Stride words apart.
+type Strided struct {
+	View
+	Stride int
+}
+
+// Rows returns v as a Strided view with rows stride words apart.
+func (v View) Rows(stride int) Strided { return Strided{v, stride} }
+
+func (s Strided) check(rows, n int, what string) error {
+	if s.Stride < n {
+		return fmt.Errorf("wgsl: %s: row stride %d < row length %d", what, s.Stride, n)
+	}
+	return s.View.check(rowsWords(rows, n, s.Stride), what)
+}
+
+// GLU records out = act(gate, up) (ref.Act.GLU: SiLU-GLU or SiTU-GLU) over
+// rows×n elements; each operand has its own row stride, so gate and up may
+// be the two halves of one fused projection.
+func (d *Device) GLU(out, gate, up Strided, rows, n int, act ref.Act) error {
+	mode := 0
+	if act.SiTU {
+		mode = 1
+		if act.Beta == 0 {
+			return fmt.Errorf("wgsl: GLU: SiTU with β = 0")
+		}
+	}
+	return d.elementwise("glu", out, gate, up, rows, n, mode, 0, act.Beta, act.BetaLin)
+}
+
+// Add records out = x + a·y over n contiguous elements (residual add with
+// a = 1). out may equal x or y.
+func (d *Device) Add(out, x, y View, n int, a float32) error {
+	return d.elementwise("add", out.Rows(n), x.Rows(n), y.Rows(n), 1, n, 0, a, 0, 0)
+}
+
+// Axpy records y += a·x over n elements (ref.Axpy).
+func (d *Device) Axpy(a float32, x, y View, n int) error { return d.Add(y, y, x, n, a) }
+
+// Copy records out = x over rows×n elements with row strides.
+func (d *Device) Copy(out, x Strided, rows, n int) error {
+	return d.elementwise("copy", out, x, x, rows, n, 0, 0, 0, 0)
+}
+
+func (d *Device) elementwise(entry string, out, x, y Strided, rows, n, mode int, a, beta, betaLin float32) error {
+	if rows <= 0 || n <= 0 {
+		return nil
+	}
+	if err := x.check(rows, n, entry+" x"); err != nil {
+		return err
+	}
+	if err := y.check(rows, n, entry+" y"); err != nil {
+		return err
+	}
+	if err := out.check(rows, n, entry+" out"); err != nil {
+		return err
+	}
+	k, err := d.kernel("elementwise.wgsl", entry, 3)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, rows, mode).f(a, beta, betaLin).u(x.Off, x.Stride, y.Off, y.Stride, out.Off, out.Stride)
+	return d.dispatch(k, p, []*Buffer{x.Buf, y.Buf, out.Buf}, (rows*n+255)/256)
+}
+
+// ShortConv records the short causal depthwise conv + SiLU with carried
+// state (ref.ShortConv): x, out [T, C], w [C, K], state [K−1, C] updated in
+// place. out must not overlap x or state. Long pieces are split into several
+// dispatches (channels are independent, so state carries between them).
+func (d *Device) ShortConv(out, x, w, state View, T, C, K int) error {
+	if T <= 0 {
+		return nil
+	}
+	if C <= 0 || K < 2 {
+		return fmt.Errorf("wgsl: ShortConv: C %d, K %d", C, K)
+	}
+	if err := x.check(T*C, "ShortConv x"); err != nil {
+		return err
+	}
+	if err := out.check(T*C, "ShortConv out"); err != nil {
+		return err
+	}
+	if err := w.check(C*K, "ShortConv w"); err != nil {
+		return err
+	}
+	if err := state.check((K-1)*C, "ShortConv state"); err != nil {
+		return err
+	}
+	k, err := d.kernel("conv.wgsl", "main", 4)
+	if err != nil {
+		return err
+	}
+	step := max(1, loopBudget/(K+2)-K)
+	for t0 := 0; t0 < T; t0 += step {
+		n := min(step, T-t0)
+		p := params{}.u(n, C, K, x.Off+t0*C, w.Off, state.Off, out.Off+t0*C)
+		if err := d.dispatch(k, p, []*Buffer{x.Buf, w.Buf, state.Buf, out.Buf}, (C+63)/64); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KDAGate records the KDA log-decay gate (ref.KDAGate) for T tokens: g, raw
+// [T, H·dk], dtBias [H·dk], aLog [H] or [H·dk] (perChannel). g may equal raw.
+func (d *Device) KDAGate(g, raw, dtBias, aLog View, T, H, dk int, perChannel, bounded bool, lowerBound float32) error {
+	n := T * H * dk
+	if n <= 0 {
+		return fmt.Errorf("wgsl: KDAGate: T %d, H %d, dk %d", T, H, dk)
+	}
+	nA := H
+	if perChannel {
+		nA = H * dk
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{g, n, "g"}, {raw, n, "raw"}, {dtBias, H * dk, "dt_bias"}, {aLog, nA, "A_log"}} {
+		if err := c.v.check(c.words, "KDAGate "+c.name); err != nil {
+			return err
+		}
+	}
+	k, err := d.kernel("kda_gate.wgsl", "main", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, H*dk, dk, b2i(perChannel), b2i(bounded)).f(lowerBound).u(raw.Off, dtBias.Off, aLog.Off, g.Off)
+	return d.dispatch(k, p, []*Buffer{raw.Buf, dtBias.Buf, aLog.Buf, g.Buf}, (n+255)/256)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// KDAArgs are the GPU operands of a KDA recurrence, laid out as in
+// ref.KDAArgs: Q, K, G [T, H·DK], V, O [T, H·DV], Beta [T, H], S [H, DK, DV]
+// (updated in place).
+type KDAArgs struct {
+	T, H, DK, DV          int
+	Q, K, V, G, Beta, O S_ //nolint
+	S                     View
+}
+
+// S_ is an alias of View used to keep KDAArgs' field list aligned.
+type S_ = View
+
+// KDARecurrent records the KDA delta-rule recurrence token by token
+// (ref.KDARecurrent) with one invocation per (head, value column). Many
+// tokens (prefill through the recurrent form) are split into dispatches of
+// at most loopBudget/(2·DK) tokens, each continuing from the state the
+// previous one wrote.
+func (d *Device) KDARecurrent(a *KDAArgs) error {
+	if a == nil || a.T <= 0 || a.H <= 0 || a.DK <= 0 || a.DV <= 0 {
+		return fmt.Errorf("wgsl: KDARecurrent: bad sizes %+v", a)
+	}
+	T, H, dk, dv := a.T, a.H, a.DK, a.DV
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{a.Q, T * H * dk, "Q"}, {a.K, T * H * dk, "K"}, {a.G, T * H * dk, "G"}, {a.V, T * H * dv, "V"},
+		{a.O, T * H * dv, "O"}, {a.Beta, T * H, "Beta"}, {a.S, H * dk * dv, "S"}} {
+		if err := c.v.check(c.words, "KDARecurrent "+c.name); err != nil {
+			return err
+		}
+	}
+	if H > maxGroups {
+		return fmt.Errorf("wgsl: KDARecurrent: %d heads", H)
+	}
+	k, err := d.kernel("kda.wgsl", "main", 7)
+	if err != nil {
+		return err
+	}
+	step := max(1, loopBudget/(2*dk+2))
+	bufs := []*Buffer{a.Q.Buf, a.K.Buf, a.V.Buf, a.G.Buf, a.Beta.Buf, a.O.Buf, a.S.Buf}
+	for t0 := 0; t0 < T; t0 += step {
+		n := min(step, T-t0)
+		p := params{}.u(n, H, dk, dv, a.Q.Off+t0*H*dk, a.K.Off+t0*H*dk, a.V.Off+t0*H*dv, a.G.Off+t0*H*dk,
+			a.Beta.Off+t0*H, a.O.Off+t0*H*dv, a.S.Off)
+		if err := d.dispatchXY(k, p, bufs, (dv+63)/64, H); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dispatchXY is dispatch with an explicit 2-D grid (gx ≤ 65535, gy ≤ 65535).
+func (d *Device) dispatchXY(k *kernel, p params, bufs []*Buffer, gx, gy int) error {
+	if gx > maxGroups || gy > maxGroups {
+		return fmt.Errorf("wgsl: %s: grid %dx%d", k.name, gx, gy)
+	}
+	return d.dispatchGrid(k, p, bufs, uint32(gx), uint32(gy))
+}
