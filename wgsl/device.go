@@ -388,13 +388,17 @@ func (p params) f(v ...float32) params {
 // maxGroups is the WebGPU default maxComputeWorkgroupsPerDimension.
 const maxGroups = 65535
 
+// gridX is the widest x dimension grid uses: maxGroups, lowered by tests
+// to exercise the 2-D split with small shapes.
+var gridX = maxGroups
+
 // grid spreads n workgroups over x and y (kernels flatten them as
 // wid.x + wid.y·num_workgroups.x and return when past n).
 func grid(n int) (uint32, uint32) {
-	if n <= maxGroups {
+	if n <= gridX {
 		return uint32(max(n, 1)), 1
 	}
-	return maxGroups, uint32((n + maxGroups - 1) / maxGroups)
+	return uint32(gridX), uint32((n + gridX - 1) / gridX)
 }
 
 // dispatch records one dispatch of k over groups workgroups (flattened,
@@ -409,8 +413,23 @@ func (d *Device) dispatch(k *kernel, p params, bufs []*Buffer, groups int) error
 	if groups <= 0 {
 		return nil
 	}
-	if groups > maxGroups*maxGroups {
+	if groups > gridX*maxGroups {
 		return fmt.Errorf("wgsl: %s: %d workgroups", k.name, groups)
+	}
+	gx, gy := grid(groups)
+	return d.dispatchGrid(k, p, bufs, gx, gy)
+}
+
+// dispatchGrid records one dispatch of k over a gx×gy grid of workgroups.
+func (d *Device) dispatchGrid(k *kernel, p params, bufs []*Buffer, gx, gy uint32) error {
+	if len(bufs) != k.nbuf {
+		return fmt.Errorf("wgsl: %s: %d buffers for %d bindings", k.name, len(bufs), k.nbuf)
+	}
+	if len(p)*4 > uniSlot {
+		return fmt.Errorf("wgsl: %s: uniform block of %d bytes", k.name, len(p)*4)
+	}
+	if gx == 0 || gy == 0 {
+		return nil
 	}
 	g, err := d.group(k, bufs)
 	if err != nil {
@@ -431,7 +450,6 @@ func (d *Device) dispatch(k *kernel, p params, bufs []*Buffer, groups int) error
 	var slot [uniSlot]byte
 	copy(slot[:], wgpu.ToBytes([]uint32(p)))
 	d.uni = append(d.uni, slot[:]...)
-	gx, gy := grid(groups)
 	d.pass.SetPipeline(k.pipe)
 	d.pass.SetBindGroup(0, g, []uint32{off})
 	d.pass.DispatchWorkgroups(gx, gy, 1) // explicit 1s: bug 11

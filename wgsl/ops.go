@@ -3,8 +3,8 @@
 package wgsl
 
 import (
-	"math"
 	"fmt"
+	"math"
 
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/tensor"
@@ -118,7 +118,11 @@ func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W 
 	if (W.Cols+1)/2/64*8 > loopBudget {
 		return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)
 	}
-	k, err := d.kernel("linear.wgsl", "main", 3)
+	entry := "main"
+	if T == 1 {
+		entry = "gemv"
+	}
+	k, err := d.kernel("linear.wgsl", entry, 3)
 	if err != nil {
 		return err
 	}
@@ -329,13 +333,9 @@ func b2i(b bool) int {
 // ref.KDAArgs: Q, K, G [T, H·DK], V, O [T, H·DV], Beta [T, H], S [H, DK, DV]
 // (updated in place).
 type KDAArgs struct {
-	T, H, DK, DV          int
-	Q, K, V, G, Beta, O S_ //nolint
-	S                     View
+	T, H, DK, DV           int
+	Q, K, V, G, Beta, O, S View
 }
-
-// S_ is an alias of View used to keep KDAArgs' field list aligned.
-type S_ = View
 
 // KDARecurrent records the KDA delta-rule recurrence token by token
 // (ref.KDARecurrent) with one invocation per (head, value column). Many

@@ -103,6 +103,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errUsage):
+		if err != errUsage {
+			fmt.Fprintf(stderr, "tessera %s: %v\n", c.name, err)
+		}
 		return 2
 	default:
 		fmt.Fprintf(stderr, "tessera %s: %v\n", c.name, err)

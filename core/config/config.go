@@ -301,7 +301,38 @@ func (c *Config) parseText(m map[string]any, nested bool) error {
 	return c.validate(prefix, kdaL, fullL)
 }
 
+// Sanity caps: far above any real model, low enough that a hostile
+// config.json cannot make tessera allocate absurd amounts before loading.
+var limits = []struct {
+	field string
+	get   func(c *Config) int
+	max   int
+}{
+	{"num_hidden_layers", func(c *Config) int { return c.NumHiddenLayers }, 4096},
+	{"hidden_size", func(c *Config) int { return c.HiddenSize }, 1 << 17},
+	{"vocab_size", func(c *Config) int { return c.VocabSize }, 1 << 24},
+	{"num_experts", func(c *Config) int { return c.NumExperts }, 1 << 16},
+	{"linear_attn_config.num_heads", func(c *Config) int { return c.KDAHeads }, 1 << 12},
+	{"linear_attn_config.head_dim", func(c *Config) int { return c.KDAHeadDim }, 1 << 12},
+	{"linear_attn_config.short_conv_kernel_size", func(c *Config) int { return c.ConvKernel }, 64},
+	{"num_attention_heads", func(c *Config) int { return c.NumHeads }, 1 << 12},
+	{"kv_lora_rank", func(c *Config) int { return c.KVLoraRank }, 1 << 16},
+	{"q_lora_rank", func(c *Config) int { return c.QLoraRank }, 1 << 16},
+	{"qk_nope_head_dim", func(c *Config) int { return c.QKNopeHeadDim }, 1 << 12},
+	{"qk_rope_head_dim", func(c *Config) int { return c.QKRopeHeadDim }, 1 << 12},
+	{"v_head_dim", func(c *Config) int { return c.VHeadDim }, 1 << 12},
+	{"intermediate_size", func(c *Config) int { return c.IntermediateSize }, 1 << 20},
+	{"moe_intermediate_size", func(c *Config) int { return c.MoEIntermediateSize }, 1 << 20},
+	{"routed_expert_hidden_size", func(c *Config) int { return c.RoutedExpertHiddenSize }, 1 << 17},
+	{"num_shared_experts", func(c *Config) int { return c.NumSharedExperts }, 1 << 10},
+}
+
 func (c *Config) validate(prefix string, kdaL, fullL []int) error {
+	for _, l := range limits {
+		if v := l.get(c); v > l.max {
+			return fieldErr(prefix+l.field, "%d is larger than tessera supports (%d)", v, l.max)
+		}
+	}
 	L := c.NumHiddenLayers
 	c.Kinds = make([]LayerKind, L)
 	seen := make([]bool, L)

@@ -135,7 +135,7 @@ func MLANaive(p *Pool, a *MLAArgs, s *MLAScratch) {
 			copy(s.ckv[i*rkv:(i+1)*rkv], a.Cache.Row(k0 + i)[:rkv])
 		}
 		Linear(p, s.tile, s.ckv, kn, a.WKVB)
-		*j = attnJob{a: a, s: s, k0: k0, kn: kn}
+		*j = attnJob{a: *a, s: s, k0: k0, kn: kn}
 		p.For(a.N*H, 1, j)
 	}
 	*j = attnJob{}
@@ -149,7 +149,7 @@ func MLANaive(p *Pool, a *MLAArgs, s *MLAScratch) {
 }
 
 type attnJob struct {
-	a      *MLAArgs
+	a      MLAArgs
 	s      *MLAScratch
 	k0, kn int
 	// absorbed mode
@@ -160,11 +160,11 @@ type attnJob struct {
 func (j *attnJob) Run(w, lo, hi int) {
 	if j.absorbed {
 		for i := lo; i < hi; i++ {
-			mlaAbsorbedOne(j.a, i/j.a.H, i%j.a.H, j.buf[w])
+			mlaAbsorbedOne(&j.a, i/j.a.H, i%j.a.H, j.buf[w])
 		}
 		return
 	}
-	a := j.a
+	a := &j.a
 	H, dn, dr, dv, rkv := a.H, a.DN, a.DR, a.DV, a.RKV
 	dqk := dn + dr
 	rows := H * (dn + dv)
@@ -217,7 +217,7 @@ func MLAAbsorbed(p *Pool, a *MLAArgs, s *MLAScratch) {
 		}
 	}
 	buf := j.buf
-	*j = attnJob{a: a, s: s, absorbed: true, buf: buf}
+	*j = attnJob{a: *a, s: s, absorbed: true, buf: buf}
 	p.For(a.N*a.H, 1, j)
 	*j = attnJob{buf: buf}
 }

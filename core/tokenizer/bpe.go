@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"math"
 	"sync"
+	"unicode/utf8"
 )
 
 // bpeModel is the byte-pair-encoding model shared by the tokenizer.json and
@@ -100,12 +101,10 @@ func (m *bpeModel) initialSymbols(word string) []int32 {
 		}
 		return syms
 	}
-	for i, r := range word {
-		n := len(string(r))
-		if r == 0xFFFD && word[i:i+3] != "\uFFFD" {
-			n = 1 // an invalid byte
-		}
+	for i := 0; i < len(word); {
+		_, n := utf8.DecodeRuneInString(word[i:]) // n is 1 for an invalid byte
 		ch := word[i : i+n]
+		i += n
 		if id, ok := m.wordVocab[ch]; ok {
 			syms = append(syms, id)
 			continue

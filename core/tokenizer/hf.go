@@ -33,6 +33,9 @@ type hfModel struct {
 	Merges                  []json.RawMessage `json:"merges"`
 }
 
+// maxTokenID bounds ids read from files (real vocabularies are < 1M).
+const maxTokenID = 1<<24 - 1
+
 // component is the common shape of normalizers, pre-tokenizers and decoders.
 type component struct {
 	Type          string            `json:"type"`
@@ -99,14 +102,14 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 
 	size := 0
 	for tok, id := range m.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("tokenizer.json: vocab token %q has negative id %d", tok, id)
+		if id < 0 || id > maxTokenID {
+			return nil, fmt.Errorf("tokenizer.json: vocab token %q has id %d outside [0, %d]", tok, id, maxTokenID)
 		}
 		size = max(size, id+1)
 	}
 	for _, a := range f.AddedTokens {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("tokenizer.json: added token %q has negative id %d", a.Content, a.ID)
+		if a.ID < 0 || a.ID > maxTokenID {
+			return nil, fmt.Errorf("tokenizer.json: added token %q has id %d outside [0, %d]", a.Content, a.ID, maxTokenID)
 		}
 		if a.Content == "" {
 			return nil, fmt.Errorf("tokenizer.json: added token %d has empty content", a.ID)
@@ -190,8 +193,39 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
+// plainJSONString returns the value of a JSON string literal at the start
+// of raw when it has no escapes, and the rest of raw after it.
+func plainJSONString(raw []byte) (s string, rest []byte, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", nil, false
+	}
+	for i := 1; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			return "", nil, false
+		case '"':
+			return string(raw[1:i]), raw[i+1:], true
+		}
+	}
+	return "", nil, false
+}
+
 // parseMerge reads one merge, either "a b" or ["a", "b"].
 func parseMerge(raw json.RawMessage) (string, string, error) {
+	// Fast paths for the common escape-free spellings (loading speed).
+	if v, rest, ok := plainJSONString(raw); ok && len(bytes.TrimSpace(rest)) == 0 {
+		if a, b, ok := strings.Cut(v, " "); ok && a != "" && b != "" && !strings.Contains(b, " ") {
+			return a, b, nil
+		}
+	} else if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		if a, rest, ok := plainJSONString(bytes.TrimSpace(t[1:])); ok {
+			if rest = bytes.TrimSpace(rest); len(rest) > 0 && rest[0] == ',' {
+				if b, rest, ok := plainJSONString(bytes.TrimSpace(rest[1:])); ok && string(bytes.TrimSpace(rest)) == "]" {
+					return a, b, nil
+				}
+			}
+		}
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		a, b, ok := strings.Cut(s, " ")

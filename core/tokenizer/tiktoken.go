@@ -53,8 +53,8 @@ func FromTiktoken(model []byte, opt TiktokenOptions) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tiktoken line %d: token %q is not base64: %v", line, clip(b64), err)
 		}
 		rank, err := strconv.Atoi(strings.TrimSpace(rankStr))
-		if err != nil || rank < 0 || rank > 1<<30 {
-			return nil, fmt.Errorf("tiktoken line %d: rank %q is not a non-negative integer", line, clip(rankStr))
+		if err != nil || rank < 0 || rank > maxTokenID {
+			return nil, fmt.Errorf("tiktoken line %d: rank %q is not an integer in [0, %d]", line, clip(rankStr), maxTokenID)
 		}
 		if prev, dup := ranks[string(tok)]; dup {
 			return nil, fmt.Errorf("tiktoken line %d: token %q already has rank %d", line, tok, prev)
@@ -146,8 +146,8 @@ func tiktokenSpecials(opt TiktokenOptions, base int) ([]AddedToken, error) {
 	byID := map[int]AddedToken{}
 	for k, a := range cfg.AddedTokensDecoder {
 		id, err := strconv.Atoi(k)
-		if err != nil || id < 0 {
-			return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder key %q is not a token id", k)
+		if err != nil || id < 0 || id > maxTokenID {
+			return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder key %q is not a token id in [0, %d]", k, maxTokenID)
 		}
 		if a.Content == "" {
 			return nil, fmt.Errorf("tokenizer_config.json: added_tokens_decoder[%q] has empty content", k)
@@ -158,6 +158,9 @@ func tiktokenSpecials(opt TiktokenOptions, base int) ([]AddedToken, error) {
 	reserved := opt.ReservedSpecial
 	if reserved == 0 {
 		reserved = 256
+	}
+	if reserved < 0 || base+reserved > maxTokenID {
+		return nil, fmt.Errorf("tiktoken: ReservedSpecial %d out of range", reserved)
 	}
 	for id := base; id < base+reserved; id++ {
 		if _, ok := byID[id]; !ok {

@@ -131,6 +131,7 @@ func TestTiktokenErrors(t *testing.T) {
 		{"no space", one + "\n", "", "line 1"},
 		{"bad base64", "@@@ 0\n", "", "line 1: token \"@@@\" is not base64"},
 		{"bad rank", one + " x\n", "", "line 1: rank \"x\""},
+		{"huge rank", one + " 99999999999\n", "", "line 1: rank"},
 		{"dup", one + " 0\n" + one + " 1\n", "", "line 2: token \"a\" already has rank 0"},
 		{"missing byte", one + " 0\n", "", "single byte 0x00 has no token"},
 		{"bad config", one + " 0\n", "{", "tokenizer_config.json"},

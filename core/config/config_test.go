@@ -1,0 +1,143 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func preset(t testing.TB, name string) []byte {
+	b, err := os.ReadFile(filepath.Join("..", "..", "models", "presets", name+".json"))
+	require.NoError(t, err)
+	return b
+}
+
+func TestPresetsParse(t *testing.T) {
+	for _, name := range []string{"k3-nano", "k3-mini", "kimi-linear-nano"} {
+		c, err := Parse(preset(t, name))
+		require.NoError(t, err, name)
+		require.Equal(t, LayoutKimiLinear, c.Layout)
+		require.Equal(t, MLA, c.Kinds[3], name) // layer 4 (1-indexed) is full attention
+		require.Equal(t, KDA, c.Kinds[0], name)
+		require.False(t, c.IsMoE(0), "first_k_dense_replace = 1")
+		require.True(t, c.IsMoE(1))
+	}
+	k3, _ := Parse(preset(t, "k3-nano"))
+	require.True(t, k3.SiTU && k3.GateBounded && k3.FullRankGate && k3.MLAOutputGate)
+	require.Equal(t, float32(-5), k3.GateLowerBound)
+	require.Equal(t, 2, k3.AttnResBlockSize)
+	require.Equal(t, 32, k3.ExpertWidth())
+	kl, _ := Parse(preset(t, "kimi-linear-nano"))
+	require.False(t, kl.SiTU || kl.GateBounded || kl.FullRankGate || kl.MLAOutputGate)
+	require.Zero(t, kl.AttnResBlockSize)
+	require.Zero(t, kl.QLoraRank)
+	require.Equal(t, 64, kl.ExpertWidth())
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	c, err := Parse(preset(t, "k3-nano"))
+	require.NoError(t, err)
+	for _, l := range []Layout{LayoutKimiLinear, LayoutKimiK3} {
+		b, err := c.Marshal(l)
+		require.NoError(t, err)
+		d, err := Parse(b)
+		require.NoError(t, err)
+		require.Equal(t, l, d.Layout)
+		d.Layout, d.Text = c.Layout, nil
+		want := *c
+		want.Text = nil
+		require.Equal(t, &want, d)
+	}
+}
+
+// mutate parses the k3-nano preset after f edits its JSON object.
+func mutate(t *testing.T, f func(m map[string]any)) error {
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(preset(t, "k3-nano"), &m))
+	f(m)
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	_, err = Parse(b)
+	return err
+}
+
+func TestErrorsNameTheField(t *testing.T) {
+	la := func(m map[string]any) map[string]any { return m["linear_attn_config"].(map[string]any) }
+	cases := []struct {
+		name string
+		edit func(m map[string]any)
+		want string
+	}{
+		{"unknown model_type", func(m map[string]any) { m["model_type"] = "llama" }, `config field model_type: "llama" is not supported`},
+		{"missing model_type", func(m map[string]any) { delete(m, "model_type") }, "config field model_type: missing"},
+		{"missing hidden", func(m map[string]any) { delete(m, "hidden_size") }, "config field hidden_size: missing"},
+		{"negative vocab", func(m map[string]any) { m["vocab_size"] = -3 }, "config field vocab_size: must be positive, got -3"},
+		{"fractional", func(m map[string]any) { m["num_hidden_layers"] = 2.5 }, "config field num_hidden_layers: want an integer"},
+		{"string number", func(m map[string]any) { m["kv_lora_rank"] = "32" }, "config field kv_lora_rank: want a number"},
+		{"layer out of range", func(m map[string]any) { la(m)["full_attn_layers"] = []int{5} }, "linear_attn_config.full_attn_layers: layer 5 out of range 1..4"},
+		{"layer twice", func(m map[string]any) { la(m)["full_attn_layers"] = []int{3, 4} }, "full_attn_layers: layer 3 listed twice"},
+		{"layer missing", func(m map[string]any) { la(m)["kda_layers"] = []int{1, 2} }, "layer 3 (1-indexed) is in neither"},
+		{"top-k > experts", func(m map[string]any) { m["num_experts_per_token"] = 9 }, "num_experts_per_token: must be in 1..num_experts (8), got 9"},
+		{"act", func(m map[string]any) { m["hidden_act"] = "gelu" }, `hidden_act: "gelu" is not supported`},
+		{"router", func(m map[string]any) { m["moe_router_activation_func"] = "softmax" }, "moe_router_activation_func"},
+		{"rope mla", func(m map[string]any) { m["mla_use_nope"] = false }, "mla_use_nope"},
+		{"groups", func(m map[string]any) { m["num_expert_group"] = 3 }, "num_expert_group: 3 does not divide num_experts 8"},
+		{"positive bound", func(m map[string]any) { la(m)["gate_lower_bound"] = 1.0 }, "gate_lower_bound: must be negative"},
+		{"quantized", func(m map[string]any) { m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors"} }, "quantization_config: quantized checkpoints are not supported"},
+		{"no linear attn", func(m map[string]any) { delete(m, "linear_attn_config") }, "linear_attn_config: missing"},
+	}
+	for _, c := range cases {
+		err := mutate(t, c.edit)
+		require.Error(t, err, c.name)
+		require.Contains(t, err.Error(), c.want, c.name)
+	}
+}
+
+func TestKimiK3Wrapper(t *testing.T) {
+	var text map[string]any
+	require.NoError(t, json.Unmarshal(preset(t, "k3-nano"), &text))
+	top := map[string]any{"model_type": "kimi_k3", "text_config": text, "media_placeholder_token_id": 163605}
+	b, _ := json.Marshal(top)
+	c, err := Parse(b)
+	require.NoError(t, err)
+	require.Equal(t, LayoutKimiK3, c.Layout)
+	require.Equal(t, 163605, c.MediaPlaceholderTokenID)
+	delete(text, "hidden_size")
+	b, _ = json.Marshal(top)
+	_, err = Parse(b)
+	require.ErrorContains(t, err, "config field text_config.hidden_size: missing")
+	_, err = Parse([]byte(`{"model_type":"kimi_k3"}`))
+	require.ErrorContains(t, err, "config field text_config: missing")
+	_, err = Parse([]byte(`[1,2]`))
+	require.ErrorContains(t, err, "not a JSON object")
+}
+
+func FuzzParse(f *testing.F) {
+	for _, n := range []string{"k3-nano", "kimi-linear-nano"} {
+		f.Add(preset(f, n))
+	}
+	f.Add([]byte(`{"model_type":"kimi_k3","text_config":{}}`))
+	f.Add([]byte(`{"model_type":"kimi_linear","linear_attn_config":{"kda_layers":[1e30]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			if strings.Contains(err.Error(), "panic") {
+				t.Fatal(err)
+			}
+			return
+		}
+		// A config that parses is internally consistent.
+		if len(c.Kinds) != c.NumHiddenLayers || c.HiddenSize <= 0 || c.VocabSize <= 0 {
+			t.Fatalf("accepted inconsistent config: %+v", c)
+		}
+		for i := 0; i < c.NumHiddenLayers; i++ {
+			if c.IsMoE(i) && (c.TopK < 1 || c.TopK > c.NumExperts) {
+				t.Fatalf("accepted bad top-k")
+			}
+		}
+	})
+}

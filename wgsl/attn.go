@@ -1,0 +1,245 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+
+	"github.com/tessera-llm/tessera/core/ref"
+)
+
+// mlaTile is the number of keys one MLA workgroup handles (the size of the
+// kernels' workgroup score array).
+const mlaTile = 128
+
+// LatentCache is one MLA layer's latent KV cache in a GPU buffer: Cap rows of
+// Width floats ([c_kv; k_r]), the first Len filled. It is allocated once
+// (at state creation) for the longest context.
+type LatentCache struct {
+	Buf        *Buffer
+	Width, Cap int
+	Len        int
+}
+
+// NewLatentCache allocates a cache of capacity rows of width floats.
+func (d *Device) NewLatentCache(width, capacity int) (*LatentCache, error) {
+	if width <= 0 || capacity <= 0 {
+		return nil, fmt.Errorf("wgsl: NewLatentCache(%d, %d)", width, capacity)
+	}
+	b, err := d.NewBuffer(width * capacity)
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: latent cache: %w", err)
+	}
+	return &LatentCache{Buf: b, Width: width, Cap: capacity}, nil
+}
+
+// AppendHost uploads rows (a multiple of Width floats) to the end of the cache.
+func (c *LatentCache) AppendHost(rows []float32) error {
+	if len(rows)%c.Width != 0 {
+		return fmt.Errorf("wgsl: LatentCache.AppendHost of %d floats, width %d", len(rows), c.Width)
+	}
+	n := len(rows) / c.Width
+	if c.Len+n > c.Cap {
+		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
+	}
+	if err := c.Buf.WriteF32(c.Len*c.Width, rows); err != nil {
+		return err
+	}
+	c.Len += n
+	return nil
+}
+
+// Append records a GPU copy of n rows from src (row stride srcStride) to
+// the end of the cache; nothing goes through the host.
+func (d *Device) Append(c *LatentCache, src View, srcStride, n int) error {
+	if c.Len+n > c.Cap {
+		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
+	}
+	if err := d.Copy(c.Buf.At(c.Len*c.Width).Rows(c.Width), src.Rows(srcStride), n, c.Width); err != nil {
+		return err
+	}
+	c.Len += n
+	return nil
+}
+
+// Release frees the cache buffer.
+func (c *LatentCache) Release() { c.Buf.Release() }
+
+// MLAArgs are the GPU operands of MLA (ref.MLAArgs): Q [N, H·(DN+DR)],
+// WKVB kv_b_proj [H·(DN+DV), RKV], Cache rows [c_kv (RKV); k_r (DR)] (query
+// i attends to rows ≤ Pos0+i, which must be cached), O [N, H·DV].
+type MLAArgs struct {
+	N, H, DN, DR, DV, RKV int
+	Pos0                  int
+	Scale                 float32
+	Q                     View
+	WKVB                  *Mat
+	Cache                 *LatentCache
+	O                     View
+}
+
+func (a *MLAArgs) check(what string) error {
+	if a == nil || a.N <= 0 || a.H <= 0 || a.DN <= 0 || a.DR < 0 || a.DV <= 0 || a.RKV <= 0 || a.Pos0 < 0 {
+		return fmt.Errorf("wgsl: %s: bad sizes %+v", what, a)
+	}
+	if a.Cache == nil || a.Cache.Width < a.RKV+a.DR {
+		return fmt.Errorf("wgsl: %s: cache missing or narrower than RKV+DR", what)
+	}
+	if a.Pos0+a.N > a.Cache.Len {
+		return fmt.Errorf("wgsl: %s: queries up to position %d but only %d cached rows", what, a.Pos0+a.N-1, a.Cache.Len)
+	}
+	if err := a.WKVB.check(what + " WKVB"); err != nil {
+		return err
+	}
+	if a.WKVB.Rows != a.H*(a.DN+a.DV) || a.WKVB.Cols != a.RKV {
+		return fmt.Errorf("wgsl: %s: WKVB is %dx%d, want %dx%d", what, a.WKVB.Rows, a.WKVB.Cols, a.H*(a.DN+a.DV), a.RKV)
+	}
+	if err := a.Q.check(a.N*a.H*(a.DN+a.DR), what+" Q"); err != nil {
+		return err
+	}
+	if err := a.O.check(a.N*a.H*a.DV, what+" O"); err != nil {
+		return err
+	}
+	if a.DN > loopBudget/2 || a.RKV > loopBudget/4 || a.DR > loopBudget/4 {
+		return fmt.Errorf("wgsl: %s: head dims exceed the per-invocation loop budget", what)
+	}
+	return nil
+}
+
+func (d *Device) mlaParams(a *MLAArgs) params {
+	return params{}.u(a.N, a.H, a.DN, a.DR, a.DV, a.RKV, a.Pos0).f(a.Scale).
+		u(int(a.WKVB.DType), a.WKVB.Off, a.WKVB.Stride, a.Q.Off, a.Cache.Buf.At(0).Off, a.Cache.Width, a.O.Off)
+}
+
+// MLAAbsorbed records weight-absorbed MLA over the latent cache (the decode
+// form, ref.MLAAbsorbed): keys are split into workgroups of 128 whose
+// partial softmax states are merged, so no invocation's loop grows with the
+// context. Scratch lives in a device-owned buffer that grows to the largest
+// context seen.
+func (d *Device) MLAAbsorbed(a *MLAArgs) error {
+	if err := a.check("MLAAbsorbed"); err != nil {
+		return err
+	}
+	nh := a.N * a.H
+	nsplit := (a.Pos0 + a.N + mlaTile - 1) / mlaTile
+	qtWords := nh * a.RKV
+	partWords := nh * nsplit * (a.RKV + 2)
+	T, err := d.scratchBuf("mla", qtWords+partWords)
+	if err != nil {
+		return err
+	}
+	var ks [4]*kernel
+	for i, e := range []string{"absorb_q", "absorb_attn", "absorb_combine", "absorb_out"} {
+		if ks[i], err = d.kernel("mla.wgsl", e, 5); err != nil {
+			return err
+		}
+	}
+	p := d.mlaParams(a).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
+	bufs := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Buf, a.O.Buf, T}
+	for i, groups := range []int{(qtWords + 63) / 64, nh * nsplit, (qtWords + 63) / 64, (nh*a.DV + 63) / 64} {
+		if err := d.dispatch(ks[i], p, bufs, groups); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MLANaive records the expanded ("MHA mode") MLA used for prefill
+// (ref.MLANaive): per tile of 128 cached keys, Linear expands the tile to
+// per-head [k_nope; v], then one workgroup per (query, head) folds it into
+// an online softmax. Memory is O(tile + N·H) whatever the context length.
+func (d *Device) MLANaive(a *MLAArgs) error {
+	if err := a.check("MLANaive"); err != nil {
+		return err
+	}
+	nh := a.N * a.H
+	rows := a.H * (a.DN + a.DV)
+	kvWords := mlaTile * rows
+	T, err := d.scratchBuf("mla", kvWords+2*nh)
+	if err != nil {
+		return err
+	}
+	k, err := d.kernel("mla.wgsl", "naive_attn", 5)
+	if err != nil {
+		return err
+	}
+	bufs := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Buf, a.O.Buf, T}
+	end := a.Pos0 + a.N
+	for k0 := 0; k0 < end; k0 += mlaTile {
+		kn := min(mlaTile, end-k0)
+		if err := d.LinearStrided(T.At(0), rows, a.Cache.Buf.At(k0*a.Cache.Width), a.Cache.Width, kn, a.WKVB); err != nil {
+			return err
+		}
+		p := d.mlaParams(a).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords)
+		if err := d.dispatch(k, p, bufs, nh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Route records the sigmoid MoE router (ref.Router.Route) for T tokens:
+// logits [T, E], bias [E] (a zero View for none), idx [T, TopK] as u32
+// expert ids, w [T, TopK] weights. E ≤ 1024, Groups ≤ 256. Results stay on
+// the GPU for the expert dispatch.
+func (d *Device) Route(idx, w, logits, bias View, T, E int, r ref.Router) error {
+	if T <= 0 || E <= 0 || E > 1024 || r.TopK <= 0 || r.TopK > E {
+		return fmt.Errorf("wgsl: Route: T %d, E %d, TopK %d (E ≤ 1024)", T, E, r.TopK)
+	}
+	grouped := r.Groups > 1 && r.Groups > r.TopKGroups
+	if grouped && (r.Groups > 256 || E%r.Groups != 0 || r.TopKGroups <= 0) {
+		return fmt.Errorf("wgsl: Route: %d groups (top %d) of %d experts", r.Groups, r.TopKGroups, E)
+	}
+	if err := logits.check(T*E, "Route logits"); err != nil {
+		return err
+	}
+	hasBias := bias.Buf != nil
+	if hasBias {
+		if err := bias.check(E, "Route bias"); err != nil {
+			return err
+		}
+	} else {
+		bias = logits
+	}
+	if err := idx.check(T*r.TopK, "Route idx"); err != nil {
+		return err
+	}
+	if err := w.check(T*r.TopK, "Route w"); err != nil {
+		return err
+	}
+	k, err := d.kernel("router.wgsl", "main", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(E, r.TopK, T, r.Groups, r.TopKGroups, b2i(r.Renormalize), b2i(hasBias)).f(r.Scale).
+		u(logits.Off, bias.Off, idx.Off, w.Off)
+	return d.dispatch(k, p, []*Buffer{logits.Buf, bias.Buf, idx.Buf, w.Buf}, T)
+}
+
+// AttnRes records Block Attention Residuals reads (ref.AttnRes) for T
+// tokens: source i of token t is the n floats at
+// srcs.Off + t·tokStride + i·srcs.Stride (nsrc ≤ 64); w and gamma [n];
+// out row t at out.Off + t·out.Stride. out must not overlap a source.
+func (d *Device) AttnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View, eps float32) error {
+	if T <= 0 || n <= 0 || nsrc <= 0 || nsrc > 64 {
+		return fmt.Errorf("wgsl: AttnRes: T %d, n %d, %d sources (≤ 64)", T, n, nsrc)
+	}
+	if err := srcs.View.check((T-1)*tokStride+(nsrc-1)*srcs.Stride+n, "AttnRes sources"); err != nil {
+		return err
+	}
+	if err := out.check(T, n, "AttnRes out"); err != nil {
+		return err
+	}
+	if err := w.check(n, "AttnRes w"); err != nil {
+		return err
+	}
+	if err := gamma.check(n, "AttnRes gamma"); err != nil {
+		return err
+	}
+	k, err := d.kernel("attnres.wgsl", "main", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, nsrc, T).f(eps).u(srcs.Off, srcs.Stride, tokStride, w.Off, gamma.Off, out.Off, out.Stride)
+	return d.dispatch(k, p, []*Buffer{srcs.Buf, w.Buf, gamma.Buf, out.Buf}, T)
+}
