@@ -87,7 +87,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"rope mla", func(m map[string]any) { m["mla_use_nope"] = false }, "mla_use_nope"},
 		{"groups", func(m map[string]any) { m["num_expert_group"] = 3 }, "num_expert_group: 3 does not divide num_experts 8"},
 		{"positive bound", func(m map[string]any) { la(m)["gate_lower_bound"] = 1.0 }, "gate_lower_bound: must be negative"},
-		{"quantized", func(m map[string]any) { m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors"} }, "quantization_config: quantized checkpoints are not supported"},
+		{"quantized", func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors"}
+		}, "quantization_config: quantized checkpoints are not supported"},
 		{"no linear attn", func(m map[string]any) { delete(m, "linear_attn_config") }, "linear_attn_config: missing"},
 	}
 	for _, c := range cases {
