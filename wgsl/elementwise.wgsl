@@ -2,7 +2,8 @@
 // invocation per element.
 //   glu: out = act(x) * y with x the gate and y the up half (ref.Act.GLU):
 //        mode 0 SiLU-GLU; mode 1 SiTU-GLU, β = beta, β_lin = beta_lin
-//        (0: up uncapped)
+//        (0: up uncapped); mode 2 out = σ(x) * y (output gates);
+//        mode 3 out = σ(x) (y ignored; KDA β)
 //   add: out = x + a * y   (residual add with a = 1, axpy y += a·x with
 //        out = x = y's view and y = x's view)
 struct P {
@@ -31,6 +32,10 @@ fn glu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
   var h: f32;
   if (p.mode == 0u) {
     h = g / (1.0 + exp(-g)) * u;
+  } else if (p.mode == 2u) {
+    h = u / (1.0 + exp(-g));
+  } else if (p.mode == 3u) {
+    h = 1.0 / (1.0 + exp(-g));
   } else {
     let gp = p.beta * tanh_s(g / p.beta) / (1.0 + exp(-g));
     if (p.beta_lin != 0.0) { u = p.beta_lin * tanh_s(u / p.beta_lin); }

@@ -89,7 +89,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
-	codec := newByteCodec(m.Cfg.VocabSize)
+	codec, err := loadCodec(*dir, m.Cfg.VocabSize)
+	if err != nil {
+		return err
+	}
 	var ids []int
 	if *tokens != "" {
 		if ids, err = parseTokenList(*tokens); err != nil {
@@ -106,14 +109,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	stream := codec.Stream()
 	var stop []int
 	stop = append(stop, m.Cfg.EOSTokenIDs...)
-	for tok, err := range sess.Generate(ids, generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop}) {
+	for tok, err := range sess.Generate(ids, generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}) {
 		if err != nil {
 			return err
 		}
 		if *idsOut {
 			fmt.Fprintf(w, "%d\n", tok)
 		} else {
-			w.WriteString(stream.Add(tok))
+			piece, err := stream.Add(tok)
+			if err != nil {
+				return err
+			}
+			w.WriteString(piece)
 		}
 		w.Flush()
 	}

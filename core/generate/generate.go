@@ -13,6 +13,10 @@ type Options struct {
 	Sampler   SamplerOptions
 	MaxTokens int   // new tokens at most (0: until a stop token or the context is full)
 	Stop      []int // stop tokens (not emitted)
+	// Vocab, when > 0, restricts sampling to ids below it: checkpoints pad
+	// vocab_size beyond the tokenizer's ids, and padded rows must never be
+	// sampled.
+	Vocab int
 }
 
 // Session is one sequence being generated: a runner, its state and a
@@ -92,8 +96,12 @@ func (s *Session) Generate(prompt []int, opt Options) iter.Seq2[int, error] {
 		}
 		smp := NewSampler(opt.Sampler, len(s.logits))
 		ctx := s.R.M.Cfg.MaxPositions
+		logits := s.logits
+		if opt.Vocab > 0 && opt.Vocab < len(logits) {
+			logits = logits[:opt.Vocab]
+		}
 		for n := 0; opt.MaxTokens <= 0 || n < opt.MaxTokens; n++ {
-			tok := smp.Sample(s.logits, s.history)
+			tok := smp.Sample(logits, s.history)
 			for _, st := range opt.Stop {
 				if tok == st {
 					return
@@ -111,4 +119,14 @@ func (s *Session) Generate(prompt []int, opt Options) iter.Seq2[int, error] {
 			}
 		}
 	}
+}
+
+// History returns every token fed to the sequence so far (prompt pieces
+// and generated tokens that were stepped).
+func (s *Session) History() []int { return s.history }
+
+// Reset empties the sequence (state and history), keeping its memory.
+func (s *Session) Reset() {
+	s.State.Reset()
+	s.history = s.history[:0]
 }

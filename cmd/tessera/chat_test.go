@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// byteLevelTokenizer writes a minimal byte-level BPE tokenizer.json: the 256
+// byte symbols as ids 0..255 (no merges) plus the Kimi chat markers.
+func byteLevelTokenizer(t *testing.T, dir string) {
+	// GPT-2's printable mapping of bytes to unicode code points.
+	var bs []int
+	for b := '!'; b <= '~'; b++ {
+		bs = append(bs, int(b))
+	}
+	for b := 0xA1; b <= 0xAC; b++ {
+		bs = append(bs, b)
+	}
+	for b := 0xAE; b <= 0xFF; b++ {
+		bs = append(bs, b)
+	}
+	sym := map[int]rune{}
+	for _, b := range bs {
+		sym[b] = rune(b)
+	}
+	n := 0
+	for b := 0; b < 256; b++ {
+		if _, ok := sym[b]; !ok {
+			sym[b] = rune(256 + n)
+			n++
+		}
+	}
+	vocab := map[string]int{}
+	for b := 0; b < 256; b++ {
+		vocab[string(sym[b])] = b
+	}
+	var added []map[string]any
+	for i, s := range []string{"<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>"} {
+		vocab[s] = 256 + i
+		added = append(added, map[string]any{"id": 256 + i, "content": s, "special": true,
+			"single_word": false, "lstrip": false, "rstrip": false, "normalized": false})
+	}
+	tj := map[string]any{
+		"version":        "1.0",
+		"added_tokens":   added,
+		"normalizer":     nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": nil,
+		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model":          map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}, "dropout": nil, "unk_token": nil, "fuse_unk": false, "byte_fallback": false},
+	}
+	b, err := json.Marshal(tj)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), b, 0o644))
+}
+
+func TestChatREPL(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	// Without a tokenizer chat refuses clearly.
+	chatInput = strings.NewReader("hi\n")
+	code, _, errs = tessera(t, "chat", "--model", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "chat needs the model's tokenizer")
+
+	byteLevelTokenizer(t, dir)
+	chatInput = strings.NewReader("hello there\nand again\n/image x.png\n/reset\nbye\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out, errs := tessera(t, "chat", "--model", dir, "--max-tokens", "4", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Equal(t, 6, strings.Count(out, "> "), out)
+	require.Contains(t, out, "(conversation cleared)")
+	require.Contains(t, out, "images are not supported yet")
+
+	// run --prompt now goes through the tokenizer: a special token in the
+	// prompt is one id.
+	code, out, errs = tessera(t, "run", "--model", dir, "--prompt", "<|im_user|>hi", "--max-tokens", "2", "--ids")
+	require.Zero(t, code, errs)
+	code, tok, errs := tessera(t, "tokenize", "--tokenizer", dir, "--text", "<|im_user|>hi")
+	require.Zero(t, code, errs)
+	require.Equal(t, "257,104,105\n", tok)
+	_ = out
+}

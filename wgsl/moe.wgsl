@@ -1,0 +1,128 @@
+// GLU feed-forward blocks whose weights may be chosen per row by expert ids
+// that the router wrote on the GPU (nothing is read back).
+//
+// Each expert (or a dense MLP, E = 1) is stored as one block of e_words
+// words: the gate rows [I, cols], then the up rows [I, cols] (both w_stride
+// words per row), and, in a second buffer, the down rows [out, I].
+//
+//   gateup: h[tk, j] = act(gate_e[j]·x[t], up_e[j]·x[t]) for every
+//           (token t, slot k), tk = t·K + k, e = IDX[tk] (use_idx) or 0;
+//           one workgroup per (tk, j).
+//   down:   o[t, r] = (accum ? o[t, r] : 0) + Σ_k w_tk · down_e[r]·h[tk]
+//           with w_tk = WT[tk] (use_idx) or 1; one workgroup per (t, r),
+//           the K slots summed in slot order.
+// act: 0 SiLU-GLU, 1 SiTU-GLU (β = beta, β_lin = beta_lin, 0: up uncapped).
+struct P {
+  rows: u32, cols: u32, T: u32, K: u32, dtype: u32,
+  w_off: u32, w_stride: u32, e_words: u32,
+  x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
+  i_off: u32, wt_off: u32, use_idx: u32, act: u32, beta: f32, beta_lin: f32, accum: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read_write> W: array<u32>;
+@group(0) @binding(2) var<storage, read_write> X: array<f32>;
+@group(0) @binding(3) var<storage, read_write> IDX: array<u32>;
+@group(0) @binding(4) var<storage, read_write> WT: array<f32>;
+@group(0) @binding(5) var<storage, read_write> O: array<f32>;
+
+const WG: u32 = 64u;
+var<workgroup> ra: array<f32, 64>;
+var<workgroup> rb: array<f32, 64>;
+
+fn wpair(base: u32, j: u32) -> vec2<f32> {
+  if (p.dtype == 0u) {
+    let c = 2u * j;
+    var r = vec2<f32>(bitcast<f32>(W[base + c]), 0.0);
+    if (c + 1u < p.cols) { r.y = bitcast<f32>(W[base + c + 1u]); }
+    return r;
+  }
+  let w = W[base + j];
+  if (p.dtype == 1u) { return unpack2x16float(w); }
+  return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
+}
+
+fn dot_row(base: u32, xb: u32, tid: u32) -> f32 {
+  let npair = (p.cols + 1u) / 2u;
+  var acc = 0.0;
+  for (var j = tid; j < npair; j += WG) {
+    let w = wpair(base, j);
+    let c = 2u * j;
+    acc += w.x * X[xb + c];
+    if (c + 1u < p.cols) { acc += w.y * X[xb + c + 1u]; }
+  }
+  return acc;
+}
+
+fn expert(tk: u32) -> u32 {
+  if (p.use_idx == 1u) { return IDX[p.i_off + tk]; }
+  return 0u;
+}
+
+fn tanh_s(x: f32) -> f32 {
+  let e = exp(-2.0 * abs(x));
+  return sign(x) * (1.0 - e) / (1.0 + e);
+}
+
+@compute @workgroup_size(64)
+fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) tid: u32) {
+  let g = wid.x + wid.y * nwg.x;
+  if (g >= p.rows * p.T * p.K) { return; }
+  let j = g % p.rows;
+  let tk = g / p.rows;
+  let t = tk / p.K;
+  let base = p.w_off + expert(tk) * p.e_words + j * p.w_stride;
+  let xb = p.x_off + t * p.x_stride;
+  ra[tid] = dot_row(base, xb, tid);
+  rb[tid] = dot_row(base + p.rows * p.w_stride, xb, tid);
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (tid < s) {
+      ra[tid] += ra[tid + s];
+      rb[tid] += rb[tid + s];
+    }
+    workgroupBarrier();
+  }
+  if (tid == 0u) {
+    let gv = ra[0];
+    var u = rb[0];
+    var h: f32;
+    if (p.act == 0u) {
+      h = gv / (1.0 + exp(-gv)) * u;
+    } else {
+      let gp = p.beta * tanh_s(gv / p.beta) / (1.0 + exp(-gv));
+      if (p.beta_lin != 0.0) { u = p.beta_lin * tanh_s(u / p.beta_lin); }
+      h = gp * u;
+    }
+    O[p.o_off + tk * p.o_stride + j] = h;
+  }
+}
+
+@compute @workgroup_size(64)
+fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) tid: u32) {
+  let g = wid.x + wid.y * nwg.x;
+  if (g >= p.rows * p.T) { return; }
+  let r = g % p.rows;
+  let t = g / p.rows;
+  var acc = 0.0;
+  for (var k = 0u; k < p.K; k++) {
+    let tk = t * p.K + k;
+    var wk = 1.0;
+    if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
+    let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
+    acc += wk * dot_row(base, p.x_off + tk * p.x_stride, tid);
+  }
+  ra[tid] = acc;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (tid < s) { ra[tid] += ra[tid + s]; }
+    workgroupBarrier();
+  }
+  if (tid == 0u) {
+    let o = p.o_off + t * p.o_stride + r;
+    var v = ra[0];
+    if (p.accum == 1u) { v += O[o]; }
+    O[o] = v;
+  }
+}
