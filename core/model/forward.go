@@ -357,3 +357,6 @@ func (r *Runner) mlaForward(st *State, cache *ref.LatentCache, w *MLA, xn, out [
 	}
 	ref.Linear(p, out, o, T, w.OProj)
 }
+
+// Workers is the number of CPU workers the runner uses.
+func (r *Runner) Workers() int { return r.pool.Workers() }

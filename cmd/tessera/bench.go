@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/model"
+)
+
+func init() {
+	register("bench", "measure prefill and decode speed, memory and the bandwidth roofline", cmdBench)
+}
+
+// benchResult is what `tessera bench --json` writes.
+type benchResult struct {
+	Model             string  `json:"model"`
+	Backend           string  `json:"backend"`
+	Threads           int     `json:"threads"`
+	PromptLen         int     `json:"prompt_len"`
+	Gen               int     `json:"gen"`
+	Repeats           int     `json:"repeats"`
+	PrefillTokPerS    float64 `json:"prefill_tok_per_s"`
+	DecodeTokPerS     float64 `json:"decode_tok_per_s"`
+	TTFTMillis        float64 `json:"ttft_ms"`
+	DecodeReadBytes   int64   `json:"decode_read_bytes_per_token"`
+	DecodeGBPerS      float64 `json:"decode_gb_per_s"`
+	MachineGBPerS     float64 `json:"machine_gb_per_s"`
+	RooflineRatio     float64 `json:"roofline_ratio"`
+	WeightBytes       int64   `json:"weight_bytes"`
+	KDAStateBytes     int64   `json:"kda_state_bytes"`
+	CacheBytesPerTok  int64   `json:"mla_cache_bytes_per_token"`
+	StateBytesAtEnd   int64   `json:"state_bytes_at_end"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
+	DecodeAllocsPerTk float64 `json:"decode_allocs_per_token"`
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "--model DIR [--prompt-len N] [--gen N] [--repeats N] [--json FILE]", stderr)
+	dir := fs.String("model", "", "model directory")
+	promptLen := fs.Int("prompt-len", 128, "prompt tokens (prefill)")
+	gen := fs.Int("gen", 32, "decoded tokens per repeat")
+	repeats := fs.Int("repeats", 3, "measured repeats after one warm-up; medians are reported")
+	chunk := fs.Int("chunk", 64, "prefill piece size")
+	threads := fs.Int("threads", 0, "CPU workers (0: all cores)")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	backend := fs.String("backend", "cpu", "cpu (gpu: see --help of run)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		fs.Usage()
+		return fmt.Errorf("need --model: %w", errUsage)
+	}
+	if err := checkBackend(*backend); err != nil {
+		return err
+	}
+	if *promptLen < 1 || *gen < 1 || *repeats < 1 {
+		return fmt.Errorf("--prompt-len, --gen and --repeats must be ≥ 1")
+	}
+	m, ck, err := model.OpenDir(*dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	c := m.Cfg
+	if *promptLen+*gen > c.MaxPositions {
+		return fmt.Errorf("--prompt-len + --gen = %d exceeds the model's context of %d", *promptLen+*gen, c.MaxPositions)
+	}
+	var weightBytes int64
+	for _, n := range ck.Names() {
+		t, _ := ck.Tensor(n)
+		weightBytes += t.Size
+	}
+	st := model.ComputeStats(c)
+	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
+
+	fmt.Fprintf(stderr, "bench: measuring memory bandwidth...\n")
+	bw := streamTriad(*threads)
+	r := model.NewRunner(m, model.Options{MaxChunk: *chunk, Workers: *threads})
+	defer r.Close()
+	prompt := make([]int, *promptLen)
+	for i := range prompt {
+		prompt[i] = (i*7919 + 1) % c.VocabSize
+	}
+	var prefill, decode, ttft []float64
+	var allocs float64
+	var stateBytes int64
+	for rep := 0; rep <= *repeats; rep++ {
+		sess := generate.NewSession(r, *promptLen+*gen+1)
+		t0 := time.Now()
+		if err := sess.Prefill(prompt); err != nil {
+			return err
+		}
+		tok := generate.Argmax(sess.Logits())
+		tPrefill := time.Since(t0)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		t1 := time.Now()
+		for i := 0; i < *gen; i++ {
+			if err := sess.Step(tok); err != nil {
+				return err
+			}
+			tok = generate.Argmax(sess.Logits())
+		}
+		tDecode := time.Since(t1)
+		runtime.ReadMemStats(&ms1)
+		if rep == 0 {
+			continue // warm-up
+		}
+		prefill = append(prefill, float64(*promptLen)/tPrefill.Seconds())
+		decode = append(decode, float64(*gen)/tDecode.Seconds())
+		ttft = append(ttft, tPrefill.Seconds()*1000)
+		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(*gen)
+		stateBytes = sess.State.Bytes()
+	}
+	res := benchResult{
+		Model: *dir, Backend: "cpu", Threads: r.Workers(), PromptLen: *promptLen, Gen: *gen, Repeats: *repeats,
+		PrefillTokPerS: median(prefill), DecodeTokPerS: median(decode), TTFTMillis: median(ttft),
+		DecodeReadBytes: int64(float64(st.DecodeReadParams) * bytesPerParam),
+		MachineGBPerS:   bw / 1e9, WeightBytes: weightBytes, KDAStateBytes: st.KDAStateBytes,
+		CacheBytesPerTok: st.CacheBytesPerTok, StateBytesAtEnd: stateBytes, PeakRSSBytes: peakRSS(),
+		DecodeAllocsPerTk: allocs,
+	}
+	res.DecodeGBPerS = float64(res.DecodeReadBytes) * res.DecodeTokPerS / 1e9
+	if res.MachineGBPerS > 0 {
+		res.RooflineRatio = res.DecodeGBPerS / res.MachineGBPerS
+	}
+	w := stdout
+	fmt.Fprintf(w, "model            %s (%s, %d threads)\n", *dir, c.Summary(), res.Threads)
+	fmt.Fprintf(w, "prefill          %.1f tok/s (prompt %d, chunk %d)\n", res.PrefillTokPerS, *promptLen, *chunk)
+	fmt.Fprintf(w, "time to 1st tok  %.1f ms\n", res.TTFTMillis)
+	fmt.Fprintf(w, "decode           %.2f tok/s (%d tokens after the prompt)\n", res.DecodeTokPerS, *gen)
+	fmt.Fprintf(w, "decode traffic   %s weights per token → %.2f GB/s\n", bytesStr(res.DecodeReadBytes), res.DecodeGBPerS)
+	fmt.Fprintf(w, "machine          %.2f GB/s (STREAM triad) → roofline ratio %.0f%%\n", res.MachineGBPerS, 100*res.RooflineRatio)
+	fmt.Fprintf(w, "memory           weights %s, KDA state %s, MLA cache %d B/token, state now %s, peak RSS %s\n",
+		bytesStr(weightBytes), bytesStr(res.KDAStateBytes), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
+	fmt.Fprintf(w, "allocations      %.2f per decoded token\n", res.DecodeAllocsPerTk)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// streamTriad measures the machine's memory bandwidth in bytes/s with a
+// STREAM-style triad a[i] = b[i] + s·c[i] over arrays far larger than the
+// caches, split over the workers; the best of several passes counts 3
+// arrays × 4 bytes per element.
+func streamTriad(threads int) float64 {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	const n = 1 << 24 // 64 MiB per array
+	a, b, c := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range b {
+		b[i], c[i] = 1, 2
+	}
+	best := 0.0
+	for pass := 0; pass < 5; pass++ {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		step := n / threads
+		for w := 0; w < threads; w++ {
+			lo, hi := w*step, (w+1)*step
+			if w == threads-1 {
+				hi = n
+			}
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				aa, bb, cc := a[lo:hi], b[lo:hi], c[lo:hi]
+				for i := range aa {
+					aa[i] = bb[i] + 3*cc[i]
+				}
+			}(lo, hi)
+		}
+		wg.Wait()
+		if bw := float64(3*4*n) / time.Since(t0).Seconds(); bw > best {
+			best = bw
+		}
+	}
+	return best
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes, 0 when
+// /proc is unavailable.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,272 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// maxBindingWords is the WebGPU default maxStorageBufferBindingSize
+// (128 MiB) in words: every storage binding covers its whole buffer, so no
+// buffer may be larger.
+const maxBindingWords = 128 << 20 / 4
+
+// Embed records the embedding gather out[t] = table[ids[t]] (tensor.Mat.Row)
+// for T token ids held as u32 in ids; out rows are out.Stride words apart
+// (e.g. straight into an AttnRes block slot). The table keeps its dtype on
+// the GPU. Ids outside [0, table.Rows) give zero rows: validate on the host.
+func (d *Device) Embed(out Strided, table *Mat, ids View, T int) error {
+	if T <= 0 {
+		return fmt.Errorf("wgsl: Embed: %d tokens", T)
+	}
+	if err := table.check("Embed table"); err != nil {
+		return err
+	}
+	if err := ids.check(T, "Embed ids"); err != nil {
+		return err
+	}
+	n := table.Cols
+	if err := out.check(T, n, "Embed out"); err != nil {
+		return err
+	}
+	k, err := d.kernel("embed.wgsl", "main", 3)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, T, int(table.DType), table.Rows, table.Off, table.Stride, ids.Off, out.Off, out.Stride)
+	return d.dispatch(k, p, []*Buffer{table.Buf, ids.Buf, out.Buf}, (T*n+255)/256)
+}
+
+// Argmax records out[0] = the index (u32) of the largest of the n floats
+// at x, the first on ties (generate.Argmax), so greedy decoding reads back
+// one word per token.
+func (d *Device) Argmax(out, x View, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("wgsl: Argmax of %d values", n)
+	}
+	if err := x.check(n, "Argmax x"); err != nil {
+		return err
+	}
+	if err := out.check(1, "Argmax out"); err != nil {
+		return err
+	}
+	if n/256 > loopBudget {
+		return fmt.Errorf("wgsl: Argmax: %d values exceed the per-invocation loop budget", n)
+	}
+	k, err := d.kernel("argmax.wgsl", "main", 2)
+	if err != nil {
+		return err
+	}
+	return d.dispatch(k, params{}.u(n, x.Off, out.Off), []*Buffer{x.Buf, out.Buf}, 1)
+}
+
+// SigmoidGate records out = σ(g) ⊙ y over rows×n elements (the MLA output
+// gate: o ⊙ σ(g_proj x)). out may equal y.
+func (d *Device) SigmoidGate(out, g, y Strided, rows, n int) error {
+	return d.elementwise("glu", out, g, y, rows, n, 2, 0, 0, 0)
+}
+
+// Sigmoid records out = σ(x) over rows×n elements (KDA β). out may equal x.
+func (d *Device) Sigmoid(out, x Strided, rows, n int) error {
+	return d.elementwise("glu", out, x, x, rows, n, 3, 0, 0, 0)
+}
+
+// RMSNormRows is RMSNorm over rows with explicit row strides for x and out
+// (e.g. normalising the c_kv part of latent-cache rows in place).
+func (d *Device) RMSNormRows(out, x Strided, w View, rows, n int, eps float32) error {
+	if rows <= 0 || n <= 0 {
+		return fmt.Errorf("wgsl: RMSNormRows: %d rows of %d", rows, n)
+	}
+	if err := x.check(rows, n, "RMSNormRows x"); err != nil {
+		return err
+	}
+	if err := out.check(rows, n, "RMSNormRows out"); err != nil {
+		return err
+	}
+	if err := w.check(n, "RMSNormRows w"); err != nil {
+		return err
+	}
+	k, err := d.kernel("norm.wgsl", "rmsnorm", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(n, rows, 0).f(eps, 1).u(x.Off, x.Stride, x.Off, x.Stride, w.Off, out.Off, out.Stride)
+	return d.dispatch(k, p, []*Buffer{x.Buf, x.Buf, w.Buf, out.Buf}, rows)
+}
+
+// GLUWeights are E GLU blocks (routed experts, or one dense MLP / shared
+// expert block with E = 1) on the GPU: GateUp holds per expert the gate
+// rows then the up rows ([2·I, In]), Down per expert [Out, I]. All
+// matrices share one dtype.
+type GLUWeights struct {
+	GateUp, Down *Buffer
+	E, I, In     int
+	Out          int
+	DType        tensor.DType
+}
+
+// UploadGLU packs E GLU blocks (gate[e], up[e] [I, In], down[e] [Out, I])
+// into two buffers. Each buffer must fit one storage binding (128 MiB);
+// larger expert sets must be split by the caller.
+func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
+	E := len(gate)
+	if E == 0 || len(up) != E || len(down) != E {
+		return nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
+	}
+	g0 := gate[0]
+	if g0 == nil || down[0] == nil {
+		return nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")
+	}
+	w := &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType}
+	if w.DType > tensor.BF16 {
+		return nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", w.DType)
+	}
+	for e := 0; e < E; e++ {
+		for _, m := range []*tensor.Mat{gate[e], up[e], down[e]} {
+			if m == nil || m.DType != w.DType {
+				return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix or mixed dtypes", e)
+			}
+		}
+		if gate[e].Rows != w.I || gate[e].Cols != w.In || up[e].Rows != w.I || up[e].Cols != w.In ||
+			down[e].Rows != w.Out || down[e].Cols != w.I {
+			return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
+				e, gate[e].Rows, gate[e].Cols, up[e].Rows, up[e].Cols, down[e].Rows, down[e].Cols)
+		}
+	}
+	gu := make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
+	dn := make([]uint32, 0, E*MatWords(w.Out, w.I, w.DType))
+	for e := 0; e < E; e++ {
+		gu = append(gu, PackMat(gate[e])...)
+		gu = append(gu, PackMat(up[e])...)
+		dn = append(dn, PackMat(down[e])...)
+	}
+	if len(gu) > maxBindingWords || len(dn) > maxBindingWords {
+		return nil, fmt.Errorf("wgsl: UploadGLU: %d experts of %dx%d take more than one 128 MiB binding", E, w.I, w.In)
+	}
+	var err error
+	if w.GateUp, err = d.UploadU32(gu); err != nil {
+		return nil, fmt.Errorf("wgsl: UploadGLU gate/up: %w", err)
+	}
+	if w.Down, err = d.UploadU32(dn); err != nil {
+		w.GateUp.Release()
+		return nil, fmt.Errorf("wgsl: UploadGLU down: %w", err)
+	}
+	return w, nil
+}
+
+// Release frees the weight buffers.
+func (w *GLUWeights) Release() {
+	if w != nil {
+		w.GateUp.Release()
+		w.Down.Release()
+	}
+}
+
+// Routing names the router's output on the GPU (Device.Route): Idx [T, K]
+// u32 expert ids and Wts [T, K] weights. A zero Routing (Idx.Buf nil)
+// means a dense block: K must be 1 and the only block is used with weight 1.
+type Routing struct {
+	Idx, Wts View
+	K        int
+}
+
+func (w *GLUWeights) check(what string) error {
+	if w == nil || w.GateUp == nil || w.Down == nil {
+		return fmt.Errorf("wgsl: %s: nil GLU weights", what)
+	}
+	return nil
+}
+
+func (r Routing) check(T int, what string) (useIdx bool, err error) {
+	if r.K <= 0 {
+		return false, fmt.Errorf("wgsl: %s: K %d", what, r.K)
+	}
+	if r.Idx.Buf == nil {
+		if r.K != 1 {
+			return false, fmt.Errorf("wgsl: %s: dense block with K %d", what, r.K)
+		}
+		return false, nil
+	}
+	if err := r.Idx.check(T*r.K, what+" idx"); err != nil {
+		return false, err
+	}
+	return true, r.Wts.check(T*r.K, what+" weights")
+}
+
+// GLUGateUp records h[t·K+k] = act(gate_e x[t], up_e x[t]) (ref.Act.GLU of
+// the two projections) for the K experts e each token selected, reading
+// the ids from the GPU; x rows are x.Stride words apart, h is [T·K, I].
+func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, act ref.Act) error {
+	if err := w.check("GLUGateUp"); err != nil {
+		return err
+	}
+	useIdx, err := r.check(T, "GLUGateUp")
+	if err != nil || T <= 0 {
+		return err
+	}
+	if err := x.check(T, w.In, "GLUGateUp x"); err != nil {
+		return err
+	}
+	if err := h.check(T*r.K*w.I, "GLUGateUp h"); err != nil {
+		return err
+	}
+	mode := 0
+	if act.SiTU {
+		if act.Beta == 0 {
+			return fmt.Errorf("wgsl: GLUGateUp: SiTU with β = 0")
+		}
+		mode = 1
+	}
+	if (w.In+1)/2/64 > loopBudget/2 {
+		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
+	}
+	k, err := d.kernel("moe.wgsl", "gateup", 5)
+	if err != nil {
+		return err
+	}
+	st := matStride(w.In, w.DType)
+	idx, wts := r.Idx, r.Wts
+	if !useIdx {
+		idx, wts = x.View, x.View
+	}
+	p := params{}.u(w.I, w.In, T, r.K, int(w.DType), 0, st, 2*w.I*st, x.Off, x.Stride, h.Off, w.I,
+		idx.Off, wts.Off, b2i(useIdx), mode).f(act.Beta, act.BetaLin).u(0)
+	return d.dispatch(k, p, []*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}, w.I*T*r.K)
+}
+
+// GLUDown records out[t] (+)= Σ_k w[t,k] · down_e h[t·K+k] over the K
+// selected experts (weight 1 for a dense block); with accum the result is
+// added to out, else it replaces it.
+func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, accum bool) error {
+	if err := w.check("GLUDown"); err != nil {
+		return err
+	}
+	useIdx, err := r.check(T, "GLUDown")
+	if err != nil || T <= 0 {
+		return err
+	}
+	if err := h.check(T*r.K*w.I, "GLUDown h"); err != nil {
+		return err
+	}
+	if err := out.check(T, w.Out, "GLUDown out"); err != nil {
+		return err
+	}
+	if r.K*((w.I+1)/2/64+1) > loopBudget {
+		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
+	}
+	k, err := d.kernel("moe.wgsl", "down", 5)
+	if err != nil {
+		return err
+	}
+	st := matStride(w.I, w.DType)
+	idx, wts := r.Idx, r.Wts
+	if !useIdx {
+		idx, wts = h, h
+	}
+	p := params{}.u(w.Out, w.I, T, r.K, int(w.DType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
+		idx.Off, wts.Off, b2i(useIdx), 0).f(0, 0).u(b2i(accum))
+	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, w.Out*T)
+}
