@@ -2,6 +2,12 @@
 
 package wgsl
 
+import (
+	"errors"
+
+	"github.com/tessera-llm/tessera/core/model"
+)
+
 // Available reports whether this build has a GPU backend compiled in: false
 // without cgo outside the browser, where only the CPU reference runs.
 func Available() bool { return false }
@@ -15,3 +21,51 @@ func (d *Device) Info() string { return "" }
 
 // Close does nothing in builds without a GPU backend.
 func (d *Device) Close() {}
+
+// RunnerOptions size a GPU Runner (see the cgo build).
+type RunnerOptions struct {
+	MaxChunk, MaxContext int
+}
+
+// RunnerStats describes a Runner call (see the cgo build).
+type RunnerStats struct {
+	Tokens, Dispatches, Submits int
+}
+
+// Runner is a placeholder in builds without a GPU backend; NewRunner
+// always fails.
+type Runner struct{}
+
+// NewRunner fails in builds without a GPU backend.
+func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
+	return nil, errNoGPU
+}
+
+// Close does nothing in builds without a GPU backend.
+func (r *Runner) Close() {}
+
+// Device returns nil in builds without a GPU backend.
+func (r *Runner) Device() *Device { return nil }
+
+// Pos returns 0 in builds without a GPU backend.
+func (r *Runner) Pos() int { return 0 }
+
+// MaxChunk returns 0 in builds without a GPU backend.
+func (r *Runner) MaxChunk() int { return 0 }
+
+// MaxContext returns 0 in builds without a GPU backend.
+func (r *Runner) MaxContext() int { return 0 }
+
+// Stats returns zero stats in builds without a GPU backend.
+func (r *Runner) Stats() RunnerStats { return RunnerStats{} }
+
+// Reset fails in builds without a GPU backend.
+func (r *Runner) Reset() error { return errNoGPU }
+
+// Forward fails in builds without a GPU backend.
+func (r *Runner) Forward(tokens []int, logits []float32) error { return errNoGPU }
+
+// Greedy fails in builds without a GPU backend.
+func (r *Runner) Greedy(tokens []int) (int, error) { return 0, errNoGPU }
+
+var errNoGPU = errors.New("wgsl: built without a GPU backend (cgo or js)")

@@ -18,12 +18,16 @@ func (r *Runner) glu(w *MLP, x, out []float32, T int, h1, h2 []float32) {
 	ref.Linear(r.pool, out, h1, T, w.DownProj)
 }
 
-func (r *Runner) ffn(l *Layer, xn, out []float32, T int) {
+func (r *Runner) ffn(i int, l *Layer, xn, out []float32, T int) {
 	if l.MLP != nil {
 		r.glu(l.MLP, xn, out, T, r.s.h1, r.s.h2)
 		return
 	}
 	r.moe(l.MoE, xn, out, T)
+	if r.RouteHook != nil {
+		K := r.M.Cfg.TopK
+		r.RouteHook(i, r.s.idx[:T*K], r.s.wts[:T*K], T, K)
+	}
 }
 
 // moe is the sparse MoE block (architecture.md §3.2–3.3): the router on the

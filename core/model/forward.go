@@ -36,6 +36,10 @@ type Runner struct {
 	M     *Model
 	Opt   Options
 	Trace Trace
+	// RouteHook, when set, receives the routing of every MoE layer: for each
+	// of the T tokens, K expert ids (experts[t·K+k]) and their weights.
+	// The slices are only valid during the call.
+	RouteHook func(layer int, experts []int, weights []float32, T, K int)
 
 	pool *ref.Pool
 	mla  ref.MLAScratch
@@ -180,7 +184,7 @@ func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
 			add(h, mix)
 			r.trace("ffn_in", i, h, T)
 			ref.RMSNorm(xn, h, l.PostAttentionLayernorm, eps)
-			r.ffn(l, xn, ffn, T)
+			r.ffn(i, l, xn, ffn, T)
 			r.trace("ffn_out", i, ffn, T)
 			add(h, ffn)
 		}
@@ -217,7 +221,7 @@ func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
 			r.attnRes(x, nb, p, true, l.MLPResProj, l.MLPResNorm, T)
 			r.trace("ffn_in", i, x, T)
 			ref.RMSNorm(xn, x, l.PostAttentionLayernorm, eps)
-			r.ffn(l, xn, ffn, T)
+			r.ffn(i, l, xn, ffn, T)
 			r.trace("ffn_out", i, ffn, T)
 			add(p, ffn)
 		}

@@ -1,0 +1,20 @@
+//go:build !amd64 || purego
+
+package ref
+
+import "github.com/tessera-llm/tessera/core/tensor"
+
+func dot(a, b []float32) float32 { return dotGeneric(a, b) }
+
+func axpy(a float32, x, y []float32) { axpyGeneric(a, x, y) }
+
+func dotHalf(w []uint16, x []float32, dt tensor.DType, buf []float32) float32 {
+	widenGeneric(buf[:len(w)], w, dt)
+	return dotGeneric(buf[:len(w)], x)
+}
+
+func widen(dst []float32, src []uint16, dt tensor.DType) { widenGeneric(dst, src, dt) }
+
+func gemmTile(w []float32, ldw int, x []float32, ldx, n int, out []float32, ldo int) {
+	gemmTileGeneric(w, ldw, x, ldx, n, out, ldo)
+}

@@ -1,0 +1,779 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// RunnerOptions size a GPU Runner.
+type RunnerOptions struct {
+	// MaxChunk is the largest number of tokens one Forward call processes
+	// (activation buffers are sized for it). Default 64.
+	MaxChunk int
+	// MaxContext is the longest sequence the runner holds (MLA latent
+	// caches and attention scratch are allocated for it up front).
+	// Default: the model's context, capped at 4096.
+	MaxContext int
+}
+
+// RunnerStats describes the last Forward or Greedy call.
+type RunnerStats struct {
+	Tokens     int // tokens processed
+	Dispatches int // compute dispatches recorded
+	Submits    int // command buffers submitted (1 unless a step overflowed the uniform arena)
+}
+
+// Runner evaluates a model.Model entirely on the GPU: all weights are
+// uploaded once, all activations, KDA states, conv tails and MLA latent
+// caches live in GPU buffers allocated by NewRunner, and a Forward call
+// records its whole step into one command buffer. Nothing is created per
+// token. The Runner holds the state of one sequence (it mirrors
+// model.Runner plus model.State). It is not safe for concurrent use.
+//
+// KDA prefill runs the recurrent kernel over the piece (one dispatch per
+// ≤ loopBudget/(2·dk+2) tokens per layer), not the chunked WY/UT form:
+// the recurrence touches each state element once per token, as the
+// chunked form does, and at MaxChunk ≤ 64 the chunked form's extra
+// intra-chunk GEMMs do not pay off; prefill cost is O(T·H·dk·dv) per
+// layer either way. MoE experts run per (token, slot) with the ids the
+// GPU router wrote, so prefill reads each selected expert's weights once
+// per token rather than once per piece.
+type Runner struct {
+	d   *Device
+	cfg *config.Config
+	opt RunnerOptions
+	pos int
+
+	bufs []*Buffer
+
+	embed, lmHead *Mat
+	norm          View
+	outProj       View
+	outNorm       View
+	layers        []gpuLayer
+
+	// activations
+	tok                             *Buffer
+	tokHost                         []uint32
+	h, slots                        *Buffer // residual stream or AttnRes block slots
+	nslots                          int
+	x, xn, mix, ffn                 *Buffer
+	q, k, v, qc, kc, vc, g, gate, o *Buffer
+	beta, fa, qa, kva               *Buffer
+	lat, racc, elog, idx, wts, hb   *Buffer
+	logits, outTok                  *Buffer
+
+	zeros []float32
+	last  RunnerStats
+}
+
+type gpuLayer struct {
+	kind                               config.LayerKind
+	in, post                           View
+	kda                                *gpuKDA
+	mla                                *gpuMLA
+	mlp                                *GLUWeights
+	moe                                *gpuMoE
+	resProj, resNorm, mlpProj, mlpNorm View
+}
+
+type gpuKDA struct {
+	qp, kp, vp, fa, fb, b, g, ga, gb, o *Mat
+	qconv, kconv, vconv                 View
+	dtBias, aLog, oNorm                 View
+	perChannel                          bool
+	state                               *Buffer // S [H, dk, dv] then conv tails Q, K, V [K−1, H·dk]
+	S, convQ, convK, convV              View
+}
+
+type gpuMLA struct {
+	q, qa, qb, kva, kvb, g, o *Mat
+	qaNorm, kvaNorm           View
+	cache                     *LatentCache
+}
+
+type gpuMoE struct {
+	gate              *Mat
+	bias              View
+	experts, shared   *GLUWeights
+	downProj, upProj  *Mat
+	norm              View
+	hasNorm, hasUpDwn bool
+}
+
+// NewRunner uploads m's weights to d and allocates every buffer the
+// runner will use. The caller keeps ownership of d (close the Runner
+// before the Device).
+func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
+	if d == nil || m == nil || m.Cfg == nil {
+		return nil, fmt.Errorf("wgsl: NewRunner: nil device or model")
+	}
+	c := m.Cfg
+	if opt.MaxChunk <= 0 {
+		opt.MaxChunk = 64
+	}
+	if opt.MaxContext <= 0 {
+		opt.MaxContext = min(c.MaxPositions, 4096)
+	}
+	if c.MaxPositions > 0 {
+		opt.MaxContext = min(opt.MaxContext, c.MaxPositions)
+	}
+	r := &Runner{d: d, cfg: c, opt: opt}
+	if err := r.load(m); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close releases every buffer the runner created (not the Device).
+func (r *Runner) Close() {
+	if r == nil {
+		return
+	}
+	_ = r.d.Sync()
+	for _, b := range r.bufs {
+		b.Release()
+	}
+	r.bufs = nil
+}
+
+// Device returns the device the runner runs on.
+func (r *Runner) Device() *Device { return r.d }
+
+// Pos is the number of tokens of the current sequence processed so far.
+func (r *Runner) Pos() int { return r.pos }
+
+// MaxChunk is the largest number of tokens one Forward call accepts.
+func (r *Runner) MaxChunk() int { return r.opt.MaxChunk }
+
+// MaxContext is the longest sequence the runner can hold.
+func (r *Runner) MaxContext() int { return r.opt.MaxContext }
+
+// Stats describes the last Forward or Greedy call; after a one-token
+// Greedy call, Dispatches is the number of dispatches per decoded token.
+func (r *Runner) Stats() RunnerStats { return r.last }
+
+// Reset empties the sequence state (KDA states and conv tails zeroed,
+// latent caches emptied) for a new sequence.
+func (r *Runner) Reset() error {
+	for _, l := range r.layers {
+		if l.kda != nil {
+			if err := l.kda.state.WriteF32(0, r.zeros[:l.kda.state.Words()]); err != nil {
+				return fmt.Errorf("wgsl: runner reset: %w", err)
+			}
+		}
+		if l.mla != nil {
+			l.mla.cache.Len = 0
+		}
+	}
+	r.pos = 0
+	return nil
+}
+
+// ---- loading ----
+
+func (r *Runner) buf(words int) (*Buffer, error) {
+	if words > maxBindingWords {
+		return nil, fmt.Errorf("wgsl: runner: buffer of %d words exceeds one 128 MiB binding", words)
+	}
+	b, err := r.d.NewBuffer(max(words, 1))
+	if err != nil {
+		return nil, err
+	}
+	r.bufs = append(r.bufs, b)
+	return b, nil
+}
+
+func (r *Runner) vec(v []float32, name string) (View, error) {
+	if len(v) == 0 {
+		return View{}, fmt.Errorf("wgsl: runner: %s is empty", name)
+	}
+	b, err := r.d.UploadF32(v)
+	if err != nil {
+		return View{}, fmt.Errorf("wgsl: runner: upload %s: %w", name, err)
+	}
+	r.bufs = append(r.bufs, b)
+	return b.At(0), nil
+}
+
+func (r *Runner) mat(m *tensor.Mat, name string) (*Mat, error) {
+	if m == nil {
+		return nil, nil
+	}
+	if MatWords(m.Rows, m.Cols, m.DType) > maxBindingWords {
+		return nil, fmt.Errorf("wgsl: runner: %s (%dx%d %v) exceeds one 128 MiB binding (splitting is not implemented yet)",
+			name, m.Rows, m.Cols, m.DType)
+	}
+	g, err := r.d.UploadMat(m)
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: runner: upload %s: %w", name, err)
+	}
+	r.bufs = append(r.bufs, g.Buf)
+	return g, nil
+}
+
+func (r *Runner) glu(w *model.MLP, name string) (*GLUWeights, error) {
+	return r.glus([]model.MLP{*w}, name)
+}
+
+func (r *Runner) glus(ws []model.MLP, name string) (*GLUWeights, error) {
+	var g, u, dn []*tensor.Mat
+	for _, w := range ws {
+		g, u, dn = append(g, w.GateProj), append(u, w.UpProj), append(dn, w.DownProj)
+	}
+	gw, err := r.d.UploadGLU(g, u, dn)
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: runner: %s: %w", name, err)
+	}
+	r.bufs = append(r.bufs, gw.GateUp, gw.Down)
+	return gw, nil
+}
+
+// loader accumulates the first error of a sequence of uploads.
+type loader struct {
+	r   *Runner
+	err error
+}
+
+func (l *loader) mat(m *tensor.Mat, name string) *Mat {
+	if l.err != nil || m == nil {
+		return nil
+	}
+	g, err := l.r.mat(m, name)
+	l.err = err
+	return g
+}
+
+func (l *loader) vec(v []float32, name string) View {
+	if l.err != nil || v == nil {
+		return View{}
+	}
+	g, err := l.r.vec(v, name)
+	l.err = err
+	return g
+}
+
+func (l *loader) buf(words int) *Buffer {
+	if l.err != nil {
+		return nil
+	}
+	b, err := l.r.buf(words)
+	l.err = err
+	return b
+}
+
+func (r *Runner) load(m *model.Model) error {
+	c := r.cfg
+	T, d := r.opt.MaxChunk, c.HiddenSize
+	L := &loader{r: r}
+	r.embed = L.mat(m.EmbedTokens, "embed_tokens")
+	r.lmHead = L.mat(m.LMHead, "lm_head")
+	r.norm = L.vec(m.Norm, "norm")
+	if c.AttnResBlockSize > 0 {
+		r.outProj = L.vec(m.OutputAttnResProj, "output_attn_res_proj")
+		r.outNorm = L.vec(m.OutputAttnResNorm, "output_attn_res_norm")
+	}
+	if L.err != nil {
+		return L.err
+	}
+	if r.embed == nil || r.lmHead == nil {
+		return fmt.Errorf("wgsl: runner: model without embed_tokens or lm_head")
+	}
+	H, dk := c.KDAHeads, c.KDAHeadDim
+	hdKDA := H * dk
+	maxState := 0
+	maxI := 1
+	for i, l := range m.Layers {
+		p := fmt.Sprintf("layers.%d.", i)
+		g := gpuLayer{kind: l.Kind, in: L.vec(l.InputLayernorm, p+"input_layernorm"),
+			post: L.vec(l.PostAttentionLayernorm, p+"post_attention_layernorm")}
+		if c.AttnResBlockSize > 0 {
+			g.resProj = L.vec(l.SelfAttentionResProj, p+"self_attention_res_proj")
+			g.resNorm = L.vec(l.SelfAttentionResNorm, p+"self_attention_res_norm")
+			g.mlpProj = L.vec(l.MLPResProj, p+"mlp_res_proj")
+			g.mlpNorm = L.vec(l.MLPResNorm, p+"mlp_res_norm")
+		}
+		switch {
+		case l.KDA != nil:
+			w := l.KDA
+			k := &gpuKDA{qp: L.mat(w.QProj, p+"q_proj"), kp: L.mat(w.KProj, p+"k_proj"), vp: L.mat(w.VProj, p+"v_proj"),
+				fa: L.mat(w.FAProj, p+"f_a_proj"), fb: L.mat(w.FBProj, p+"f_b_proj"), b: L.mat(w.BProj, p+"b_proj"),
+				g: L.mat(w.GProj, p+"g_proj"), ga: L.mat(w.GAProj, p+"g_a_proj"), gb: L.mat(w.GBProj, p+"g_b_proj"),
+				o: L.mat(w.OProj, p+"o_proj"), qconv: L.vec(w.QConv1d, p+"q_conv1d"), kconv: L.vec(w.KConv1d, p+"k_conv1d"),
+				vconv: L.vec(w.VConv1d, p+"v_conv1d"), dtBias: L.vec(w.DtBias, p+"dt_bias"), aLog: L.vec(w.ALog, p+"A_log"),
+				oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
+			if L.err == nil && (k.qp == nil || k.o == nil || (k.g == nil && (k.ga == nil || k.gb == nil))) {
+				return fmt.Errorf("wgsl: runner: layer %d: incomplete KDA weights", i)
+			}
+			tail := (c.ConvKernel - 1) * hdKDA
+			sw := H*dk*dk + 3*tail
+			k.state = L.buf(sw)
+			if k.state != nil {
+				k.S, k.convQ = k.state.At(0), k.state.At(H*dk*dk)
+				k.convK, k.convV = k.state.At(H*dk*dk+tail), k.state.At(H*dk*dk+2*tail)
+			}
+			maxState = max(maxState, sw)
+			g.kda = k
+		case l.MLA != nil:
+			w := l.MLA
+			a := &gpuMLA{q: L.mat(w.QProj, p+"q_proj"), qa: L.mat(w.QAProj, p+"q_a_proj"), qb: L.mat(w.QBProj, p+"q_b_proj"),
+				kva: L.mat(w.KVAProjWithMQA, p+"kv_a_proj_with_mqa"), kvb: L.mat(w.KVBProj, p+"kv_b_proj"),
+				g: L.mat(w.GProj, p+"g_proj"), o: L.mat(w.OProj, p+"o_proj"),
+				qaNorm: L.vec(w.QALayernorm, p+"q_a_layernorm"), kvaNorm: L.vec(w.KVALayernorm, p+"kv_a_layernorm")}
+			if L.err == nil {
+				if a.kva == nil || a.kvb == nil || a.o == nil || (a.q == nil && (a.qa == nil || a.qb == nil)) {
+					return fmt.Errorf("wgsl: runner: layer %d: incomplete MLA weights", i)
+				}
+				cache, err := r.d.NewLatentCache(c.KVLoraRank+c.QKRopeHeadDim, r.opt.MaxContext)
+				if err != nil {
+					return fmt.Errorf("wgsl: runner: layer %d: %w", i, err)
+				}
+				r.bufs = append(r.bufs, cache.Buf)
+				a.cache = cache
+			}
+			g.mla = a
+		default:
+			return fmt.Errorf("wgsl: runner: layer %d has no mixer", i)
+		}
+		switch {
+		case l.MLP != nil:
+			if L.err == nil {
+				gw, err := r.glu(l.MLP, p+"mlp")
+				if err != nil {
+					return err
+				}
+				g.mlp = gw
+				maxI = max(maxI, gw.I)
+			}
+		case l.MoE != nil:
+			w := l.MoE
+			e := &gpuMoE{gate: L.mat(w.Gate, p+"gate"), bias: L.vec(w.EScoreCorrectionBias, p+"e_score_correction_bias"),
+				downProj: L.mat(w.RoutedExpertDownProj, p+"routed_expert_down_proj"),
+				upProj:   L.mat(w.RoutedExpertUpProj, p+"routed_expert_up_proj"),
+				norm:     L.vec(w.RoutedExpertNorm, p+"routed_expert_norm")}
+			e.hasNorm, e.hasUpDwn = w.RoutedExpertNorm != nil, w.RoutedExpertUpProj != nil
+			if L.err == nil {
+				if len(w.Experts) != c.NumExperts || e.gate == nil {
+					return fmt.Errorf("wgsl: runner: layer %d: %d experts, want %d", i, len(w.Experts), c.NumExperts)
+				}
+				var err error
+				if e.experts, err = r.glus(w.Experts, p+"experts"); err != nil {
+					return err
+				}
+				maxI = max(maxI, c.TopK*e.experts.I)
+				if w.SharedExperts != nil {
+					if e.shared, err = r.glu(w.SharedExperts, p+"shared_experts"); err != nil {
+						return err
+					}
+					maxI = max(maxI, e.shared.I)
+				}
+			}
+			g.moe = e
+		default:
+			return fmt.Errorf("wgsl: runner: layer %d has no FFN", i)
+		}
+		if L.err != nil {
+			return L.err
+		}
+		r.layers = append(r.layers, g)
+	}
+	// Activations, sized for MaxChunk tokens.
+	hd := max(hdKDA, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1)
+	r.tok = L.buf(T)
+	r.tokHost = make([]uint32, T)
+	if S := c.AttnResBlockSize; S > 0 {
+		r.nslots = (c.NumHiddenLayers+S-1)/S + 1
+		r.slots = L.buf(T * r.nslots * d)
+	} else {
+		r.h = L.buf(T * d)
+	}
+	r.x, r.xn, r.mix, r.ffn = L.buf(T*d), L.buf(T*d), L.buf(T*d), L.buf(T*d)
+	for _, p := range []**Buffer{&r.q, &r.k, &r.v, &r.qc, &r.kc, &r.vc, &r.g, &r.gate, &r.o} {
+		*p = L.buf(T * hd)
+	}
+	r.beta = L.buf(T * max(H, 1))
+	r.fa = L.buf(T * max(dk, 1))
+	r.qa = L.buf(T * max(c.QLoraRank, 1))
+	r.kva = L.buf(T * (c.KVLoraRank + c.QKRopeHeadDim))
+	w := c.ExpertWidth()
+	r.lat, r.racc = L.buf(T*w), L.buf(T*w)
+	r.elog = L.buf(T * max(c.NumExperts, 1))
+	r.idx, r.wts = L.buf(T*max(c.TopK, 1)), L.buf(T*max(c.TopK, 1))
+	r.hb = L.buf(T * maxI)
+	r.logits = L.buf(T * c.VocabSize)
+	r.outTok = L.buf(1)
+	if L.err != nil {
+		return L.err
+	}
+	r.zeros = make([]float32, maxState)
+	// MLA attention scratch for the longest context, so decoding never
+	// grows it (MLAAbsorbed for one query, MLANaive for a full chunk).
+	if c.NumHeads > 0 && c.KVLoraRank > 0 {
+		nh := c.NumHeads
+		nsplit := (r.opt.MaxContext + mlaTile - 1) / mlaTile
+		abs := nh*c.KVLoraRank + nh*nsplit*(c.KVLoraRank+2)
+		naive := mlaTile*nh*(c.QKNopeHeadDim+c.VHeadDim) + 2*T*nh
+		if _, err := r.d.scratchBuf("mla", max(abs, naive)); err != nil {
+			return err
+		}
+	}
+	return r.d.Sync()
+}
+
+// ---- forward ----
+
+func (r *Runner) begin(tokens []int) error {
+	c := r.cfg
+	T := len(tokens)
+	if T == 0 {
+		return fmt.Errorf("wgsl: forward: no tokens")
+	}
+	if T > r.opt.MaxChunk {
+		return fmt.Errorf("wgsl: forward: %d tokens exceed the runner's chunk of %d", T, r.opt.MaxChunk)
+	}
+	if r.pos+T > r.opt.MaxContext {
+		return fmt.Errorf("wgsl: forward: position %d exceeds the runner's context of %d tokens", r.pos+T, r.opt.MaxContext)
+	}
+	for i, id := range tokens {
+		if id < 0 || id >= c.VocabSize {
+			return fmt.Errorf("wgsl: forward: token %d (index %d) is outside the vocabulary [0, %d)", id, i, c.VocabSize)
+		}
+		r.tokHost[i] = uint32(id)
+	}
+	if err := r.d.Flush(); err != nil {
+		return err
+	}
+	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
+	if err := r.tok.WriteU32(0, r.tokHost[:T]); err != nil {
+		return fmt.Errorf("wgsl: forward: upload tokens: %w", err)
+	}
+	if err := r.record(T); err != nil {
+		return fmt.Errorf("wgsl: forward at position %d: %w (state is undefined: Reset)", r.pos, err)
+	}
+	r.pos += T
+	return nil
+}
+
+func (r *Runner) end() {
+	r.last.Dispatches = r.d.Dispatches - r.last.Dispatches
+	r.last.Submits = r.d.Submits - r.last.Submits
+}
+
+// Forward runs tokens (at most MaxChunk) through the model at the current
+// position, updating the GPU state, like model.Runner.Forward. If logits is
+// non-nil it receives the logits of the last token ([V]) or, when
+// len(logits) ≥ T·V, of every token ([T, V]). With nil logits the step is
+// submitted without waiting. After an error the state is undefined: Reset.
+func (r *Runner) Forward(tokens []int, logits []float32) error {
+	if err := r.begin(tokens); err != nil {
+		return err
+	}
+	defer r.end()
+	if logits == nil {
+		return r.d.Flush()
+	}
+	T, V, d := len(tokens), r.cfg.VocabSize, r.cfg.HiddenSize
+	if len(logits) >= T*V {
+		if err := r.d.Linear(r.logits.At(0), r.xn.At(0), T, r.lmHead); err != nil {
+			return err
+		}
+		return r.d.ReadF32(r.logits.At(0), logits[:T*V])
+	}
+	if len(logits) < V {
+		return fmt.Errorf("wgsl: forward: logits buffer of %d < vocabulary %d", len(logits), V)
+	}
+	if err := r.d.Linear(r.logits.At(0), r.xn.At((T-1)*d), 1, r.lmHead); err != nil {
+		return err
+	}
+	return r.d.ReadF32(r.logits.At(0), logits[:V])
+}
+
+// Greedy runs tokens like Forward and returns the argmax of the last
+// token's logits, computed on the GPU: only the token id (one word) is
+// read back. Decoding calls it with one token per step.
+func (r *Runner) Greedy(tokens []int) (int, error) {
+	if err := r.begin(tokens); err != nil {
+		return 0, err
+	}
+	defer r.end()
+	T, V, d := len(tokens), r.cfg.VocabSize, r.cfg.HiddenSize
+	if err := r.d.Linear(r.logits.At(0), r.xn.At((T-1)*d), 1, r.lmHead); err != nil {
+		return 0, err
+	}
+	if err := r.d.Argmax(r.outTok.At(0), r.logits.At(0), V); err != nil {
+		return 0, err
+	}
+	var id [1]uint32
+	if err := r.d.ReadU32(r.outTok.At(0), id[:]); err != nil {
+		return 0, err
+	}
+	return int(id[0]), nil
+}
+
+// addRows records out = x + y over T rows of n with strides.
+func (r *Runner) addRows(out, x, y Strided, T, n int) error {
+	return r.d.elementwise("add", out, x, y, T, n, 0, 1, 0, 0)
+}
+
+// record mirrors model.Runner.forwardEmbedded for T tokens whose ids are
+// in r.tok, leaving the final-normed hidden states in r.xn.
+func (r *Runner) record(T int) error {
+	c, dv := r.cfg, r.d
+	d, eps := c.HiddenSize, c.RMSNormEps
+	x, xn, mix, ffn := r.x.At(0), r.xn.At(0), r.mix.At(0), r.ffn.At(0)
+	var final View
+	if c.AttnResBlockSize == 0 {
+		h := r.h.At(0)
+		if err := dv.Embed(h.Rows(d), r.embed, r.tok.At(0), T); err != nil {
+			return err
+		}
+		for i := range r.layers {
+			l := &r.layers[i]
+			if err := dv.RMSNorm(xn, h, l.in, T, d, eps); err != nil {
+				return err
+			}
+			if err := r.mixer(l, T); err != nil {
+				return fmt.Errorf("layer %d mixer: %w", i, err)
+			}
+			if err := dv.Add(h, h, mix, T*d, 1); err != nil {
+				return err
+			}
+			if err := dv.RMSNorm(xn, h, l.post, T, d, eps); err != nil {
+				return err
+			}
+			if err := r.ffnBlock(l, T); err != nil {
+				return fmt.Errorf("layer %d ffn: %w", i, err)
+			}
+			if err := dv.Add(h, h, ffn, T*d, 1); err != nil {
+				return err
+			}
+		}
+		final = h
+	} else {
+		// Block AttnRes: token t's slots are [t][nslots][d]; completed
+		// block b sits in slot b and the running partial sum p in slot nb,
+		// so "block nb := p" needs no copy.
+		S, ts := c.AttnResBlockSize, r.nslots*d
+		src := r.slots.At(0).Rows(d)
+		p := func(nb int) Strided { return r.slots.At(nb * d).Rows(ts) }
+		if err := dv.Embed(p(0), r.embed, r.tok.At(0), T); err != nil {
+			return err
+		}
+		nb, havePart := 0, true
+		for i := range r.layers {
+			l := &r.layers[i]
+			var err error
+			if nb > 0 {
+				err = dv.AttnRes(x.Rows(d), src, ts, nb+b2i(havePart), d, T, l.resProj, l.resNorm, eps)
+			} else {
+				err = dv.Copy(x.Rows(d), p(nb), T, d)
+			}
+			if err != nil {
+				return err
+			}
+			if i%S == 0 {
+				nb++
+				havePart = false
+			}
+			if err := dv.RMSNorm(xn, x, l.in, T, d, eps); err != nil {
+				return err
+			}
+			if err := r.mixer(l, T); err != nil {
+				return fmt.Errorf("layer %d mixer: %w", i, err)
+			}
+			if havePart {
+				err = r.addRows(p(nb), p(nb), mix.Rows(d), T, d)
+			} else {
+				err = dv.Copy(p(nb), mix.Rows(d), T, d)
+			}
+			if err != nil {
+				return err
+			}
+			havePart = true
+			if err := dv.AttnRes(x.Rows(d), src, ts, nb+1, d, T, l.mlpProj, l.mlpNorm, eps); err != nil {
+				return err
+			}
+			if err := dv.RMSNorm(xn, x, l.post, T, d, eps); err != nil {
+				return err
+			}
+			if err := r.ffnBlock(l, T); err != nil {
+				return fmt.Errorf("layer %d ffn: %w", i, err)
+			}
+			if err := r.addRows(p(nb), p(nb), ffn.Rows(d), T, d); err != nil {
+				return err
+			}
+		}
+		if err := dv.AttnRes(x.Rows(d), src, ts, nb+1, d, T, r.outProj, r.outNorm, eps); err != nil {
+			return err
+		}
+		final = x
+	}
+	return dv.RMSNorm(xn, final, r.norm, T, d, eps)
+}
+
+func (r *Runner) mixer(l *gpuLayer, T int) error {
+	if l.kda != nil {
+		return r.kdaMixer(l.kda, T)
+	}
+	return r.mlaMixer(l.mla, T)
+}
+
+// seq runs fs in order, stopping at the first error.
+func seq(fs ...func() error) error {
+	for _, f := range fs {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) kdaMixer(w *gpuKDA, T int) error {
+	c, dv := r.cfg, r.d
+	H, dk, K := c.KDAHeads, c.KDAHeadDim, c.ConvKernel
+	hd := H * dk
+	xn := r.xn.At(0)
+	q, k, v, qc, kc, vc := r.q.At(0), r.k.At(0), r.v.At(0), r.qc.At(0), r.kc.At(0), r.vc.At(0)
+	beta, fa, g, o, gate := r.beta.At(0), r.fa.At(0), r.g.At(0), r.o.At(0), r.gate.At(0)
+	return seq(
+		func() error { return dv.Linear(q, xn, T, w.qp) },
+		func() error { return dv.Linear(k, xn, T, w.kp) },
+		func() error { return dv.Linear(v, xn, T, w.vp) },
+		func() error { return dv.ShortConv(qc, q, w.qconv, w.convQ, T, hd, K) },
+		func() error { return dv.ShortConv(kc, k, w.kconv, w.convK, T, hd, K) },
+		func() error { return dv.ShortConv(vc, v, w.vconv, w.convV, T, hd, K) },
+		func() error { return dv.L2Norm(qc, qc, T*H, dk, 1e-6, float32(1/math.Sqrt(float64(dk)))) },
+		func() error { return dv.L2Norm(kc, kc, T*H, dk, 1e-6, 1) },
+		func() error { return dv.Linear(beta, xn, T, w.b) },
+		func() error { return dv.Sigmoid(beta.Rows(T*H), beta.Rows(T*H), 1, T*H) },
+		func() error { return dv.Linear(fa, xn, T, w.fa) },
+		func() error { return dv.Linear(g, fa, T, w.fb) },
+		func() error {
+			return dv.KDAGate(g, g, w.dtBias, w.aLog, T, H, dk, w.perChannel, c.GateBounded, c.GateLowerBound)
+		},
+		func() error {
+			return dv.KDARecurrent(&KDAArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: w.S})
+		},
+		func() error {
+			if w.g != nil {
+				return dv.Linear(gate, xn, T, w.g)
+			}
+			if err := dv.Linear(fa, xn, T, w.ga); err != nil {
+				return err
+			}
+			return dv.Linear(gate, fa, T, w.gb)
+		},
+		func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
+		func() error { return dv.Linear(r.mix.At(0), o, T, w.o) },
+	)
+}
+
+func (r *Runner) mlaMixer(w *gpuMLA, T int) error {
+	c, dv := r.cfg, r.d
+	H, dn, dr, dvh, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
+	xn, q, kva, o, gate := r.xn.At(0), r.q.At(0), r.kva.At(0), r.o.At(0), r.gate.At(0)
+	cache := w.cache
+	pos0 := cache.Len
+	return seq(
+		func() error {
+			if w.q != nil {
+				return dv.Linear(q, xn, T, w.q)
+			}
+			qa := r.qa.At(0)
+			return seq(
+				func() error { return dv.Linear(qa, xn, T, w.qa) },
+				func() error { return dv.RMSNorm(qa, qa, w.qaNorm, T, c.QLoraRank, c.RMSNormEps) },
+				func() error { return dv.Linear(q, qa, T, w.qb) })
+		},
+		func() error { return dv.Linear(kva, xn, T, w.kva) },
+		func() error { return dv.Append(cache, kva, rkv+dr, T) },
+		func() error {
+			rows := cache.Buf.At(pos0 * cache.Width).Rows(cache.Width)
+			return dv.RMSNormRows(rows, rows, w.kvaNorm, T, rkv, c.RMSNormEps)
+		},
+		func() error {
+			a := &MLAArgs{N: T, H: H, DN: dn, DR: dr, DV: dvh, RKV: rkv, Pos0: pos0,
+				Scale: float32(1 / math.Sqrt(float64(dn+dr))), Q: q, WKVB: w.kvb, Cache: cache, O: o}
+			if T == 1 {
+				return dv.MLAAbsorbed(a)
+			}
+			return dv.MLANaive(a)
+		},
+		func() error {
+			if w.g == nil {
+				return nil
+			}
+			if err := dv.Linear(gate, xn, T, w.g); err != nil {
+				return err
+			}
+			return dv.SigmoidGate(o.Rows(T*H*dvh), gate.Rows(T*H*dvh), o.Rows(T*H*dvh), 1, T*H*dvh)
+		},
+		func() error { return dv.Linear(r.mix.At(0), o, T, w.o) },
+	)
+}
+
+func (r *Runner) act() ref.Act {
+	c := r.cfg
+	return ref.Act{SiTU: c.SiTU, Beta: c.SiTUBeta, BetaLin: c.SiTULinearBeta}
+}
+
+func (r *Runner) ffnBlock(l *gpuLayer, T int) error {
+	c, dv := r.cfg, r.d
+	d := c.HiddenSize
+	xn, ffn, hb := r.xn.At(0), r.ffn.At(0), r.hb.At(0)
+	dense := Routing{K: 1}
+	if l.mlp != nil {
+		return seq(
+			func() error { return dv.GLUGateUp(hb, xn.Rows(d), T, l.mlp, dense, r.act()) },
+			func() error { return dv.GLUDown(ffn.Rows(d), hb, T, l.mlp, dense, false) })
+	}
+	w := l.moe
+	E, wd := c.NumExperts, c.ExpertWidth()
+	rt := Routing{Idx: r.idx.At(0), Wts: r.wts.At(0), K: c.TopK}
+	router := ref.Router{TopK: c.TopK, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
+		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	z := xn
+	return seq(
+		func() error { return dv.Linear(r.elog.At(0), xn, T, w.gate) },
+		func() error { return dv.Route(rt.Idx, rt.Wts, r.elog.At(0), w.bias, T, E, router) },
+		func() error {
+			if w.downProj == nil {
+				return nil
+			}
+			z = r.lat.At(0)
+			return dv.Linear(z, xn, T, w.downProj)
+		},
+		func() error { return dv.GLUGateUp(hb, z.Rows(wd), T, w.experts, rt, r.act()) },
+		func() error {
+			if w.upProj == nil {
+				return dv.GLUDown(ffn.Rows(d), hb, T, w.experts, rt, false)
+			}
+			acc := r.racc.At(0)
+			return seq(
+				func() error { return dv.GLUDown(acc.Rows(wd), hb, T, w.experts, rt, false) },
+				func() error {
+					if !w.hasNorm {
+						return nil
+					}
+					return dv.RMSNorm(acc, acc, w.norm, T, wd, c.RMSNormEps)
+				},
+				func() error { return dv.Linear(ffn, acc, T, w.upProj) })
+		},
+		func() error {
+			if w.shared == nil {
+				return nil
+			}
+			return seq(
+				func() error { return dv.GLUGateUp(hb, xn.Rows(d), T, w.shared, dense, r.act()) },
+				func() error { return dv.GLUDown(ffn.Rows(d), hb, T, w.shared, dense, true) })
+		},
+	)
+}

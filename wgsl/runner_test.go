@@ -1,0 +1,155 @@
+//go:build cgo && !js
+
+package wgsl_test
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/models/presets"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// presetModel builds the random checkpoint `tessera init-random --config
+// name --seed seed` writes, in memory.
+func presetModel(t testing.TB, name string, seed uint64, dt safetensors.DType) *model.Model {
+	t.Helper()
+	raw, err := presets.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, model.RandomTensors(cfg, seed, dt), nil); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": buf.Bytes()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(cfg, ck)
+	if err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+	return m
+}
+
+// maxRelErr is max|got − want| / max|want| (Inf on NaN or length mismatch).
+func maxRelErr(got, want []float32) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range got {
+		if math.IsNaN(float64(got[i])) {
+			return math.Inf(1)
+		}
+		num = max(num, math.Abs(float64(got[i]-want[i])))
+		den = max(den, math.Abs(float64(want[i])))
+	}
+	if den == 0 {
+		return num
+	}
+	return num / den
+}
+
+const wholeModelTol = 1e-4
+
+// TestRunnerMatchesCPU pins the whole model on the GPU to the CPU
+// reference: for k3-nano (AttnRes, LatentMoE, SiTU, gated MLA with q-LoRA)
+// and kimi-linear-nano (plain residuals, SiLU, full-rank q), prefill in
+// several chunk sizes (all T×V logits of every piece compared), then 64
+// decode steps; then, after Reset, the same prompt decoded greedily on the
+// GPU (only token ids read back) must give the CPU's greedy tokens.
+func TestRunnerMatchesCPU(t *testing.T) {
+	d := device(t)
+	prompt := make([]int, 37)
+	for i := range prompt {
+		prompt[i] = (i*97 + 13) % 512
+	}
+	for _, tc := range []struct {
+		preset string
+		dt     safetensors.DType
+	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}} {
+		m := presetModel(t, tc.preset, 1, tc.dt)
+		V := m.Cfg.VocabSize
+		for _, chunk := range []int{64, 7, 1} {
+			t.Run(fmt.Sprintf("%s/%s/chunk=%d", tc.preset, tc.dt, chunk), func(t *testing.T) {
+				t0 := time.Now()
+				cpu := model.NewRunner(m, model.Options{MaxChunk: chunk})
+				defer cpu.Close()
+				st := m.NewState()
+				g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: 256})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				want, got := make([]float32, chunk*V), make([]float32, chunk*V)
+				worst := 0.0
+				for p0 := 0; p0 < len(prompt); p0 += chunk {
+					piece := prompt[p0:min(p0+chunk, len(prompt))]
+					n := len(piece) * V
+					if err := cpu.Forward(st, piece, want[:n]); err != nil {
+						t.Fatal(err)
+					}
+					if err := g.Forward(piece, got[:n]); err != nil {
+						t.Fatal(err)
+					}
+					e := maxRelErr(got[:n], want[:n])
+					worst = max(worst, e)
+					if e > wholeModelTol {
+						t.Fatalf("prefill piece at %d: max relative error %.3g > %g", p0, e, wholeModelTol)
+					}
+				}
+				var cpuTokens []int
+				next := generate.Argmax(want[(min(chunk, len(prompt)-(len(prompt)-1)/chunk*chunk)-1)*V:][:V])
+				for step := 0; step < 64; step++ {
+					cpuTokens = append(cpuTokens, next)
+					if err := cpu.Forward(st, []int{next}, want[:V]); err != nil {
+						t.Fatal(err)
+					}
+					if err := g.Forward([]int{next}, got[:V]); err != nil {
+						t.Fatal(err)
+					}
+					e := maxRelErr(got[:V], want[:V])
+					worst = max(worst, e)
+					if e > wholeModelTol {
+						t.Fatalf("decode step %d: max relative error %.3g > %g", step, e, wholeModelTol)
+					}
+					next = generate.Argmax(want[:V])
+				}
+				// Greedy on the GPU from a reset state.
+				if err := g.Reset(); err != nil {
+					t.Fatal(err)
+				}
+				var tok int
+				for p0 := 0; p0 < len(prompt); p0 += chunk {
+					if tok, err = g.Greedy(prompt[p0:min(p0+chunk, len(prompt))]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for step := 0; step < 64; step++ {
+					if tok != cpuTokens[step] {
+						t.Fatalf("greedy step %d: GPU token %d, CPU %d", step, tok, cpuTokens[step])
+					}
+					if tok, err = g.Greedy([]int{tok}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				s := g.Stats()
+				t.Logf("worst max relative error %.2g; decode: %d dispatches, %d submits per token; %v",
+					worst, s.Dispatches, s.Submits, time.Since(t0).Round(time.Millisecond))
+			})
+		}
+	}
+}
