@@ -24,10 +24,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("model", "", "model directory with a tokenizer (tokenizer.json or tiktoken.model)")
 	system := fs.String("system", tokenizer.DefaultKimiSystemPrompt, "system prompt")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
-	temp := fs.Float64("temperature", 0.7, "sampling temperature (0: greedy)")
-	topP := fs.Float64("top-p", 0.95, "nucleus sampling mass")
-	rep := fs.Float64("repetition-penalty", 1, "penalty for tokens already seen (1: off)")
-	seed := fs.Uint64("seed", 1, "random seed")
+	sf := addSamplingFlags(fs, 0.7, 0.95)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -35,19 +32,16 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("need --model: %w", errUsage)
 	}
-	so := generate.SamplerOptions{Temperature: float32(*temp), TopP: float32(*topP), RepetitionPenalty: float32(*rep), Seed: *seed}
-	if err := so.Validate(); err != nil {
-		return err
-	}
-	m, ck, err := model.OpenDir(*dir)
+	so, err := sf.options()
 	if err != nil {
 		return err
 	}
-	defer ck.Close()
-	codec, err := loadCodec(*dir, m.Cfg.VocabSize)
+	lm, err := openModel(*dir)
 	if err != nil {
 		return err
 	}
+	defer lm.Close()
+	m, codec := lm.m, lm.codec
 	if _, isByte := codec.(byteCodec); isByte {
 		return fmt.Errorf("%s has no tokenizer.json or tiktoken.model: chat needs the model's tokenizer", *dir)
 	}

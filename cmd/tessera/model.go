@@ -59,13 +59,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	prompt := fs.String("prompt", "", "prompt text (byte-level fallback when the model has no tokenizer)")
 	tokens := fs.String("tokens", "", "prompt as comma-separated token ids")
 	maxTok := fs.Int("max-tokens", 64, "maximum number of new tokens")
-	var so generate.SamplerOptions
-	temp := fs.Float64("temperature", 0, "sampling temperature (0: greedy)")
-	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0: all)")
-	topP := fs.Float64("top-p", 1, "nucleus sampling mass")
-	minP := fs.Float64("min-p", 0, "drop tokens below min-p × the top probability")
-	rep := fs.Float64("repetition-penalty", 1, "penalty for tokens already seen (1: off)")
-	seed := fs.Uint64("seed", 1, "random seed")
+	sf := addSamplingFlags(fs, 0, 1)
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
 	idsOut := fs.Bool("ids", false, "print generated token ids instead of text")
@@ -79,20 +73,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := checkBackend(*backend); err != nil {
 		return err
 	}
-	so = generate.SamplerOptions{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP),
-		MinP: float32(*minP), RepetitionPenalty: float32(*rep), Seed: *seed}
-	if err := so.Validate(); err != nil {
-		return err
-	}
-	m, ck, err := model.OpenDir(*dir)
+	so, err := sf.options()
 	if err != nil {
 		return err
 	}
-	defer ck.Close()
-	codec, err := loadCodec(*dir, m.Cfg.VocabSize)
+	lm, err := openModel(*dir)
 	if err != nil {
 		return err
 	}
+	defer lm.Close()
+	m, codec := lm.m, lm.codec
 	var ids []int
 	if *tokens != "" {
 		if ids, err = parseTokenList(*tokens); err != nil {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+)
+
+// samplingFlags are the sampling options shared by run and chat.
+type samplingFlags struct {
+	temp, topP, minP, rep *float64
+	topK                  *int
+	seed                  *uint64
+}
+
+// addSamplingFlags registers the sampling flags with the given default
+// temperature and top-p.
+func addSamplingFlags(fs *flag.FlagSet, temp, topP float64) *samplingFlags {
+	return &samplingFlags{
+		temp: fs.Float64("temperature", temp, "sampling temperature (0: greedy)"),
+		topK: fs.Int("top-k", 0, "keep the K most likely tokens (0: all)"),
+		topP: fs.Float64("top-p", topP, "nucleus sampling mass"),
+		minP: fs.Float64("min-p", 0, "drop tokens below min-p × the top probability"),
+		rep:  fs.Float64("repetition-penalty", 1, "penalty for tokens already seen (1: off)"),
+		seed: fs.Uint64("seed", 1, "random seed"),
+	}
+}
+
+// options returns the validated sampler options.
+func (f *samplingFlags) options() (generate.SamplerOptions, error) {
+	so := generate.SamplerOptions{Temperature: float32(*f.temp), TopK: *f.topK, TopP: float32(*f.topP),
+		MinP: float32(*f.minP), RepetitionPenalty: float32(*f.rep), Seed: *f.seed}
+	return so, so.Validate()
+}
+
+// loadedModel is a model directory opened for generation.
+type loadedModel struct {
+	m     *model.Model
+	ck    *safetensors.Checkpoint
+	codec textCodec
+}
+
+// openModel loads the weights (memory-mapped) and the text codec of dir.
+func openModel(dir string) (*loadedModel, error) {
+	m, ck, err := model.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := loadCodec(dir, m.Cfg.VocabSize)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	return &loadedModel{m: m, ck: ck, codec: codec}, nil
+}
+
+func (l *loadedModel) Close() error { return l.ck.Close() }
