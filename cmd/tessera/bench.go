@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,25 +23,89 @@ func init() {
 
 // benchResult is what `tessera bench --json` writes.
 type benchResult struct {
-	Model             string  `json:"model"`
-	Backend           string  `json:"backend"`
-	Threads           int     `json:"threads"`
-	PromptLen         int     `json:"prompt_len"`
-	Gen               int     `json:"gen"`
-	Repeats           int     `json:"repeats"`
-	PrefillTokPerS    float64 `json:"prefill_tok_per_s"`
-	DecodeTokPerS     float64 `json:"decode_tok_per_s"`
-	TTFTMillis        float64 `json:"ttft_ms"`
-	DecodeReadBytes   int64   `json:"decode_read_bytes_per_token"`
-	DecodeGBPerS      float64 `json:"decode_gb_per_s"`
-	MachineGBPerS     float64 `json:"machine_gb_per_s"`
-	RooflineRatio     float64 `json:"roofline_ratio"`
-	WeightBytes       int64   `json:"weight_bytes"`
-	KDAStateBytes     int64   `json:"kda_state_bytes"`
-	CacheBytesPerTok  int64   `json:"mla_cache_bytes_per_token"`
-	StateBytesAtEnd   int64   `json:"state_bytes_at_end"`
-	PeakRSSBytes      int64   `json:"peak_rss_bytes"`
-	DecodeAllocsPerTk float64 `json:"decode_allocs_per_token"`
+	Model             string        `json:"model"`
+	Backend           string        `json:"backend"`
+	Threads           int           `json:"threads"`
+	PromptLen         int           `json:"prompt_len"`
+	Gen               int           `json:"gen"`
+	Repeats           int           `json:"repeats"`
+	PrefillTokPerS    float64       `json:"prefill_tok_per_s"`
+	DecodeTokPerS     float64       `json:"decode_tok_per_s"`
+	TTFTMillis        float64       `json:"ttft_ms"`
+	DecodeReadBytes   int64         `json:"decode_read_bytes_per_token"`
+	DecodeGBPerS      float64       `json:"decode_gb_per_s"`
+	MachineGBPerS     float64       `json:"machine_gb_per_s"`
+	RooflineRatio     float64       `json:"roofline_ratio"`
+	WeightBytes       int64         `json:"weight_bytes"`
+	KDAStateBytes     int64         `json:"kda_state_bytes"`
+	CacheBytesPerTok  int64         `json:"mla_cache_bytes_per_token"`
+	StateBytesAtEnd   int64         `json:"state_bytes_at_end"`
+	PeakRSSBytes      int64         `json:"peak_rss_bytes"`
+	DecodeAllocsPerTk float64       `json:"decode_allocs_per_token"`
+	Sweep             []sweepResult `json:"ctx_sweep,omitempty"`
+}
+
+// sweepResult is decode speed and memory at one context length.
+type sweepResult struct {
+	Context       int     `json:"context"`
+	DecodeTokPerS float64 `json:"decode_tok_per_s"`
+	StateBytes    int64   `json:"state_bytes"`
+	Analytic      int64   `json:"analytic_state_bytes"`
+	PeakRSS       int64   `json:"peak_rss_bytes"`
+}
+
+// sweepPoint measures decoding gen tokens after a context of L tokens. The
+// MLA latent caches are filled with synthetic rows (prefilling a million
+// tokens through the naive attention would take hours on a CPU and does
+// not change what decode reads); the KDA state is constant-size anyway.
+func sweepPoint(r *model.Runner, L, gen int) (sweepResult, error) {
+	st := r.M.NewState()
+	st.Reserve(L + gen)
+	for _, c := range st.MLA {
+		if c == nil {
+			continue
+		}
+		row := make([]float32, c.Width())
+		for i := 0; i < L; i++ {
+			for j := range row {
+				row[j] = float32((i*31+j*17)%97)/97 - 0.5
+			}
+			c.Append(row)
+		}
+	}
+	st.Pos = L
+	logits := make([]float32, r.M.Cfg.VocabSize)
+	tok := []int{1}
+	t0 := time.Now()
+	for i := 0; i < gen; i++ {
+		if err := r.Forward(st, tok, logits); err != nil {
+			return sweepResult{}, err
+		}
+		tok[0] = generate.Argmax(logits)
+	}
+	return sweepResult{Context: L, DecodeTokPerS: float64(gen) / time.Since(t0).Seconds(),
+		StateBytes: st.Bytes(), PeakRSS: peakRSS()}, nil
+}
+
+// parseLengths parses "1k,8k,64k,1M" (k = 1024, M = 1048576).
+func parseLengths(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		mul := 1
+		switch {
+		case strings.HasSuffix(f, "k"), strings.HasSuffix(f, "K"):
+			mul, f = 1024, f[:len(f)-1]
+		case strings.HasSuffix(f, "M"), strings.HasSuffix(f, "m"):
+			mul, f = 1<<20, f[:len(f)-1]
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--ctx-sweep: %q is not a length like 8k or 1M", f)
+		}
+		out = append(out, n*mul)
+	}
+	return out, nil
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -53,6 +118,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "CPU workers (0: all cores)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	backend := fs.String("backend", "cpu", "cpu (gpu: see --help of run)")
+	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	sweep := fs.String("ctx-sweep", "", "comma-separated context lengths (e.g. 1k,8k,64k,1M): decode speed and memory at each; the latent caches are filled with synthetic rows")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +150,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	st := model.ComputeStats(c)
 	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
 
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	fmt.Fprintf(stderr, "bench: measuring memory bandwidth...\n")
 	bw := streamTriad(*threads)
 	r := model.NewRunner(m, model.Options{MaxChunk: *chunk, Workers: *threads})
@@ -144,6 +221,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "memory           weights %s, KDA state %s, MLA cache %d B/token, state now %s, peak RSS %s\n",
 		bytesStr(weightBytes), bytesStr(res.KDAStateBytes), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
 	fmt.Fprintf(w, "allocations      %.2f per decoded token\n", res.DecodeAllocsPerTk)
+	if *sweep != "" {
+		lens, err := parseLengths(*sweep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n%10s %12s %14s %14s %14s\n", "context", "decode tok/s", "state bytes", "analytic", "peak RSS")
+		for _, L := range lens {
+			if L+*gen > c.MaxPositions { // "1M" on a 1M-context model: leave room for --gen
+				L = max(0, c.MaxPositions-*gen)
+			}
+			pt, err := sweepPoint(r, L, *gen)
+			if err != nil {
+				return err
+			}
+			pt.Analytic = st.KDAStateBytes + int64(L+*gen)*st.CacheBytesPerTok
+			res.Sweep = append(res.Sweep, pt)
+			fmt.Fprintf(w, "%10d %12.2f %14s %14s %14s\n", L, pt.DecodeTokPerS, bytesStr(pt.StateBytes), bytesStr(pt.Analytic), bytesStr(pt.PeakRSS))
+		}
+	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
