@@ -14,8 +14,10 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 	"github.com/tessera-llm/tessera/models/presets"
 )
 
@@ -24,6 +26,46 @@ func init() {
 	register("logits", "write the logits of a token sequence as a .npy file", cmdLogits)
 	register("inspect", "summarise a model: parameters, state and cache sizes, memory at long context", cmdInspect)
 	register("init-random", "write a random checkpoint for a preset or config.json", cmdInitRandom)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// imagePrompt puts one media placeholder per image (wrapped in the Kimi
+// media markers when the tokenizer has them) before the prompt ids, then
+// encodes the images and fuses them into the input embeddings.
+func imagePrompt(r *model.Runner, codec textCodec, paths []string, prompt []int) ([]int, []float32, error) {
+	m := r.M
+	if m.Vision == nil {
+		return nil, nil, fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
+	}
+	var ids []int
+	var data [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--image: %w", err)
+		}
+		data = append(data, b)
+		if _, ok := codec.TokenID("<|media_start|>"); ok {
+			mark, err := codec.Encode(tokenizer.KimiImage)
+			if err != nil {
+				return nil, nil, err
+			}
+			ids = append(ids, mark...)
+		} else {
+			ids = append(ids, m.Cfg.MediaPlaceholderTokenID)
+		}
+	}
+	ids = append(ids, prompt...)
+	full, emb, err := generate.Multimodal(r, ids, data, imageio.Limits{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--image: %w", err)
+	}
+	return full, emb, nil
 }
 
 // parseTokenList parses "1,2,3" (spaces allowed).
@@ -63,6 +105,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
 	idsOut := fs.Bool("ids", false, "print generated token ids instead of text")
+	var images stringList
+	fs.Var(&images, "image", "image file (JPEG, PNG, GIF, WebP) placed before the prompt; repeat for several")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -93,13 +137,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	r := model.NewRunner(m, model.Options{MaxChunk: *chunk})
 	defer r.Close()
+	var emb []float32
+	if len(images) > 0 {
+		if ids, emb, err = imagePrompt(r, codec, images, ids); err != nil {
+			return err
+		}
+	}
 	sess := generate.NewSession(r, len(ids)+*maxTok)
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	stream := codec.Stream()
 	var stop []int
 	stop = append(stop, m.Cfg.EOSTokenIDs...)
-	for tok, err := range sess.Generate(ids, generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}) {
+	gopt := generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}
+	seq := sess.Generate(ids, gopt)
+	if emb != nil {
+		seq = sess.GenerateEmbedded(ids, emb, gopt)
+	}
+	for tok, err := range seq {
 		if err != nil {
 			return err
 		}
@@ -234,6 +289,15 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "MoE          %d experts top-%d + %d shared, width %d, %s, %s\n", cfg.NumExperts, cfg.TopK, cfg.NumSharedExperts,
 		cfg.MoEIntermediateSize, pick(cfg.RoutedExpertHiddenSize > 0, fmt.Sprintf("LatentMoE ℓ=%d", cfg.RoutedExpertHiddenSize), "plain"),
 		pick(cfg.SiTU, "SiTU-GLU", "SiLU-GLU"))
+	if cfg.Vision != nil {
+		m, err := model.Load(cfg, ck)
+		if err == nil && m.VisionCfg != nil {
+			vc := m.VisionCfg
+			n, _ := vc.TokensPerImage(448, 448)
+			fmt.Fprintf(w, "vision       %d layers × %d, patch %d, %dx%d merge, %d tokens for a 448×448 image, placeholder id %d\n",
+				vc.Layers, vc.Hidden, vc.PatchSize, vc.MergeH, vc.MergeW, n, cfg.MediaPlaceholderTokenID)
+		}
+	}
 	fmt.Fprintf(w, "residuals    %s\n", pick(cfg.AttnResBlockSize > 0, fmt.Sprintf("Block AttnRes, block %d layers", cfg.AttnResBlockSize), "pre-norm"))
 	fmt.Fprintf(w, "parameters   %s total, %s active per token\n", human(s.TotalParams), human(s.ActiveParams))
 	fmt.Fprintf(w, "weights      %s on disk %v\n", bytesStr(weightBytes), dtypes)
@@ -337,7 +401,10 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(filepath.Join(*out, "config.json"), js, 0o644); err != nil {
 		return err
 	}
-	ts := model.RandomTensors(cfg, *seed, dt)
+	ts, err := model.RandomCheckpoint(cfg, *seed, dt)
+	if err != nil {
+		return err
+	}
 	meta := map[string]string{"format": "pt", "generator": fmt.Sprintf("tessera init-random seed=%d", *seed)}
 	if err := safetensors.WriteDir(*out, ts, meta, *shard); err != nil {
 		return err

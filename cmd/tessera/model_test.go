@@ -108,3 +108,34 @@ func TestCLIErrors(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "model.safetensors")
 }
+
+func TestCLIImages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano-vision", "--out", dir)
+	require.Zero(t, code, errs)
+	code, out, errs := tessera(t, "inspect", dir)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "vision       2 layers × 64")
+	img := func(n string) string { return filepath.Join("..", "..", "testdata", "images", n) }
+	args := []string{"run", "--model", dir, "--prompt", "what is it", "--max-tokens", "4", "--ids",
+		"--image", img("quadrants.jpg"), "--image", img("alpha.png")}
+	code, a, errs := tessera(t, args...)
+	require.Zero(t, code, errs)
+	require.Len(t, strings.Fields(a), 4)
+	code, b, _ := tessera(t, args...)
+	require.Zero(t, code)
+	require.Equal(t, a, b, "deterministic")
+	// The image changes the output.
+	code, c, _ := tessera(t, "run", "--model", dir, "--prompt", "what is it", "--max-tokens", "4", "--ids", "--image", img("gray.png"), "--image", img("alpha.png"))
+	require.Zero(t, code)
+	require.NotEqual(t, a, c)
+
+	code, _, errs = tessera(t, "run", "--model", dir, "--prompt", "x", "--image", img("missing.png"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "missing.png")
+	bad := filepath.Join(t.TempDir(), "bad.png")
+	require.NoError(t, os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nnot really"), 0o644))
+	code, _, errs = tessera(t, "run", "--model", dir, "--prompt", "x", "--image", bad)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "image 1")
+}

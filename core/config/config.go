@@ -126,6 +126,9 @@ type Config struct {
 	// Text is the text config as read (kimi_linear fields), kept so that a
 	// checkpoint can be written back in either layout.
 	Text map[string]any
+	// Vision is the kimi_k3 vision_config object as read (nil: text only);
+	// package vision parses it.
+	Vision json.RawMessage
 }
 
 // IsMoE reports whether layer i (0-indexed) uses the MoE block:
@@ -199,6 +202,16 @@ func Parse(data []byte) (*Config, error) {
 		c.MediaPlaceholderTokenID = r.intOr("media_placeholder_token_id", -1)
 		if r.err != nil {
 			return nil, r.err
+		}
+		if v, ok := top["vision_config"]; ok && v != nil {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fieldErr("vision_config", "%v", err)
+			}
+			c.Vision = b
+			if c.MediaPlaceholderTokenID < 0 {
+				return nil, fieldErr("media_placeholder_token_id", "missing (required with vision_config)")
+			}
 		}
 	case "":
 		return nil, fieldErr("model_type", "missing")
@@ -428,6 +441,9 @@ func (c *Config) validate(prefix string, kdaL, fullL []int) error {
 	if c.MaxPositions < 1 {
 		return fieldErr(prefix+"max_position_embeddings", "must be positive")
 	}
+	if c.MediaPlaceholderTokenID >= c.VocabSize {
+		return fieldErr("media_placeholder_token_id", "%d is outside the vocabulary [0, %d)", c.MediaPlaceholderTokenID, c.VocabSize)
+	}
 	return nil
 }
 
@@ -459,6 +475,9 @@ func (c *Config) Marshal(layout Layout) ([]byte, error) {
 		}
 		if c.MediaPlaceholderTokenID >= 0 {
 			top["media_placeholder_token_id"] = c.MediaPlaceholderTokenID
+		}
+		if c.Vision != nil {
+			top["vision_config"] = c.Vision
 		}
 	} else {
 		text["architectures"] = []string{"KimiLinearForCausalLM"}

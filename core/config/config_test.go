@@ -104,10 +104,25 @@ func TestKimiK3Wrapper(t *testing.T) {
 	require.NoError(t, json.Unmarshal(preset(t, "k3-nano"), &text))
 	top := map[string]any{"model_type": "kimi_k3", "text_config": text, "media_placeholder_token_id": 163605}
 	b, _ := json.Marshal(top)
+	_, err := Parse(b)
+	require.ErrorContains(t, err, "config field media_placeholder_token_id: 163605 is outside the vocabulary [0, 512)")
+	top["media_placeholder_token_id"] = 511
+	top["vision_config"] = map[string]any{"patch_size": 14}
+	b, _ = json.Marshal(top)
 	c, err := Parse(b)
 	require.NoError(t, err)
 	require.Equal(t, LayoutKimiK3, c.Layout)
-	require.Equal(t, 163605, c.MediaPlaceholderTokenID)
+	require.Equal(t, 511, c.MediaPlaceholderTokenID)
+	require.JSONEq(t, `{"patch_size":14}`, string(c.Vision))
+	out, err := c.Marshal(LayoutKimiK3)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"vision_config"`)
+	delete(top, "media_placeholder_token_id")
+	b, _ = json.Marshal(top)
+	_, err = Parse(b)
+	require.ErrorContains(t, err, "media_placeholder_token_id: missing (required with vision_config)")
+	delete(top, "vision_config")
+	top["media_placeholder_token_id"] = 511
 	delete(text, "hidden_size")
 	b, _ = json.Marshal(top)
 	_, err = Parse(b)

@@ -63,6 +63,29 @@ func (s *Session) Prefill(tokens []int) error {
 	return nil
 }
 
+// PrefillEmbeddings is Prefill for tokens whose input embeddings are given
+// (emb is [len(ids), d]): the vision path splices image features into the
+// sequence this way. ids (with their placeholders) go into the history.
+func (s *Session) PrefillEmbeddings(ids []int, emb []float32) error {
+	c := s.R.M.Cfg
+	d := c.HiddenSize
+	if len(emb) != len(ids)*d {
+		return fmt.Errorf("prefill: %d embedding values for %d tokens of width %d", len(emb), len(ids), d)
+	}
+	if s.State.Pos+len(ids) > c.MaxPositions {
+		return fmt.Errorf("%w: %d tokens + %d already cached > %d", ErrContext, len(ids), s.State.Pos, c.MaxPositions)
+	}
+	step := s.R.Opt.MaxChunk
+	for i := 0; i < len(ids); i += step {
+		j := min(len(ids), i+step)
+		if err := s.R.ForwardEmbeddings(s.State, emb[i*d:j*d], j-i, s.logits); err != nil {
+			return err
+		}
+	}
+	s.history = append(s.history, ids...)
+	return nil
+}
+
 // Logits returns the logits after the last Prefill or Step.
 func (s *Session) Logits() []float32 { return s.logits }
 
@@ -81,16 +104,26 @@ func (s *Session) Step(tok int) error {
 // token, MaxTokens, the end of the context, or the consumer stops. The
 // error, if any, is yielded last with token −1.
 func (s *Session) Generate(prompt []int, opt Options) iter.Seq2[int, error] {
+	return s.generate(len(prompt), func() error { return s.Prefill(prompt) }, opt)
+}
+
+// GenerateEmbedded is Generate for a prompt given with its input
+// embeddings (see PrefillEmbeddings).
+func (s *Session) GenerateEmbedded(ids []int, emb []float32, opt Options) iter.Seq2[int, error] {
+	return s.generate(len(ids), func() error { return s.PrefillEmbeddings(ids, emb) }, opt)
+}
+
+func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
 		if err := opt.Sampler.Validate(); err != nil {
 			yield(-1, err)
 			return
 		}
-		if len(prompt) == 0 {
+		if n == 0 {
 			yield(-1, errors.New("empty prompt"))
 			return
 		}
-		if err := s.Prefill(prompt); err != nil {
+		if err := prefill(); err != nil {
 			yield(-1, err)
 			return
 		}

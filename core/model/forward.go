@@ -152,8 +152,14 @@ func (r *Runner) Forward(st *State, tokens []int, logits []float32) error {
 // ForwardEmbeddings is Forward for inputs given as embeddings ([T, d]); the
 // vision path uses it to splice image features into the sequence.
 func (r *Runner) ForwardEmbeddings(st *State, emb []float32, T int, logits []float32) error {
-	if T > r.Opt.MaxChunk {
-		return fmt.Errorf("forward: %d tokens exceed the runner's chunk of %d", T, r.Opt.MaxChunk)
+	if T < 1 || T > r.Opt.MaxChunk {
+		return fmt.Errorf("forward: %d tokens: want 1 to the runner's chunk of %d", T, r.Opt.MaxChunk)
+	}
+	if st.Pos+T > r.M.Cfg.MaxPositions {
+		return fmt.Errorf("forward: position %d exceeds the model's context of %d tokens", st.Pos+T, r.M.Cfg.MaxPositions)
+	}
+	if len(emb) < T*r.M.Cfg.HiddenSize {
+		return fmt.Errorf("forward: %d embedding values for %d tokens of width %d", len(emb), T, r.M.Cfg.HiddenSize)
 	}
 	copy(r.s.emb, emb[:T*r.M.Cfg.HiddenSize])
 	return r.forwardEmbedded(st, T, logits)
@@ -364,3 +370,7 @@ func (r *Runner) mlaForward(st *State, cache *ref.LatentCache, w *MLA, xn, out [
 
 // Workers is the number of CPU workers the runner uses.
 func (r *Runner) Workers() int { return r.pool.Workers() }
+
+// Pool is the runner's worker pool (for work done beside the LM, such as
+// encoding images with the vision tower).
+func (r *Runner) Pool() *ref.Pool { return r.pool }

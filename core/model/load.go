@@ -9,12 +9,14 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/core/tensor"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 // Load binds the tensors of ck to a model of configuration cfg. Every
 // expected tensor must be present with its exact shape; a tensor the model
-// does not use is an error unless it belongs to a part tessera knowingly
-// ignores (vision tower and projector until images are supported). F32
+// does not use is an error, except vision tensors in a checkpoint whose
+// config has no vision_config (text-only use). With a vision_config the
+// vision tower is loaded too. F32
 // tensors of a memory-mapped checkpoint are used in place; F16/BF16 matrices
 // stay half precision.
 func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
@@ -26,6 +28,16 @@ func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
 	b.model(m)
 	if b.err != nil {
 		return nil, b.err
+	}
+	if cfg.Vision != nil {
+		vc, err := vision.ParseConfig(cfg.Vision, cfg.HiddenSize)
+		if err != nil {
+			return nil, err
+		}
+		if m.Vision, err = vision.Load(vc, ck); err != nil {
+			return nil, err
+		}
+		m.VisionCfg = vc
 	}
 	var extra []string
 	for _, n := range ck.Names() {
@@ -67,15 +79,10 @@ func (b *binder) model(m *Model) {
 	}
 }
 
-// ignorable reports tensors that may be present but are not used yet.
-func ignorable(name string) bool {
-	for _, p := range []string{"vision_tower.", "mm_projector.", "multi_modal_projector."} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
+// ignorable reports tensors the text model does not bind: the vision tower
+// and projector (checked by vision.Load when the config has a
+// vision_config, ignored for text-only use otherwise).
+func ignorable(name string) bool { return vision.IsVisionTensor(name) }
 
 // binder binds checkpoint tensors to model fields. With a nil checkpoint
 // it only records the expected names and shapes (see Spec).

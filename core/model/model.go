@@ -9,6 +9,7 @@ package model
 import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/tensor"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 // Model holds the weights of one text model.
@@ -23,6 +24,11 @@ type Model struct {
 	// Block AttnRes model-level output read (nil without AttnRes).
 	OutputAttnResProj []float32 // model.output_attn_res_proj.weight [1, d]
 	OutputAttnResNorm []float32 // model.output_attn_res_norm.weight [d]
+
+	// Vision tower and projector (vision_tower.*, mm_projector.*) of a
+	// kimi_k3 checkpoint with a vision_config; nil for text-only models.
+	VisionCfg *vision.Config
+	Vision    *vision.Tower
 }
 
 // Layer is one decoder layer: exactly one of KDA and MLA, exactly one of

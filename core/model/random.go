@@ -7,6 +7,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 // RandomTensors returns a random checkpoint for cfg, deterministic in seed,
@@ -63,6 +64,20 @@ func RandomTensors(cfg *config.Config, seed uint64, dt safetensors.DType) []safe
 		out = append(out, safetensors.WriteTensor{Name: prefix + name, DType: tdt, Shape: s.Shape, Data: data})
 	}
 	return out
+}
+
+// RandomCheckpoint is RandomTensors plus, when the config has a
+// vision_config, the vision tower's random tensors (vision.RandomTensors).
+func RandomCheckpoint(cfg *config.Config, seed uint64, dt safetensors.DType) ([]safetensors.WriteTensor, error) {
+	out := RandomTensors(cfg, seed, dt)
+	if cfg.Vision != nil {
+		vc, err := vision.ParseConfig(cfg.Vision, cfg.HiddenSize)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vision.RandomTensors(vc, seed, dt)...)
+	}
+	return out, nil
 }
 
 // fnv is FNV-1a of s, used to give each tensor its own random stream.

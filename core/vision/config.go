@@ -253,16 +253,20 @@ func ParseConfig(data []byte, textHidden int) (*Config, error) {
 	if n := r.int("num_channels", 3); n != 3 {
 		return nil, fieldErr("num_channels", "%d is not supported (want 3)", n)
 	}
-	if mm := r.int("mm_hidden_size", c.Hidden); mm != c.Hidden {
-		return nil, fieldErr("mm_hidden_size", "%d must equal vt_hidden_size %d", mm, c.Hidden)
-	}
+	mm := r.int("mm_hidden_size", c.Hidden)
 	if r.err != nil {
 		return nil, r.err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if mm != c.Hidden {
+		return nil, fieldErr("mm_hidden_size", "%d must equal vt_hidden_size %d", mm, c.Hidden)
 	}
 	if textHidden > 0 && c.TextHidden != textHidden {
 		return nil, fieldErr("text_hidden_size", "%d differs from the text model's hidden_size %d", c.TextHidden, textHidden)
 	}
-	return c, c.Validate()
+	return c, nil
 }
 
 // Validate checks sizes and their relations, naming the field at fault.
