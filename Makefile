@@ -56,6 +56,7 @@ test-fuzz:
 	$(GO) test -run=NONE -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
 	$(GO) test -run=NONE -fuzz='^FuzzScannersMatchRegexp2$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
 	$(GO) test -run=NONE -fuzz='^FuzzLoaders$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
+	$(GO) test -run=NONE -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_TIME) ./core/imageio/
 
 # The core builds for the browser (GOOS=js) and without cgo.
 test-builds:
