@@ -16,7 +16,6 @@ package native
 import (
 	"errors"
 	"fmt"
-	"log"
 	"os"
 	"sync"
 
@@ -36,6 +35,7 @@ var logOnce sync.Once
 // silently fell back to a CPU driver such as lavapipe is visible. The
 // returned device owns the instance and adapter; Close releases them.
 func Open() (*wgsl.Device, error) {
+	quietMesa()
 	wgpu.SetLogLevel(wgpu.LogLevelError) // drop harmless EGL-probe warnings
 	inst := wgpu.CreateInstance(nil)     // nil only: bug 2
 	if inst == nil {
@@ -56,7 +56,7 @@ func Open() (*wgsl.Device, error) {
 	desc := fmt.Sprintf("%s | driver %s | %s | %s", info.Name, info.DriverDescription, info.BackendType, info.AdapterType)
 	logOnce.Do(func() {
 		if os.Getenv("TESSERA_GPU_QUIET") == "" {
-			log.Printf("tessera: GPU adapter %s", desc)
+			fmt.Fprintf(os.Stderr, "tessera: GPU adapter %s\n", desc)
 		}
 	})
 	d, err := wgsl.NewDevice(dev, desc, func() {
@@ -71,4 +71,20 @@ func Open() (*wgsl.Device, error) {
 		return nil, fmt.Errorf("native: %w", err)
 	}
 	return d, nil
+}
+
+// quietMesa gives Mesa's Vulkan drivers the private runtime directory they
+// expect on headless machines (without one every instance prints
+// "XDG_RUNTIME_DIR is invalid"). An existing setting is kept.
+func quietMesa() {
+	if os.Getenv("XDG_RUNTIME_DIR") != "" {
+		return
+	}
+	dir := fmt.Sprintf("%s/tessera-xdg-%d", os.TempDir(), os.Getuid())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm() == 0o700 {
+		os.Setenv("XDG_RUNTIME_DIR", dir)
+	}
 }

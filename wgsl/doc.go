@@ -29,6 +29,34 @@
 //   - Kernels are written for the WebGPU default limits (≤ 7 storage
 //     buffers, ≤ 16 KiB workgroup memory, 256 invocations).
 //
+// # Whole model
+//
+// Runner (runner.go) runs a model.Model on the GPU: NewRunner uploads every
+// weight once and allocates all activations, KDA states, conv tails, MLA
+// latent caches (for RunnerOptions.MaxContext) and attention scratch;
+// Forward mirrors model.Runner.Forward (logits of the last token, or of all
+// T tokens when the slice holds T·V) and Greedy returns the GPU argmax,
+// reading back one word per decoded token. A step is one command buffer;
+// decoding creates no GPU object (TestRunnerMatchesCPU checks it) and
+// Stats reports the dispatches of the last step. Choices:
+//
+//   - MoE without readback: Route writes expert ids and weights to GPU
+//     buffers; GLUGateUp (gate and up fused with the GLU activation) and
+//     GLUDown (down projection, routing weight and the sum over the K slots
+//     fused) read the ids per (token, slot). Prefill uses the same
+//     per-token loop, so each selected expert's rows are read once per
+//     token, not once per piece (grouping by expert is left to do).
+//   - KDA prefill runs the recurrent kernel over the piece (one dispatch
+//     per layer for up to loopBudget/(2·dk+2) tokens): the same O(T·H·dk·dv)
+//     state work as the chunked WY/UT form, without its intra-chunk GEMMs
+//     and T×T buffers; parallelism is H·dv invocations, which limits
+//     prefill throughput on large GPUs.
+//   - The Block AttnRes sources of a token are slots [t][nslots][d] of one
+//     buffer, the running partial sum in slot nb, so closing a block is
+//     free and one AttnRes dispatch reads all sources.
+//   - Matrix-vector kernels compute 8 rows per workgroup (8 threads per
+//     row): the workgroup count is what CPU Vulkan drivers pay for.
+//
 // # Workarounds for v0.23.0 (see docs/webgpu.md in the shared docs)
 //
 //   - Bug 3 (cgo handle freed by a GC between MapAsync and its callback):

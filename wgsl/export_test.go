@@ -9,3 +9,10 @@ func SetGridXForTest(x int) func() {
 	gridX = x
 	return func() { gridX = old }
 }
+
+// ObjectsForTest counts the GPU objects the device has created and caches
+// (bind groups, pipelines, scratch buffers) plus the staging size, so a
+// test can check that decoding creates nothing per token.
+func (d *Device) ObjectsForTest() int {
+	return len(d.groups) + len(d.kernels) + len(d.scratch) + int(d.stagingBytes)
+}

@@ -68,37 +68,44 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 }
 
-// gemv: the T = 1 case of main without the token tile: one workgroup per
-// output row (tiles = 1), a scalar accumulator per thread.
+// gemv: the T = 1 case of main without the token tile: each workgroup
+// computes 8 output rows, 8 threads per row striding over the row in column
+// pairs, then an 8-lane reduction in workgroup memory. (Eight rows per
+// workgroup keep the workgroup count low, which is what costs on CPU
+// Vulkan drivers, while neighbouring threads still read neighbouring words.)
+const RPW: u32 = 8u;  // rows per workgroup
+const LANES: u32 = 8u; // threads per row
 var<workgroup> red1: array<f32, 64>;
 
 @compute @workgroup_size(64)
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
-  let row = wid.x + wid.y * nwg.x;
-  if (row >= p.rows) { return; }
-  let base = p.w_off + row * p.w_stride;
-  let npair = (p.cols + 1u) / 2u;
+  let lane = tid % LANES;
+  let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
   var acc = 0.0;
-  if (p.dtype == 0u && (p.cols & 1u) == 0u) {
-    for (var j = tid; j < npair; j += WG) {
-      let c = 2u * j;
-      acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
-    }
-  } else {
-    for (var j = tid; j < npair; j += WG) {
-      let w = wpair(base, j);
-      let c = 2u * j;
-      var s = w.x * X[p.x_off + c];
-      if (c + 1u < p.cols) { s += w.y * X[p.x_off + c + 1u]; }
-      acc += s;
+  if (row < p.rows) {
+    let base = p.w_off + row * p.w_stride;
+    let npair = (p.cols + 1u) / 2u;
+    if (p.dtype == 0u && (p.cols & 1u) == 0u) {
+      for (var j = lane; j < npair; j += LANES) {
+        let c = 2u * j;
+        acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
+      }
+    } else {
+      for (var j = lane; j < npair; j += LANES) {
+        let w = wpair(base, j);
+        let c = 2u * j;
+        var s = w.x * X[p.x_off + c];
+        if (c + 1u < p.cols) { s += w.y * X[p.x_off + c + 1u]; }
+        acc += s;
+      }
     }
   }
   red1[tid] = acc;
   workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (tid < s) { red1[tid] += red1[tid + s]; }
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) { red1[tid] += red1[tid + s]; }
     workgroupBarrier();
   }
-  if (tid == 0u) { O[p.o_off + row] = red1[0]; }
+  if (lane == 0u && row < p.rows) { O[p.o_off + row] = red1[tid]; }
 }

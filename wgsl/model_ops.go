@@ -220,7 +220,7 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 		}
 		mode = 1
 	}
-	if (w.In+1)/2/64 > loopBudget/2 {
+	if (w.In+1)/2/8 > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
 	}
 	k, err := d.kernel("moe.wgsl", "gateup", 5)
@@ -234,7 +234,7 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	}
 	p := params{}.u(w.I, w.In, T, r.K, int(w.DType), 0, st, 2*w.I*st, x.Off, x.Stride, h.Off, w.I,
 		idx.Off, wts.Off, b2i(useIdx), mode).f(act.Beta, act.BetaLin).u(0)
-	return d.dispatch(k, p, []*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}, w.I*T*r.K)
+	return d.dispatch(k, p, []*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}, (w.I+7)/8*T*r.K)
 }
 
 // GLUDown records out[t] (+)= Σ_k w[t,k] · down_e h[t·K+k] over the K
@@ -254,7 +254,7 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	if err := out.check(T, w.Out, "GLUDown out"); err != nil {
 		return err
 	}
-	if r.K*((w.I+1)/2/64+1) > loopBudget {
+	if r.K*((w.I+1)/2/8+1) > loopBudget {
 		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
 	}
 	k, err := d.kernel("moe.wgsl", "down", 5)
@@ -268,5 +268,5 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	}
 	p := params{}.u(w.Out, w.I, T, r.K, int(w.DType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
 		idx.Off, wts.Off, b2i(useIdx), 0).f(0, 0).u(b2i(accum))
-	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, w.Out*T)
+	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, (w.Out+7)/8*T)
 }

@@ -7,10 +7,10 @@
 //
 //   gateup: h[tk, j] = act(gate_e[j]·x[t], up_e[j]·x[t]) for every
 //           (token t, slot k), tk = t·K + k, e = IDX[tk] (use_idx) or 0;
-//           one workgroup per (tk, j).
+//           one workgroup per (tk, 8 rows j), 8 threads per row.
 //   down:   o[t, r] = (accum ? o[t, r] : 0) + Σ_k w_tk · down_e[r]·h[tk]
-//           with w_tk = WT[tk] (use_idx) or 1; one workgroup per (t, r),
-//           the K slots summed in slot order.
+//           with w_tk = WT[tk] (use_idx) or 1; one workgroup per (t, 8 rows
+//           r), 8 threads per row, the K slots summed in slot order.
 // act: 0 SiLU-GLU, 1 SiTU-GLU (β = beta, β_lin = beta_lin, 0: up uncapped).
 struct P {
   rows: u32, cols: u32, T: u32, K: u32, dtype: u32,
@@ -25,7 +25,8 @@ struct P {
 @group(0) @binding(4) var<storage, read_write> WT: array<f32>;
 @group(0) @binding(5) var<storage, read_write> O: array<f32>;
 
-const WG: u32 = 64u;
+const RPW: u32 = 8u;   // rows per workgroup
+const LANES: u32 = 8u; // threads per row
 var<workgroup> ra: array<f32, 64>;
 var<workgroup> rb: array<f32, 64>;
 
@@ -41,10 +42,11 @@ fn wpair(base: u32, j: u32) -> vec2<f32> {
   return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
 }
 
-fn dot_row(base: u32, xb: u32, tid: u32) -> f32 {
+// dot_row is this lane's share of W[base..]·X[xb..] over p.cols columns.
+fn dot_row(base: u32, xb: u32, lane: u32) -> f32 {
   let npair = (p.cols + 1u) / 2u;
   var acc = 0.0;
-  for (var j = tid; j < npair; j += WG) {
+  for (var j = lane; j < npair; j += LANES) {
     let w = wpair(base, j);
     let c = 2u * j;
     acc += w.x * X[xb + c];
@@ -66,26 +68,34 @@ fn tanh_s(x: f32) -> f32 {
 @compute @workgroup_size(64)
 fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) tid: u32) {
+  let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
-  if (g >= p.rows * p.T * p.K) { return; }
-  let j = g % p.rows;
-  let tk = g / p.rows;
+  if (g >= nb * p.T * p.K) { return; }
+  let lane = tid % LANES;
+  let j = (g % nb) * RPW + tid / LANES;
+  let tk = g / nb;
   let t = tk / p.K;
-  let base = p.w_off + expert(tk) * p.e_words + j * p.w_stride;
-  let xb = p.x_off + t * p.x_stride;
-  ra[tid] = dot_row(base, xb, tid);
-  rb[tid] = dot_row(base + p.rows * p.w_stride, xb, tid);
+  var a = 0.0;
+  var b = 0.0;
+  if (j < p.rows) {
+    let base = p.w_off + expert(tk) * p.e_words + j * p.w_stride;
+    let xb = p.x_off + t * p.x_stride;
+    a = dot_row(base, xb, lane);
+    b = dot_row(base + p.rows * p.w_stride, xb, lane);
+  }
+  ra[tid] = a;
+  rb[tid] = b;
   workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (tid < s) {
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) {
       ra[tid] += ra[tid + s];
       rb[tid] += rb[tid + s];
     }
     workgroupBarrier();
   }
-  if (tid == 0u) {
-    let gv = ra[0];
-    var u = rb[0];
+  if (lane == 0u && j < p.rows) {
+    let gv = ra[tid];
+    var u = rb[tid];
     var h: f32;
     if (p.act == 0u) {
       h = gv / (1.0 + exp(-gv)) * u;
@@ -101,27 +111,31 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(64)
 fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
+  let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
-  if (g >= p.rows * p.T) { return; }
-  let r = g % p.rows;
-  let t = g / p.rows;
+  if (g >= nb * p.T) { return; }
+  let lane = tid % LANES;
+  let r = (g % nb) * RPW + tid / LANES;
+  let t = g / nb;
   var acc = 0.0;
-  for (var k = 0u; k < p.K; k++) {
-    let tk = t * p.K + k;
-    var wk = 1.0;
-    if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
-    let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
-    acc += wk * dot_row(base, p.x_off + tk * p.x_stride, tid);
+  if (r < p.rows) {
+    for (var k = 0u; k < p.K; k++) {
+      let tk = t * p.K + k;
+      var wk = 1.0;
+      if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
+      let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
+      acc += wk * dot_row(base, p.x_off + tk * p.x_stride, lane);
+    }
   }
   ra[tid] = acc;
   workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (tid < s) { ra[tid] += ra[tid + s]; }
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) { ra[tid] += ra[tid + s]; }
     workgroupBarrier();
   }
-  if (tid == 0u) {
+  if (lane == 0u && r < p.rows) {
     let o = p.o_off + t * p.o_stride + r;
-    var v = ra[0];
+    var v = ra[tid];
     if (p.accum == 1u) { v += O[o]; }
     O[o] = v;
   }

@@ -128,7 +128,11 @@ func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W 
 	}
 	tiles := (T + 7) / 8
 	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles)
-	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf}, W.Rows*tiles)
+	groups := W.Rows * tiles
+	if T == 1 {
+		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
+	}
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf}, groups)
 }
 
 // RMSNorm records out = w ⊙ x / sqrt(mean(x²) + eps) for rows rows of n

@@ -33,8 +33,8 @@ type RunnerStats struct {
 // Runner evaluates a model.Model entirely on the GPU: all weights are
 // uploaded once, all activations, KDA states, conv tails and MLA latent
 // caches live in GPU buffers allocated by NewRunner, and a Forward call
-// records its whole step into one command buffer. Nothing is created per
-// token. The Runner holds the state of one sequence (it mirrors
+// records a decode step into one command buffer (a multi-token piece is
+// submitted layer by layer). Nothing is created per token. The Runner holds the state of one sequence (it mirrors
 // model.Runner plus model.State). It is not safe for concurrent use.
 //
 // KDA prefill runs the recurrent kernel over the piece (one dispatch per
@@ -523,6 +523,17 @@ func (r *Runner) addRows(out, x, y Strided, T, n int) error {
 	return r.d.elementwise("add", out, x, y, T, n, 0, 1, 0, 0)
 }
 
+// layerDone ends a layer: multi-token pieces submit each layer as its own
+// command buffer, so no submission of a long prefill approaches the 5 s
+// wait limit of the binding (bug 5); decoding keeps one command buffer per
+// token.
+func (r *Runner) layerDone(T int) error {
+	if T == 1 {
+		return nil
+	}
+	return r.d.Flush()
+}
+
 // record mirrors model.Runner.forwardEmbedded for T tokens whose ids are
 // in r.tok, leaving the final-normed hidden states in r.xn.
 func (r *Runner) record(T int) error {
@@ -553,6 +564,9 @@ func (r *Runner) record(T int) error {
 				return fmt.Errorf("layer %d ffn: %w", i, err)
 			}
 			if err := dv.Add(h, h, ffn, T*d, 1); err != nil {
+				return err
+			}
+			if err := r.layerDone(T); err != nil {
 				return err
 			}
 		}
@@ -608,6 +622,9 @@ func (r *Runner) record(T int) error {
 				return fmt.Errorf("layer %d ffn: %w", i, err)
 			}
 			if err := r.addRows(p(nb), p(nb), ffn.Rows(d), T, d); err != nil {
+				return err
+			}
+			if err := r.layerDone(T); err != nil {
 				return err
 			}
 		}

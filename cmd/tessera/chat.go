@@ -70,7 +70,9 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 			return nil
 		case line == "/reset":
 			msgs = msgs[:1]
-			sess.Reset()
+			if err := sess.Reset(); err != nil {
+				return err
+			}
 			fmt.Fprintln(stdout, "(conversation cleared)")
 			continue
 		case strings.HasPrefix(line, "/image"):
@@ -93,7 +95,9 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		if len(fed) <= len(ids) && equalInts(fed, ids[:len(fed)]) {
 			delta = ids[len(fed):]
 		} else {
-			sess.Reset()
+			if err := sess.Reset(); err != nil {
+				return err
+			}
 		}
 		stream := codec.Stream()
 		var reply []int

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -85,16 +84,6 @@ func parseTokenList(s string) ([]int, error) {
 	return ids, nil
 }
 
-func checkBackend(b string) error {
-	switch b {
-	case "cpu", "auto":
-		return nil
-	case "gpu":
-		return errors.New("--backend gpu: the WebGPU backend does not run whole models yet; use --backend cpu")
-	}
-	return fmt.Errorf("--backend %q: want cpu, gpu or auto", b)
-}
-
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "--model DIR (--prompt TEXT | --tokens 1,2,3) [flags]", stderr)
 	dir := fs.String("model", "", "model directory (config.json + safetensors)")
@@ -103,7 +92,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	maxTok := fs.Int("max-tokens", 64, "maximum number of new tokens")
 	sf := addSamplingFlags(fs, 0, 1)
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens")
-	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	backend := fs.String("backend", "cpu", "cpu, gpu (WebGPU: Vulkan/Metal/DX12) or auto (GPU when found, else CPU)")
 	idsOut := fs.Bool("ids", false, "print generated token ids instead of text")
 	var images stringList
 	fs.Var(&images, "image", "image file (JPEG, PNG, GIF, WebP) placed before the prompt; repeat for several")
@@ -113,9 +102,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *dir == "" || (*prompt == "") == (*tokens == "") {
 		fs.Usage()
 		return fmt.Errorf("need --model and exactly one of --prompt or --tokens: %w", errUsage)
-	}
-	if err := checkBackend(*backend); err != nil {
-		return err
 	}
 	so, err := sf.options()
 	if err != nil {
@@ -135,15 +121,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	} else if ids, err = codec.Encode(*prompt); err != nil {
 		return err
 	}
-	r := model.NewRunner(m, model.Options{MaxChunk: *chunk})
-	defer r.Close()
+	e, err := newEngine(m, *backend, *chunk, len(ids)+*maxTok+1024*len(images), stderr)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
 	var emb []float32
 	if len(images) > 0 {
-		if ids, emb, err = imagePrompt(r, codec, images, ids); err != nil {
+		if ids, emb, err = imagePrompt(e.cpu, codec, images, ids); err != nil {
 			return err
 		}
 	}
-	sess := generate.NewSession(r, len(ids)+*maxTok)
+	sess := e.session(len(ids) + *maxTok)
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	stream := codec.Stream()
@@ -182,16 +171,13 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 	tokens := fs.String("tokens", "", "comma-separated token ids")
 	out := fs.String("out", "", "output .npy file: float32 logits of shape [T, vocab]")
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens (does not change the result)")
-	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	backend := fs.String("backend", "cpu", "cpu, gpu (WebGPU: Vulkan/Metal/DX12) or auto (GPU when found, else CPU)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || *tokens == "" || *out == "" {
 		fs.Usage()
 		return fmt.Errorf("need --model, --tokens and --out: %w", errUsage)
-	}
-	if err := checkBackend(*backend); err != nil {
-		return err
 	}
 	ids, err := parseTokenList(*tokens)
 	if err != nil {
@@ -205,14 +191,17 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 	if len(ids) > m.Cfg.MaxPositions {
 		return fmt.Errorf("%d tokens exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
 	}
-	r := model.NewRunner(m, model.Options{MaxChunk: *chunk})
-	defer r.Close()
+	e, err := newEngine(m, *backend, *chunk, len(ids), stderr)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	b := e.session(len(ids)).B
 	V := m.Cfg.VocabSize
 	logits := make([]float32, len(ids)*V)
-	st := m.NewState()
 	for i := 0; i < len(ids); i += *chunk {
 		j := min(len(ids), i+*chunk)
-		if err := r.Forward(st, ids[i:j], logits[i*V:j*V]); err != nil {
+		if err := b.Forward(ids[i:j], logits[i*V:j*V]); err != nil {
 			return err
 		}
 	}

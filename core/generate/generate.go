@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
 )
 
@@ -19,17 +20,55 @@ type Options struct {
 	Vocab int
 }
 
-// Session is one sequence being generated: a runner, its state and a
-// sampler, all allocated up front. Decoding a token allocates nothing.
+// Backend runs one sequence of a model: the CPU runner with its state
+// (NewSession), or a GPU runner that keeps the state on the device.
+type Backend interface {
+	// Config is the model's configuration.
+	Config() *config.Config
+	// MaxChunk is the most tokens one Forward call takes.
+	MaxChunk() int
+	// Pos is the number of tokens in the sequence so far.
+	Pos() int
+	// Forward appends tokens to the sequence; logits receives the last
+	// token's logits ([V]) or every token's when len(logits) ≥ T·V.
+	Forward(tokens []int, logits []float32) error
+	// ForwardEmbeddings is Forward for inputs given as embeddings [T, d].
+	ForwardEmbeddings(emb []float32, T int, logits []float32) error
+	// Reset empties the sequence.
+	Reset() error
+}
+
+// cpuBackend is the CPU runner with its sequence state.
+type cpuBackend struct {
+	r  *model.Runner
+	st *model.State
+}
+
+func (b *cpuBackend) Config() *config.Config { return b.r.M.Cfg }
+func (b *cpuBackend) MaxChunk() int          { return b.r.Opt.MaxChunk }
+func (b *cpuBackend) Pos() int               { return b.st.Pos }
+func (b *cpuBackend) Forward(tokens []int, logits []float32) error {
+	return b.r.Forward(b.st, tokens, logits)
+}
+func (b *cpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) error {
+	return b.r.ForwardEmbeddings(b.st, emb, T, logits)
+}
+func (b *cpuBackend) Reset() error { b.st.Reset(); return nil }
+
+// Session is one sequence being generated: a backend, its state and the
+// history, all allocated up front. Decoding a token allocates nothing.
 type Session struct {
+	B Backend
+	// R and State are the CPU runner and its state (nil on other backends).
 	R       *model.Runner
 	State   *model.State
 	logits  []float32
 	history []int
+	one     [1]int
 }
 
-// NewSession prepares a sequence on runner r with room for maxContext
-// tokens (0: the model's context) reserved in the latent caches.
+// NewSession prepares a sequence on the CPU runner r with room for
+// maxContext tokens (0: the model's context) reserved in the latent caches.
 func NewSession(r *model.Runner, maxContext int) *Session {
 	c := r.M.Cfg
 	if maxContext <= 0 || maxContext > c.MaxPositions {
@@ -39,23 +78,41 @@ func NewSession(r *model.Runner, maxContext int) *Session {
 	if maxContext <= 1<<16 {
 		st.Reserve(maxContext)
 	}
-	return &Session{R: r, State: st, logits: make([]float32, c.VocabSize), history: make([]int, 0, min(maxContext, 1<<16))}
+	s := NewSessionOn(&cpuBackend{r: r, st: st}, maxContext)
+	s.R, s.State = r, st
+	return s
+}
+
+// NewSessionOn prepares a sequence on any backend.
+func NewSessionOn(b Backend, maxContext int) *Session {
+	c := b.Config()
+	if maxContext <= 0 || maxContext > c.MaxPositions {
+		maxContext = c.MaxPositions
+	}
+	return &Session{B: b, logits: make([]float32, c.VocabSize), history: make([]int, 0, min(maxContext, 1<<16))}
 }
 
 // ErrContext reports a prompt that does not fit in the model's context.
 var ErrContext = errors.New("prompt longer than the model's context")
 
-// Prefill feeds tokens in pieces of the runner's chunk size; afterwards
+func (s *Session) checkContext(n int) error {
+	c := s.B.Config()
+	if s.B.Pos()+n > c.MaxPositions {
+		return fmt.Errorf("%w: %d tokens + %d already cached > %d", ErrContext, n, s.B.Pos(), c.MaxPositions)
+	}
+	return nil
+}
+
+// Prefill feeds tokens in pieces of the backend's chunk size; afterwards
 // Logits holds the last token's logits.
 func (s *Session) Prefill(tokens []int) error {
-	c := s.R.M.Cfg
-	if s.State.Pos+len(tokens) > c.MaxPositions {
-		return fmt.Errorf("%w: %d tokens + %d already cached > %d", ErrContext, len(tokens), s.State.Pos, c.MaxPositions)
+	if err := s.checkContext(len(tokens)); err != nil {
+		return err
 	}
-	step := s.R.Opt.MaxChunk
+	step := s.B.MaxChunk()
 	for i := 0; i < len(tokens); i += step {
 		j := min(len(tokens), i+step)
-		if err := s.R.Forward(s.State, tokens[i:j], s.logits); err != nil {
+		if err := s.B.Forward(tokens[i:j], s.logits); err != nil {
 			return err
 		}
 	}
@@ -67,18 +124,17 @@ func (s *Session) Prefill(tokens []int) error {
 // (emb is [len(ids), d]): the vision path splices image features into the
 // sequence this way. ids (with their placeholders) go into the history.
 func (s *Session) PrefillEmbeddings(ids []int, emb []float32) error {
-	c := s.R.M.Cfg
-	d := c.HiddenSize
+	d := s.B.Config().HiddenSize
 	if len(emb) != len(ids)*d {
 		return fmt.Errorf("prefill: %d embedding values for %d tokens of width %d", len(emb), len(ids), d)
 	}
-	if s.State.Pos+len(ids) > c.MaxPositions {
-		return fmt.Errorf("%w: %d tokens + %d already cached > %d", ErrContext, len(ids), s.State.Pos, c.MaxPositions)
+	if err := s.checkContext(len(ids)); err != nil {
+		return err
 	}
-	step := s.R.Opt.MaxChunk
+	step := s.B.MaxChunk()
 	for i := 0; i < len(ids); i += step {
 		j := min(len(ids), i+step)
-		if err := s.R.ForwardEmbeddings(s.State, emb[i*d:j*d], j-i, s.logits); err != nil {
+		if err := s.B.ForwardEmbeddings(emb[i*d:j*d], j-i, s.logits); err != nil {
 			return err
 		}
 	}
@@ -91,9 +147,8 @@ func (s *Session) Logits() []float32 { return s.logits }
 
 // Step feeds one token (decode).
 func (s *Session) Step(tok int) error {
-	var one [1]int
-	one[0] = tok
-	if err := s.R.Forward(s.State, one[:], s.logits); err != nil {
+	s.one[0] = tok
+	if err := s.B.Forward(s.one[:], s.logits); err != nil {
 		return err
 	}
 	s.history = append(s.history, tok)
@@ -128,7 +183,7 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 			return
 		}
 		smp := NewSampler(opt.Sampler, len(s.logits))
-		ctx := s.R.M.Cfg.MaxPositions
+		ctx := s.B.Config().MaxPositions
 		logits := s.logits
 		if opt.Vocab > 0 && opt.Vocab < len(logits) {
 			logits = logits[:opt.Vocab]
@@ -143,7 +198,7 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 			if !yield(tok, nil) {
 				return
 			}
-			if s.State.Pos >= ctx {
+			if s.B.Pos() >= ctx {
 				return
 			}
 			if err := s.Step(tok); err != nil {
@@ -159,7 +214,7 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 func (s *Session) History() []int { return s.history }
 
 // Reset empties the sequence (state and history), keeping its memory.
-func (s *Session) Reset() {
-	s.State.Reset()
+func (s *Session) Reset() error {
 	s.history = s.history[:0]
+	return s.B.Reset()
 }

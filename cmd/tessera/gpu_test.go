@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/native"
+)
+
+// requireGPU skips without a WebGPU adapter, except under CI=true where a
+// missing adapter (lavapipe) is a failure.
+func requireGPU(t *testing.T) {
+	d, err := native.Open()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no WebGPU adapter: %v", err)
+		}
+		t.Skipf("no WebGPU adapter: %v", err)
+	}
+	d.Close()
+}
+
+// The same generation and logits come out of --backend gpu as --backend cpu.
+func TestCLIGPUBackendMatchesCPU(t *testing.T) {
+	requireGPU(t)
+	for _, preset := range []string{"k3-nano", "kimi-linear-nano"} {
+		dir := filepath.Join(t.TempDir(), preset)
+		code, _, errs := tessera(t, "init-random", "--config", preset, "--seed", "3", "--dtype", "bf16", "--out", dir)
+		require.Zero(t, code, errs)
+		run := func(backend string) string {
+			code, out, errs := tessera(t, "run", "--model", dir, "--tokens", "5,6,7,8,9,10,11", "--max-tokens", "12", "--ids", "--backend", backend, "--chunk", "4")
+			require.Zero(t, code, errs)
+			return out
+		}
+		require.Equal(t, run("cpu"), run("gpu"), preset)
+		require.Equal(t, run("cpu"), run("auto"), preset)
+		npy := func(backend string) []float32 {
+			p := filepath.Join(dir, backend+".npy")
+			code, _, errs := tessera(t, "logits", "--model", dir, "--tokens", "1,2,3,4,5,6", "--out", p, "--backend", backend, "--chunk", "4")
+			require.Zero(t, code, errs)
+			v, _ := readNPY(t, p)
+			return v
+		}
+		c, g := npy("cpu"), npy("gpu")
+		var num, den float64
+		for i := range c {
+			num = max(num, abs64(float64(c[i]-g[i])))
+			den = max(den, abs64(float64(c[i])))
+		}
+		require.Less(t, num/den, 1e-4, preset)
+	}
+	// Images need the CPU backend for now, and say so.
+	dir := filepath.Join(t.TempDir(), "v")
+	code, _, _ := tessera(t, "init-random", "--config", "k3-nano-vision", "--out", dir)
+	require.Zero(t, code)
+	code, _, errs := tessera(t, "run", "--model", dir, "--prompt", "x", "--backend", "gpu",
+		"--image", filepath.Join("..", "..", "testdata", "images", "gray.png"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "use --backend cpu")
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+)
+
+func init() {
+	register("manifest", "write model.manifest.json (file sizes and sha256) for loading a model in the browser", cmdManifest)
+}
+
+// Manifest file name and format tag; web/tessera-worker.js reads them.
+const (
+	manifestName   = "model.manifest.json"
+	manifestFormat = "tessera-manifest/1"
+)
+
+// modelManifest lists the files the browser engine fetches, with the size
+// and sha256 it checks each download against before caching it.
+type modelManifest struct {
+	Format    string         `json:"format"`
+	TotalSize int64          `json:"total_size"`
+	Files     []manifestFile `json:"files"`
+}
+
+type manifestFile struct {
+	Name   string `json:"name"` // slash-separated, relative to the model directory
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"` // lower-case hex
+}
+
+// manifestFiles lists the files of dir the browser engine reads:
+// config.json, tokenizer.json when present, and the safetensors index and
+// shards or model.safetensors. It checks first that the model loads.
+func manifestFiles(dir string) ([]string, error) {
+	_, ck, err := model.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	names := []string{"config.json"}
+	if st, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil && st.Mode().IsRegular() {
+		names = append(names, "tokenizer.json")
+	}
+	if ck.Index != nil {
+		names = append(names, safetensors.IndexFileName)
+		names = append(names, ck.Index.Shards()...)
+	} else {
+		names = append(names, safetensors.SingleFileName)
+	}
+	return names, nil
+}
+
+// buildManifest hashes the model files of dir.
+func buildManifest(dir string) (*modelManifest, error) {
+	names, err := manifestFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	mf := &modelManifest{Format: manifestFormat}
+	for _, n := range names {
+		f, err := hashFile(filepath.Join(dir, filepath.FromSlash(n)))
+		if err != nil {
+			return nil, err
+		}
+		f.Name = n
+		mf.Files = append(mf.Files, f)
+		mf.TotalSize += f.Size
+	}
+	return mf, nil
+}
+
+func hashFile(path string) (manifestFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return manifestFile{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return manifestFile{}, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return manifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// staleManifest reports why the manifest does not describe dir's files any
+// more (a size differs or a file is missing), or "" when sizes agree. It
+// does not re-hash.
+func staleManifest(dir string, mf *modelManifest) string {
+	for _, f := range mf.Files {
+		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f.Name)))
+		if err != nil {
+			return fmt.Sprintf("%s lists %s, which is missing", manifestName, f.Name)
+		}
+		if st.Size() != f.Size {
+			return fmt.Sprintf("%s lists %s with %d bytes but the file has %d", manifestName, f.Name, f.Size, st.Size())
+		}
+	}
+	return ""
+}
+
+// readManifest reads dir's manifest; a missing one gives an error wrapping
+// fs.ErrNotExist.
+func readManifest(dir string) (*modelManifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return nil, err
+	}
+	var mf modelManifest
+	if err := json.Unmarshal(b, &mf); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, manifestName), err)
+	}
+	if mf.Format != manifestFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q", filepath.Join(dir, manifestName), mf.Format, manifestFormat)
+	}
+	return &mf, nil
+}
+
+func (mf *modelManifest) marshal() []byte {
+	b, _ := json.MarshalIndent(mf, "", "  ") // plain structs: cannot fail
+	return append(b, '\n')
+}
+
+func cmdManifest(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("manifest", "--model DIR [--out FILE]", stderr)
+	dir := fs.String("model", "", "model directory (config.json + safetensors)")
+	out := fs.String("out", "", "output file (default DIR/"+manifestName+"; - for stdout)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("need --model DIR and no other arguments: %w", errUsage)
+	}
+	mf, err := buildManifest(*dir)
+	if err != nil {
+		return err
+	}
+	data := mf.marshal()
+	if *out == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = filepath.Join(*dir, manifestName)
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d files, %s\n", path, len(mf.Files), bytesStr(mf.TotalSize))
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames
+// it over path, so readers never see a partial manifest.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".manifest-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,565 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tessera-llm/tessera/web"
+)
+
+func init() {
+	register("serve", "serve the browser demo page, the wasm engine and a model (loopback only by default)", cmdServe)
+}
+
+// Names under the wasm directory (`make wasm` writes them).
+const (
+	wasmName     = "tessera.wasm"
+	wasmGzName   = "tessera.wasm.gz"
+	wasmExecName = "wasm_exec.js"
+)
+
+// contentSecurityPolicy allows the page's own scripts, the worker, wasm
+// compilation and model downloads from this server or HTTPS hosts.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; " +
+	"connect-src 'self' https:; img-src 'self' blob: data:; style-src 'self'; object-src 'none'; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// serveConfig says what a server serves.
+type serveConfig struct {
+	ModelDir string // served under /model/; "" for none
+	WasmDir  string // tessera.wasm (+ .gz, wasm_exec.js); "" or missing: 404
+	WebDir   string // page files from disk instead of the embedded ones
+	// Loopback makes the server refuse requests whose Host header is not a
+	// loopback name (DNS rebinding would otherwise expose the model).
+	Loopback bool
+	Log      io.Writer
+}
+
+// server is the http.Handler of `tessera serve`. Every file it serves comes
+// from one of three roots (page, wasm, model), opened with os.Root so that
+// neither "..", absolute names nor symlinks reach outside them; directories
+// are never listed.
+type server struct {
+	cfg      serveConfig
+	page     fs.FS
+	pageTags map[string]string // ETags of embedded files
+	wasm     *os.Root          // nil: no wasm directory
+	model    *os.Root          // nil: no model
+	manifest []byte            // generated manifest, when the model dir has none or a stale one
+	execJS   []byte            // wasm_exec.js from GOROOT when the wasm dir has none
+	started  time.Time
+
+	gzMu  sync.Mutex
+	gzKey string // size/mtime of the wasm the cached gzip was made from
+	gz    []byte
+}
+
+// newServer opens the roots of cfg. It fails when the model directory does
+// not hold a loadable model.
+func newServer(cfg serveConfig) (*server, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &server{cfg: cfg, page: web.FS, started: time.Now(), pageTags: map[string]string{}}
+	if cfg.WebDir != "" {
+		r, err := os.OpenRoot(cfg.WebDir)
+		if err != nil {
+			return nil, fmt.Errorf("--web: %w", err)
+		}
+		s.page = r.FS()
+	} else {
+		entries, _ := fs.ReadDir(web.FS, ".")
+		for _, e := range entries {
+			b, err := fs.ReadFile(web.FS, e.Name())
+			if err == nil {
+				sum := sha256.Sum256(b)
+				s.pageTags[e.Name()] = `"` + hex.EncodeToString(sum[:8]) + `"`
+			}
+		}
+	}
+	if cfg.WasmDir != "" {
+		r, err := os.OpenRoot(cfg.WasmDir)
+		if err != nil {
+			return nil, fmt.Errorf("--wasm: %w", err)
+		}
+		s.wasm = r
+		if _, err := r.Stat(wasmName); err != nil {
+			fmt.Fprintf(cfg.Log, "tessera serve: warning: %s has no %s (run \"make wasm\"); the page cannot start the engine\n", cfg.WasmDir, wasmName)
+		} else if !rootHas(r, wasmGzName) {
+			go s.warmGzip() // compress once now rather than on the first request
+		}
+	}
+	if s.wasm == nil || !rootHas(s.wasm, wasmExecName) {
+		if p := goWasmExec(); p != "" {
+			b, err := os.ReadFile(p)
+			if err == nil {
+				s.execJS = b
+			}
+		}
+		if s.execJS == nil {
+			fmt.Fprintf(cfg.Log, "tessera serve: warning: no %s in the wasm directory and no Go toolchain found to take it from\n", wasmExecName)
+		}
+	}
+	if cfg.ModelDir != "" {
+		if err := s.openModel(cfg.ModelDir); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// openModel checks the model directory and its manifest.
+func (s *server) openModel(dir string) error {
+	mf, err := readManifest(dir)
+	stale := ""
+	if err == nil {
+		stale = staleManifest(dir, mf)
+	}
+	if err != nil || stale != "" {
+		why := stale
+		if err != nil && errors.Is(err, fs.ErrNotExist) {
+			why = "no " + manifestName
+		} else if err != nil {
+			why = err.Error()
+		}
+		fresh, berr := buildManifest(dir)
+		if berr != nil {
+			return fmt.Errorf("--model %s: %w", dir, berr)
+		}
+		s.manifest = fresh.marshal()
+		fmt.Fprintf(s.cfg.Log, "tessera serve: %s: %s; serving a manifest computed now (write it with \"tessera manifest --model %s\")\n", dir, why, dir)
+	} else if _, err := manifestFiles(dir); err != nil {
+		return fmt.Errorf("--model %s: %w", dir, err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	s.model = r
+	return nil
+}
+
+// Close releases the roots.
+func (s *server) Close() {
+	for _, r := range []*os.Root{s.wasm, s.model} {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+func rootHas(r *os.Root, name string) bool {
+	st, err := r.Stat(name)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// goWasmExec finds wasm_exec.js of the Go toolchain: $GOROOT, then
+// `go env GOROOT`.
+func goWasmExec() string {
+	var roots []string
+	if g := os.Getenv("GOROOT"); g != "" {
+		roots = append(roots, g)
+	}
+	if goBin, err := exec.LookPath("go"); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, goBin, "env", "GOROOT").Output()
+		cancel()
+		if err == nil {
+			roots = append(roots, strings.TrimSpace(string(out)))
+		}
+	}
+	for _, r := range roots {
+		for _, p := range []string{filepath.Join(r, "lib", "wasm", wasmExecName), filepath.Join(r, "misc", "wasm", wasmExecName)} {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// cleanPath validates a request path and returns its segments. It rejects
+// "." and ".." segments, hidden names, empty segments (absolute names
+// after a prefix, "//"), backslashes and control characters. The path is
+// already percent-decoded, so encoded traversal is caught as well.
+func cleanPath(p string) ([]string, bool) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, false
+	}
+	if p == "/" {
+		return nil, true
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, sg := range segs {
+		if sg == "" && i == len(segs)-1 {
+			continue // trailing slash: a directory, refused later
+		}
+		if sg == "" || sg[0] == '.' || strings.ContainsAny(sg, "\\:") {
+			return nil, false
+		}
+		for _, c := range sg {
+			if c < 0x20 || c == 0x7f {
+				return nil, false
+			}
+		}
+	}
+	return segs, true
+}
+
+// loopbackHost reports whether a Host header names this machine.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if s.cfg.Loopback && !loopbackHost(r.Host) {
+		http.Error(w, "tessera serve answers only requests for localhost / 127.0.0.1 / [::1]", http.StatusMisdirectedRequest)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	segs, ok := cleanPath(r.URL.Path)
+	if !ok || strings.Contains(r.URL.RawPath, "%00") {
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
+	switch {
+	case len(segs) == 0:
+		s.servePage(w, r, "index.html")
+	case len(segs) == 1 && segs[0] == wasmName:
+		s.serveWasm(w, r)
+	case len(segs) == 1 && segs[0] == wasmExecName:
+		s.serveExec(w, r)
+	case len(segs) == 1:
+		s.servePage(w, r, segs[0])
+	case segs[0] == "model":
+		s.serveModel(w, r, strings.Join(segs[1:], "/"))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// contentType is the Content-Type of a served file name.
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".js", ".mjs":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".json":
+		return "application/json"
+	case ".wasm":
+		return "application/wasm"
+	case ".png":
+		return "image/png"
+	case ".svg":
+		return "image/svg+xml"
+	}
+	return "application/octet-stream"
+}
+
+func (s *server) servePage(w http.ResponseWriter, r *http.Request, name string) {
+	if name == "index.html" && r.URL.Path != "/" {
+		http.Redirect(w, r, "/", http.StatusMovedPermanently)
+		return
+	}
+	f, err := s.page.Open(name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		http.Error(w, "page file is not seekable", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentType(name))
+	h.Set("Cache-Control", "no-cache")
+	if ext := path.Ext(name); ext == ".html" || ext == ".js" {
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+	}
+	mod := st.ModTime()
+	if tag, ok := s.pageTags[name]; ok {
+		h.Set("ETag", tag)
+		mod = s.started // embedded files have no time
+	}
+	http.ServeContent(w, r, name, mod, rs)
+}
+
+// serveWasm serves tessera.wasm, gzip-compressed when the client accepts
+// it: tessera.wasm.gz when it is at least as new, else a copy compressed
+// once in memory.
+func (s *server) serveWasm(w http.ResponseWriter, r *http.Request) {
+	if s.wasm == nil {
+		http.Error(w, "no wasm directory: build the engine with \"make wasm\" and pass --wasm DIR", http.StatusNotFound)
+		return
+	}
+	f, st, ok := openRegular(s.wasm, wasmName)
+	if !ok {
+		http.Error(w, wasmName+" not found: build it with \"make wasm\"", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("Content-Type", "application/wasm")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Vary", "Accept-Encoding")
+	tag := fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano())
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		if gz := s.wasmGzip(f, st, tag); gz != nil {
+			h.Set("Content-Encoding", "gzip")
+			h.Set("ETag", `"`+tag+`-gz"`)
+			http.ServeContent(w, r, wasmName, st.ModTime(), gz)
+			return
+		}
+	}
+	h.Set("ETag", `"`+tag+`"`)
+	http.ServeContent(w, r, wasmName, st.ModTime(), f)
+}
+
+// warmGzip fills the in-memory gzip copy of the wasm.
+func (s *server) warmGzip() {
+	if f, st, ok := openRegular(s.wasm, wasmName); ok {
+		s.wasmGzip(f, st, fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano()))
+		f.Close()
+	}
+}
+
+// wasmGzip returns the gzip form of the wasm file f, or nil.
+func (s *server) wasmGzip(f *os.File, st fs.FileInfo, tag string) io.ReadSeeker {
+	if gf, gst, ok := openRegular(s.wasm, wasmGzName); ok {
+		if !gst.ModTime().Before(st.ModTime()) {
+			b, err := io.ReadAll(gf)
+			gf.Close()
+			if err == nil {
+				return bytes.NewReader(b)
+			}
+		} else {
+			gf.Close()
+		}
+	}
+	s.gzMu.Lock()
+	defer s.gzMu.Unlock()
+	if s.gzKey != tag {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // valid level: no error
+		if _, err := io.Copy(zw, f); err != nil {
+			return nil
+		}
+		if err := zw.Close(); err != nil {
+			return nil
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil
+		}
+		s.gz, s.gzKey = buf.Bytes(), tag
+	}
+	return bytes.NewReader(s.gz)
+}
+
+// acceptsGzip parses Accept-Encoding for gzip with a non-zero quality.
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
+}
+
+func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	if s.wasm != nil {
+		if f, st, ok := openRegular(s.wasm, wasmExecName); ok {
+			defer f.Close()
+			http.ServeContent(w, r, wasmExecName, st.ModTime(), f)
+			return
+		}
+	}
+	if s.execJS == nil {
+		http.Error(w, wasmExecName+" not found: \"make wasm\" copies it from the Go toolchain", http.StatusNotFound)
+		return
+	}
+	http.ServeContent(w, r, wasmExecName, s.started, bytes.NewReader(s.execJS))
+}
+
+// serveModel serves a file of the model directory, with ranges and
+// validators; the manifest is the generated one when the directory's was
+// missing or stale.
+func (s *server) serveModel(w http.ResponseWriter, r *http.Request, name string) {
+	if s.model == nil {
+		http.Error(w, "no model: start tessera serve with --model DIR", http.StatusNotFound)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", contentType(name))
+	if name == manifestName && s.manifest != nil {
+		http.ServeContent(w, r, name, s.started, bytes.NewReader(s.manifest))
+		return
+	}
+	f, st, ok := openRegular(s.model, name)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	h.Set("ETag", fmt.Sprintf(`"%x-%x"`, st.Size(), st.ModTime().UnixNano()))
+	// Large weights may take a while: allow 10 MB/s on top of a minute.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(time.Minute + time.Duration(st.Size()/(10<<20))*time.Second))
+	http.ServeContent(w, r, name, st.ModTime(), f)
+}
+
+// openRegular opens name below root when it is a regular file (no
+// directories, devices or links leading out of the root).
+func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, bool) {
+	if name == "" || !fs.ValidPath(name) {
+		return nil, nil, false
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, nil, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, false
+	}
+	return f, st, true
+}
+
+// defaultWasmDir is bin/wasm next to the tessera binary (where `make wasm`
+// writes), else ./bin/wasm, else "".
+func defaultWasmDir() string {
+	var dirs []string
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Join(filepath.Dir(exe), "wasm"))
+	}
+	dirs = append(dirs, filepath.Join("bin", "wasm"))
+	for _, d := range dirs {
+		if st, err := os.Stat(filepath.Join(d, wasmName)); err == nil && st.Mode().IsRegular() {
+			return d
+		}
+	}
+	return ""
+}
+
+// newHTTPServer wraps h with the timeouts tessera serve uses.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute, // model files extend their own deadline
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) error {
+	fl := newFlags("serve", "[--addr 127.0.0.1:8080] [--model DIR] [--wasm DIR]", stderr)
+	addr := fl.String("addr", "127.0.0.1:8080", "listen address (host:port; keep it on loopback unless you mean to share the model)")
+	modelDir := fl.String("model", "", "model directory served under /model/ (config.json + safetensors)")
+	wasmDir := fl.String("wasm", "", "directory with tessera.wasm and wasm_exec.js (default: bin/wasm next to the binary, as \"make wasm\" writes)")
+	webDir := fl.String("web", "", "serve the page files from this directory instead of the embedded copy (development)")
+	if err := parseFlags(fl, args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		fl.Usage()
+		return fmt.Errorf("unexpected argument %q: %w", fl.Arg(0), errUsage)
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v: %w", *addr, err, errUsage)
+	}
+	loopback := loopbackHost(host)
+	if !loopback {
+		fmt.Fprintf(stderr, "tessera serve: warning: %s is not a loopback address: anyone who can reach it can download the page and the model\n", host)
+	}
+	if *wasmDir == "" {
+		*wasmDir = defaultWasmDir()
+		if *wasmDir == "" {
+			fmt.Fprintf(stderr, "tessera serve: warning: no %s found next to the binary or in ./bin/wasm: run \"make wasm\" or pass --wasm DIR\n", wasmName)
+		}
+	}
+	s, err := newServer(serveConfig{ModelDir: *modelDir, WasmDir: *wasmDir, WebDir: *webDir, Loopback: loopback, Log: stderr})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := newHTTPServer(s)
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(stdout, "tessera serve: open %s", url)
+	if *modelDir != "" {
+		fmt.Fprintf(stdout, " (model %s)", *modelDir)
+	}
+	fmt.Fprintln(stdout)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

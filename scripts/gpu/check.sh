@@ -1,0 +1,88 @@
+#!/bin/sh
+# GPU check: the WebGPU conformance suite, the whole-model GPU-vs-CPU test
+# and the k3-mini decode benchmark, built here and run on a machine with a
+# real GPU (no Go toolchain or network needed there).
+#
+# Usage
+#   scripts/gpu/check.sh build [DIR]   # here: go test -c the wgsl package into
+#                                      # DIR (default bin/gpu-check) and fetch
+#                                      # the Vulkan loader .deb (apt-get download)
+#   scripts/gpu/check.sh run [DIR]     # there: run everything from DIR
+#
+# With the device tool (DIR under the ignored bin/, so carry it):
+#   scripts/gpu/check.sh build
+#   run(command="scripts/gpu/check.sh run", carry=["bin/gpu-check"], timeout_s=540)
+#
+# `run` unpacks the loader if libvulkan.so.1 is missing, points the Vulkan
+# loader at the NVIDIA ICD when present (VK_DRIVER_FILES / VK_ICD_FILENAMES),
+# prints the adapter (a silent fallback to lavapipe/llvmpipe fails the run
+# unless ALLOW_CPU_ADAPTER=1), then runs, each with a time limit:
+#   1. TestConformance, TestConformanceGridSplit, TestReadback*   (~1 min)
+#   2. TestRunnerMatchesCPU (k3-nano, kimi-linear-nano vs core/model) (~1 min)
+#   3. BenchmarkRunnerDecode on a random k3-mini (BF16), 200 tokens   (~3 min,
+#      most of it generating the random weights)
+# Total well under 10 minutes. Results go to stdout and, when $OUT is set
+# (the device tool), to $OUT/gpu-check.log.
+set -eu
+mode=${1:-}
+dir=${2:-bin/gpu-check}
+case "$mode" in
+build)
+	mkdir -p "$dir"
+	go test -c -o "$dir/wgsl.test" ./wgsl
+	(cd "$dir" && rm -f ./*.deb && apt-get download libvulkan1 >/dev/null 2>&1) ||
+		echo "gpu-check: could not download libvulkan1 (fine if the GPU machine has the loader)" >&2
+	ls -la "$dir"
+	;;
+run)
+	test -x "$dir/wgsl.test" || { echo "gpu-check: $dir/wgsl.test missing: run '$0 build' first" >&2; exit 1; }
+	log=/dev/null
+	if [ -n "${OUT:-}" ]; then log="$OUT/gpu-check.log"; fi
+	if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1'; then
+		for deb in "$dir"/*.deb; do
+			[ -f "$deb" ] || continue
+			echo "gpu-check: unpacking $deb"
+			if [ "$(id -u)" = 0 ]; then dpkg -x "$deb" / && ldconfig; else
+				mkdir -p "$dir/root" && dpkg -x "$deb" "$dir/root"
+				LD_LIBRARY_PATH="$(cd "$dir/root" && pwd)/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+				export LD_LIBRARY_PATH
+			fi
+		done
+	fi
+	for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+		/etc/vulkan/icd.d/nvidia_icd.json; do
+		if [ -f "$icd" ] && [ -z "${VK_DRIVER_FILES:-}" ]; then
+			export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
+		fi
+	done
+	echo "gpu-check: VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}" | tee -a "$log"
+	export CI=true XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+	t="$(cd "$dir" && pwd)/wgsl.test"
+	# The tests read ../docs relative to the package only when regenerating
+	# the support matrix; run from the package directory anyway.
+	cd "$(dirname "$0")/../../wgsl" 2>/dev/null || cd "$dir"
+	adapter=$(timeout 60 "$t" -test.run 'TestConformance$/Add/F32/1$' -test.v 2>&1 | grep 'GPU adapter' || true)
+	echo "gpu-check: $adapter" | tee -a "$log"
+	case "$adapter" in
+	*llvmpipe* | *lavapipe* | *SwiftShader* | "")
+		if [ "${ALLOW_CPU_ADAPTER:-0}" != 1 ]; then
+			echo "gpu-check: no real GPU adapter (set ALLOW_CPU_ADAPTER=1 to run anyway)" | tee -a "$log"
+			exit 1
+		fi ;;
+	esac
+	rc=0
+	echo "== conformance" | tee -a "$log"
+	timeout 180 "$t" -test.run 'TestConformance|TestReadback' -test.count=1 2>&1 | tail -20 | tee -a "$log" || rc=1
+	echo "== whole model vs CPU" | tee -a "$log"
+	timeout 180 "$t" -test.run 'TestRunnerMatchesCPU' -test.count=1 -test.v 2>&1 |
+		grep -E '^(---|    ---|PASS|FAIL|ok)|worst|Error|error' | tee -a "$log" || rc=1
+	echo "== decode benchmark (k3-mini BF16)" | tee -a "$log"
+	TESSERA_BENCH_PRESET=k3-mini TESSERA_BENCH_DTYPE=BF16 timeout 300 "$t" -test.run NONE \
+		-test.bench 'RunnerDecode' -test.benchtime 200x 2>&1 | tail -8 | tee -a "$log" || rc=1
+	exit $rc
+	;;
+*)
+	sed -n '2,26p' "$0"
+	exit 2
+	;;
+esac

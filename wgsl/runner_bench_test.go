@@ -1,0 +1,53 @@
+//go:build cgo && !js
+
+package wgsl_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// BenchmarkRunnerDecode measures greedy decoding on the GPU, one token per
+// iteration (one command buffer, one 4-byte readback), after a 32-token
+// prefill. The model is a random preset built in memory:
+// TESSERA_BENCH_PRESET (default k3-nano; k3-mini on a real GPU) in
+// TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and dispatches/token.
+func BenchmarkRunnerDecode(b *testing.B) {
+	d := device(b)
+	name, dt := os.Getenv("TESSERA_BENCH_PRESET"), os.Getenv("TESSERA_BENCH_DTYPE")
+	if name == "" {
+		name = "k3-nano"
+	}
+	if dt == "" {
+		dt = "BF16"
+	}
+	m := presetModel(b, name, 1, safetensors.DType(dt))
+	ctx := 32 + b.N + 1
+	r, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 32, MaxContext: max(ctx, 64)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	prompt := make([]int, 32)
+	for i := range prompt {
+		prompt[i] = (i*97 + 13) % m.Cfg.VocabSize
+	}
+	tok, err := r.Greedy(prompt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if tok, err = r.Greedy([]int{tok}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	s := r.Stats()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+	b.ReportMetric(float64(s.Dispatches), "dispatches/tok")
+	b.Logf("%s %s on %s: %d dispatches, %d submits per token", name, dt, d.Info(), s.Dispatches, s.Submits)
+}
