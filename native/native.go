@@ -44,7 +44,7 @@ func Open() (*wgsl.Device, error) {
 	ad, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
 	if err != nil || ad == nil {
 		inst.Release()
-		return nil, fmt.Errorf("native: no WebGPU adapter (is a Vulkan driver installed? try scripts/gpu/setup.sh): %v", err)
+		return nil, fmt.Errorf("native: no WebGPU adapter (is a Vulkan driver installed? try scripts/setup.sh gpu): %v", err)
 	}
 	info := ad.GetInfo()
 	dev, err := ad.RequestDevice(nil) // default limits only: bug 1

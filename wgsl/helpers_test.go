@@ -28,7 +28,7 @@ func device(t testing.TB) *wgsl.Device {
 	devOnce.Do(func() { dev, devErr = native.Open() })
 	if devErr != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("no GPU adapter under CI=true (run scripts/gpu/setup.sh): %v", devErr)
+			t.Fatalf("no GPU adapter under CI=true (run scripts/setup.sh gpu): %v", devErr)
 		}
 		t.Skipf("no GPU adapter: %v", devErr)
 	}

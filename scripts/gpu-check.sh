@@ -4,14 +4,14 @@
 # real GPU (no Go toolchain or network needed there).
 #
 # Usage
-#   scripts/gpu/check.sh build [DIR]   # here: go test -c the wgsl package into
+#   scripts/gpu-check.sh build [DIR]   # here: go test -c the wgsl package into
 #                                      # DIR (default bin/gpu-check) and fetch
 #                                      # the Vulkan loader .deb (apt-get download)
-#   scripts/gpu/check.sh run [DIR]     # there: run everything from DIR
+#   scripts/gpu-check.sh run [DIR]     # there: run everything from DIR
 #
 # With the device tool (DIR under the ignored bin/, so carry it):
-#   scripts/gpu/check.sh build
-#   run(command="scripts/gpu/check.sh run", carry=["bin/gpu-check"], timeout_s=540)
+#   scripts/gpu-check.sh build
+#   run(command="scripts/gpu-check.sh run", carry=["bin/gpu-check"], timeout_s=540)
 #
 # `run` unpacks the loader if libvulkan.so.1 is missing, points the Vulkan
 # loader at the NVIDIA ICD when present (VK_DRIVER_FILES / VK_ICD_FILENAMES),
