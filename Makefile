@@ -8,15 +8,16 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run test test-unit test-fuzz test-builds test-gpu fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run test test-unit test-fuzz test-builds test-gpu test-desktop fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
 setup:
-	@scripts/setup.sh base gpu
+	@scripts/setup.sh base gpu desktop
 
 build: setup
 	$(GO) build -o $(BIN) ./cmd/tessera
+	$(GO) build -o bin/tessera-desktop ./cmd/tessera-desktop
 
 # The main job: native inference. Until the trained demo model lands this
 # writes a random k3-nano checkpoint, summarises it and generates from it.
@@ -25,14 +26,19 @@ run: build
 	$(BIN) inspect $(OUT)/$(PRESET)
 	$(BIN) run --model $(OUT)/$(PRESET) --prompt "$(PROMPT)" --max-tokens 32 --ids
 
-test: setup lint test-unit test-fuzz test-builds
+test: setup lint test-unit test-desktop test-fuzz test-builds
 	@echo "make test: all passed"
 
 # XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
 test-unit: fetch-tokenizers
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -skip TestScriptedUnderXvfb ./...
+
+# The desktop app under Xvfb: scripted mode must print what `tessera run`
+# prints and leave a screenshot that is not blank and shows the heatmap.
+test-desktop: setup
+	scripts/desktop/test.sh
 
 # GPU kernels against the CPU reference (lavapipe when there is no GPU).
 # Under CI=true a missing adapter fails instead of skipping.

@@ -42,7 +42,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	}
 	defer lm.Close()
 	m, codec := lm.m, lm.codec
-	if _, isByte := codec.(byteCodec); isByte {
+	if _, isByte := codec.(tokenizer.ByteCodec); isByte {
 		return fmt.Errorf("%s has no tokenizer.json or tiktoken.model: chat needs the model's tokenizer", *dir)
 	}
 	stop := append([]int(nil), m.Cfg.EOSTokenIDs...)
@@ -122,7 +122,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func codecDecode(c textCodec, ids []int) (string, error) {
+func codecDecode(c tokenizer.Codec, ids []int) (string, error) {
 	s := c.Stream()
 	var b strings.Builder
 	for _, id := range ids {

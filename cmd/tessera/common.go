@@ -6,6 +6,7 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 // samplingFlags are the sampling options shared by run and chat.
@@ -39,7 +40,7 @@ func (f *samplingFlags) options() (generate.SamplerOptions, error) {
 type loadedModel struct {
 	m     *model.Model
 	ck    *safetensors.Checkpoint
-	codec textCodec
+	codec tokenizer.Codec
 }
 
 // openModel loads the weights (memory-mapped) and the text codec of dir.
@@ -48,7 +49,7 @@ func openModel(dir string) (*loadedModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec, err := loadCodec(dir, m.Cfg.VocabSize)
+	codec, err := tokenizer.LoadCodec(dir, m.Cfg.VocabSize)
 	if err != nil {
 		ck.Close()
 		return nil, err

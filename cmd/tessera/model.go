@@ -36,7 +36,7 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 // imagePrompt puts one media placeholder per image (wrapped in the Kimi
 // media markers when the tokenizer has them) before the prompt ids, then
 // encodes the images and fuses them into the input embeddings.
-func imagePrompt(r *model.Runner, codec textCodec, paths []string, prompt []int) ([]int, []float32, error) {
+func imagePrompt(r *model.Runner, codec tokenizer.Codec, paths []string, prompt []int) ([]int, []float32, error) {
 	m := r.M
 	if m.Vision == nil {
 		return nil, nil, fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")

@@ -85,6 +85,18 @@ type testReport struct {
 		Error         string `json:"error"`
 		CachedWeights int    `json:"cachedWeights"`
 	} `json:"failures"`
+	GPU *struct {
+		Backend string `json:"backend"`
+		IDs     []int  `json:"ids"`
+		Error   string `json:"error"`
+		Adapter struct {
+			Errors []string `json:"errors"`
+		} `json:"adapter"`
+		Stats struct {
+			TTFTMs     float64 `json:"ttftMs"`
+			DecodeTokS float64 `json:"decodeTokPerS"`
+		} `json:"stats"`
+	} `json:"gpu"`
 	Abort *struct {
 		Tokens  int    `json:"tokens"`
 		Stopped string `json:"stopped"`
@@ -114,6 +126,9 @@ func TestBrowserE2E(t *testing.T) {
 	// The wasm bundle, as `make wasm` builds it.
 	wasmDir := filepath.Join(dir, "wasm")
 	e2eBuildWasm(t, wasmDir)
+	// The bundle with the WebGPU runner (-tags webgpu), served as /gpu/tessera.wasm.
+	gpuWasm := filepath.Join(dir, "gpu", wasmName)
+	e2eGoBuild(t, gpuWasm, "-tags=webgpu")
 	tBuild := time.Since(start)
 
 	// A random k3-nano and the native CPU ids for the prompt.
@@ -171,6 +186,10 @@ func TestBrowserE2E(t *testing.T) {
 		bw.Write(weights[:len(weights)/2])
 		bw.Flush()
 	})
+	mux.HandleFunc("/gpu/tessera.wasm", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/wasm")
+		http.ServeFile(w, r, gpuWasm)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, p := range []string{"/corrupt/", "/cut/"} {
 			if rest, ok := strings.CutPrefix(r.URL.Path, p); ok {
@@ -194,7 +213,7 @@ func TestBrowserE2E(t *testing.T) {
 	go hs.Serve(ln)
 	defer hs.Close()
 
-	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"},
+	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"},
 		"failures": {"/nope/,/corrupt/,/cut/"}}
 	pageURL := "http://" + ln.Addr().String() + "/?" + q.Encode()
 
@@ -252,6 +271,18 @@ func TestBrowserE2E(t *testing.T) {
 			t.Logf("loading %s fails: %s", u, f.Error)
 		}
 	}
+	// The WebGPU runner must either match the CPU exactly or refuse with a
+	// clear error; it must never return other tokens.
+	if g := r1.GPU; g == nil || (g.Error == "" && !slices.Equal(g.IDs, native)) {
+		t.Errorf("WebGPU backend in the browser: %+v, want ids %v or an error", g, native)
+	} else if g.Error != "" {
+		if !strings.Contains(g.Error, "GPU") {
+			t.Errorf("WebGPU backend error does not say what failed: %s", g.Error)
+		}
+		t.Logf("WebGPU backend refused (known, see report): %s", e2eTail(g.Error, 400))
+	} else {
+		t.Logf("WebGPU backend (%s): ids match native; TTFT %.0f ms, decode %.1f tok/s", g.Backend, g.Stats.TTFTMs, g.Stats.DecodeTokS)
+	}
 	hitsAfter1 := modelHits.Load()
 	r2 := wait(2)
 	if !slices.Equal(r2.IDs, native) {
@@ -284,21 +315,15 @@ func TestBrowserE2E(t *testing.T) {
 		time.Since(tLaunch).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), shot)
 }
 
-// buildWasm builds ../../wasm for GOOS=js into dir with wasm_exec.js.
+// e2eBuildWasm builds the bundle into dir as make wasm does: tessera.wasm,
+// tessera.wasm.gz and wasm_exec.js.
 func e2eBuildWasm(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, wasmName), "../../wasm")
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the wasm: %v\n%s", err, out)
-	}
+	goBin := e2eGo()
+	e2eGoBuild(t, filepath.Join(dir, wasmName))
 	// tessera.wasm.gz, as make wasm writes it.
 	raw, err := os.ReadFile(filepath.Join(dir, wasmName))
 	if err != nil {
@@ -327,7 +352,27 @@ func e2eBuildWasm(t *testing.T, dir string) {
 	}
 }
 
-// mustRun runs a tessera subcommand in process and returns its stdout.
+// e2eGo is the go command of the toolchain running the test.
+func e2eGo() string {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		return "go"
+	}
+	return goBin
+}
+
+// e2eGoBuild builds ../../wasm for GOOS=js GOARCH=wasm as make wasm does.
+func e2eGoBuild(t *testing.T, out string, flags ...string) {
+	t.Helper()
+	args := append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, flags...)
+	cmd := exec.Command(e2eGo(), append(args, "../../wasm")...)
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the wasm %s: %v\n%s", strings.Join(flags, " "), err, b)
+	}
+}
+
+// e2eRun runs a tessera subcommand in process and returns its stdout.
 func e2eRun(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -337,6 +382,7 @@ func e2eRun(t *testing.T, args ...string) string {
 	return out.String()
 }
 
+// e2eParseIDs parses the output of run --ids.
 func e2eParseIDs(t *testing.T, s string) []int {
 	t.Helper()
 	var ids []int
@@ -350,6 +396,7 @@ func e2eParseIDs(t *testing.T, s string) []int {
 	return ids
 }
 
+// e2eTail returns the last n bytes of s.
 func e2eTail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]

@@ -4,13 +4,14 @@
 #   tessera.wasm      GOOS=js GOARCH=wasm build of ./wasm, stripped
 #   tessera.wasm.gz   gzip -9 of it (served when the client accepts gzip)
 #   wasm_exec.js      the Go toolchain's loader, matching the compiler
-# and prints the raw and gzip sizes.
+# and prints the raw and gzip sizes. WASM_TAGS=webgpu adds the experimental
+# WebGPU runner (larger; see wasm/gpu_runner.go).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir="${1:-bin/wasm}"
 go="${GO:-go}"
 mkdir -p "$dir"
-GOOS=js GOARCH=wasm "$go" build -trimpath -ldflags="-s -w" -o "$dir/tessera.wasm" ./wasm
+GOOS=js GOARCH=wasm "$go" build -trimpath -ldflags="-s -w" ${WASM_TAGS:+-tags="$WASM_TAGS"} -o "$dir/tessera.wasm" ./wasm
 gzip -9 -n -c "$dir/tessera.wasm" > "$dir/tessera.wasm.gz.tmp"
 mv "$dir/tessera.wasm.gz.tmp" "$dir/tessera.wasm.gz"
 cp "$("$go" env GOROOT)/lib/wasm/wasm_exec.js" "$dir/wasm_exec.js"

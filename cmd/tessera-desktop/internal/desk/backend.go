@@ -1,0 +1,127 @@
+package desk
+
+import (
+	"iter"
+	"math"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/model"
+)
+
+// Backend runs a model for the app. The CPU reference runner is the only
+// one today; the WebGPU whole-model runner being built in wgsl/ plugs in by
+// implementing this interface (and reporting through the same Probe), with
+// the CPU backend kept as the fallback.
+type Backend interface {
+	// Name is the short name shown for each step ("CPU", "WebGPU").
+	Name() string
+	// Notice is shown in the header when not empty (for example why the
+	// app fell back to the CPU).
+	Notice() string
+	// Config is the model's configuration.
+	Config() *config.Config
+	// Generate prefills prompt and yields sampled tokens exactly as
+	// generate.Session.Generate does; it reports routing and per-step
+	// state to p as it goes. The error, if any, is yielded last with −1.
+	Generate(prompt []int, opt generate.Options, p Probe) iter.Seq2[int, error]
+	// Close releases the backend.
+	Close()
+}
+
+// Probe receives the live view's data from a running backend. Its methods
+// are called on the generating goroutine.
+type Probe interface {
+	// Routed reports the experts each of T tokens chose in MoE layer
+	// layer: experts[t·K+k]. The slice is only valid during the call.
+	Routed(layer int, experts []int, T, K int)
+	// Stepped reports one step (the prefill, or one decoded token).
+	Stepped(s StepInfo)
+}
+
+// StepInfo describes one forward step and the sequence state after it.
+type StepInfo struct {
+	Backend string        // which backend ran the step
+	Tokens  int           // tokens the step processed (prompt length, or 1)
+	Dur     time.Duration // wall time of the step including sampling
+	Pos     int           // tokens in the sequence after the step
+	// KDANorm is, per layer, the Frobenius norm of the KDA recurrent state
+	// S [H, dk, dv]; NaN for MLA layers.
+	KDANorm     []float64
+	CacheTokens int   // tokens held in the MLA latent caches (per layer)
+	CacheBytes  int64 // bytes allocated by all MLA latent caches
+	StateBytes  int64 // all per-sequence state: KDA states, conv tails, caches
+}
+
+// cpuBackend runs the model with core/model's CPU Runner.
+type cpuBackend struct {
+	m      *model.Model
+	r      *model.Runner
+	notice string
+}
+
+// NewCPUBackend wraps m in a CPU runner with prefill pieces of chunk tokens
+// (as `tessera run --chunk`).
+func NewCPUBackend(m *model.Model, chunk int, notice string) Backend {
+	return &cpuBackend{m: m, r: model.NewRunner(m, model.Options{MaxChunk: chunk}), notice: notice}
+}
+
+// Name is "CPU".
+func (b *cpuBackend) Name() string { return "CPU" }
+
+// Notice says why the CPU runs the model.
+func (b *cpuBackend) Notice() string { return b.notice }
+
+// Config is the model's configuration.
+func (b *cpuBackend) Config() *config.Config { return b.m.Cfg }
+
+// Close stops the runner's workers.
+func (b *cpuBackend) Close() { b.r.Close() }
+
+// Generate runs a fresh generate.Session, the same way `tessera run` does.
+func (b *cpuBackend) Generate(prompt []int, opt generate.Options, p Probe) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		sess := generate.NewSession(b.r, len(prompt)+opt.MaxTokens)
+		b.r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { p.Routed(layer, experts, T, K) }
+		defer func() { b.r.RouteHook = nil }()
+		last, pos := time.Now(), 0
+		for tok, err := range sess.Generate(prompt, opt) {
+			if err != nil {
+				yield(-1, err)
+				return
+			}
+			info := snapshot(sess.State)
+			info.Backend, info.Tokens, info.Dur = b.Name(), info.Pos-pos, time.Since(last)
+			pos = info.Pos
+			p.Stepped(info)
+			if !yield(tok, nil) {
+				return
+			}
+			last = time.Now()
+		}
+	}
+}
+
+// snapshot measures st for the live view.
+func snapshot(st *model.State) StepInfo {
+	info := StepInfo{Pos: st.Pos, KDANorm: make([]float64, len(st.KDA)), StateBytes: st.Bytes()}
+	for i, k := range st.KDA {
+		if k == nil {
+			info.KDANorm[i] = math.NaN()
+			continue
+		}
+		var s float64
+		for _, v := range k.S {
+			s += float64(v) * float64(v)
+		}
+		info.KDANorm[i] = math.Sqrt(s)
+	}
+	for _, c := range st.MLA {
+		if c != nil {
+			info.CacheTokens = max(info.CacheTokens, c.Len())
+			info.CacheBytes += c.Bytes()
+		}
+	}
+	return info
+}
