@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run test test-unit test-fuzz test-builds test-gpu test-desktop fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -26,14 +26,31 @@ run: build
 	$(BIN) inspect $(OUT)/$(PRESET)
 	$(BIN) run --model $(OUT)/$(PRESET) --prompt "$(PROMPT)" --max-tokens 32 --ids
 
-test: setup lint test-unit test-desktop test-fuzz test-builds
+test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 	@echo "make test: all passed"
 
 # XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
 test-unit: fetch-tokenizers
-	$(GO) test -count=1 -skip TestScriptedUnderXvfb ./...
+	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
+
+# The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must
+# equal `tessera run --backend cpu`; a reload must load from Cache Storage
+# with the server's model files gone. Under CI=true a missing Chromium fails.
+test-browser: setup
+	@scripts/setup.sh browser
+	$(GO) test -count=1 -run 'TestBrowserE2E$$' -v ./cmd/tessera
+
+# The browser bundle: bin/wasm/{tessera.wasm,tessera.wasm.gz,wasm_exec.js}.
+wasm:
+	scripts/browser/build-wasm.sh bin/wasm
+
+# The demo page on loopback: http://127.0.0.1:8080/
+serve: build wasm
+	@test -f $(OUT)/$(PRESET)/config.json || $(BIN) init-random --config $(PRESET) --seed 1 --layout kimi_k3 --out $(OUT)/$(PRESET)
+	$(BIN) manifest --model $(OUT)/$(PRESET)
+	$(BIN) serve --model $(OUT)/$(PRESET)
 
 # The desktop app under Xvfb: scripted mode must print what `tessera run`
 # prints and leave a screenshot that is not blank and shows the heatmap.
@@ -67,6 +84,8 @@ test-fuzz:
 # The core builds for the browser (GOOS=js) and without cgo.
 test-builds:
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
+	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
+	GOOS=js GOARCH=wasm $(GO) vet -tags webgpu ./wasm/
 	CGO_ENABLED=0 $(GO) build ./...
 
 lint:

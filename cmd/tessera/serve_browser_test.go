@@ -113,9 +113,9 @@ func TestBrowserE2E(t *testing.T) {
 	chrome := findChromium()
 	if chrome == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but Chromium is missing (/usr/lib/chromium/chromium): install it with scripts/browser/setup.sh")
+			t.Fatal("CI=true but Chromium is missing (/usr/lib/chromium/chromium): install it with scripts/setup.sh browser")
 		}
-		t.Skip("no Chromium (/usr/lib/chromium/chromium or $TESSERA_CHROMIUM); install it with scripts/browser/setup.sh")
+		t.Skip("no Chromium (/usr/lib/chromium/chromium or $TESSERA_CHROMIUM); install it with scripts/setup.sh browser")
 	}
 	if testing.Short() {
 		t.Skip("-short: skipping the browser test")

@@ -43,11 +43,15 @@ func LoadCodec(dir string, vocab int) (Codec, error) {
 			if t.Vocab() > vocab {
 				return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's vocab_size is %d", p, t.Vocab(), vocab)
 			}
-			return tokCodec{t, f}, nil
+			return NewCodec(t, f), nil
 		}
 	}
 	return ByteCodec{VocabSize: vocab}, nil
 }
+
+// NewCodec wraps a loaded tokenizer as a Codec; name says where it came
+// from (e.g. "tokenizer.json").
+func NewCodec(t *Tokenizer, name string) Codec { return tokCodec{t, name} }
 
 type tokCodec struct {
 	t    *Tokenizer

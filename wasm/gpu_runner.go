@@ -1,0 +1,94 @@
+//go:build js && wasm && webgpu
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall/js"
+
+	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/wasm/engine"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// gpuBackend is the WGSL runner as a generate.Backend; the runner keeps
+// the sequence state on the device.
+type gpuBackend struct {
+	r *wgsl.Runner
+	m *model.Model
+}
+
+func (g *gpuBackend) Config() *config.Config { return g.m.Cfg }
+func (g *gpuBackend) MaxChunk() int          { return g.r.MaxChunk() }
+func (g *gpuBackend) Pos() int               { return g.r.Pos() }
+func (g *gpuBackend) Forward(tokens []int, logits []float32) error {
+	return g.r.Forward(tokens, logits)
+}
+func (g *gpuBackend) ForwardEmbeddings([]float32, int, []float32) error {
+	return errors.New("image input is not supported on the GPU backend yet")
+}
+func (g *gpuBackend) Reset() error { return g.r.Reset() }
+
+// useGPU moves e onto WebGPU: it acquires a device (requestDevice), uploads
+// the weights once and makes every generation reset and reuse that runner.
+// On failure e stays on the CPU.
+func useGPU(e *engine.Engine) (gpuInfo, error) {
+	jsDev, info, err := requestDevice()
+	if err != nil {
+		return info, err
+	}
+	if js.Global().Get("wasm").IsUndefined() {
+		return info, errors.New("globalThis.wasm is not set: the loader must store the instantiated module there (WebGPU buffer uploads read the wasm memory through it)")
+	}
+	// WebGPU reports invalid calls only as events (the js binding's
+	// Create* return no errors): keep the first few for info().
+	onErr := js.FuncOf(func(_ js.Value, a []js.Value) any {
+		if len(gpuErrors) < 8 {
+			gpuErrors = append(gpuErrors, arg(a, 0).Get("error").Get("message").String())
+		}
+		return nil
+	})
+	jsDev.Call("addEventListener", "uncapturederror", onErr)
+	raw := wgpu.NewDevice(jsDev)
+	desc := strings.TrimSpace(strings.Join([]string{info.Vendor, info.Architecture, info.Description}, " "))
+	d, err := wgsl.NewDevice(&raw, "webgpu "+desc, func() { jsDev.Call("destroy") })
+	if err != nil {
+		jsDev.Call("destroy")
+		return info, err
+	}
+	r, err := wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: 64})
+	if err != nil {
+		d.Close()
+		return info, fmt.Errorf("uploading the model to the GPU: %w", err)
+	}
+	b := &gpuBackend{r: r, m: e.Model}
+	// Validate once: WebGPU reports invalid dispatches only as events and
+	// the results are then zeros; refuse rather than generate gibberish.
+	logits := make([]float32, e.Cfg.VocabSize)
+	ferr := r.Forward([]int{0}, logits)
+	if ferr == nil && len(gpuErrors) > 0 {
+		ferr = fmt.Errorf("this browser's WebGPU rejected the runner's commands (%d errors; first: %s)", len(gpuErrors), gpuErrors[0])
+	}
+	if ferr != nil {
+		r.Close()
+		d.Close()
+		return info, fmt.Errorf("checking the GPU runner: %w", ferr)
+	}
+	e.NewRunner = func(_ *model.Model, maxContext int) (engine.Runner, error) {
+		if maxContext > r.MaxContext() {
+			return nil, fmt.Errorf("prompt + maxTokens = %d tokens exceed the GPU runner's context of %d", maxContext, r.MaxContext())
+		}
+		return engine.BackendRunner(b, maxContext)
+	}
+	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
+	e.OnClose = func() {
+		r.Close()
+		d.Close()
+	}
+	return info, nil
+}

@@ -1,0 +1,329 @@
+//go:build js && wasm
+
+// Command wasm is tessera compiled to WebAssembly (GOOS=js GOARCH=wasm):
+// the same Go model code as the native binary, loaded by web/tessera-worker.js
+// inside a Web Worker. It sets globalThis.tesseraWasm to an object whose
+// functions return Promises and do their work in goroutines:
+//
+//	load(baseURL, {fetchFile, backend}) → info   fetch config.json,
+//	                                         tokenizer.json (if any) and the
+//	                                         safetensors files; backend "cpu"
+//	                                         (default), "gpu" or "auto"
+//	generate(request, onToken)      → stats  onToken(id, text) per token
+//	cancel()                                 stop the running generation
+//	info()                          → info   model facts, backend, adapter
+//	dispose()                                free the model
+//
+// fetchFile(name) must return a Promise of a Uint8Array with the file, or
+// of null when the model has no such file; the worker's implementation
+// streams with progress, keeps files in Cache Storage and checks their
+// sha256. Without it load fetches baseURL+name directly.
+//
+// The model runs on the CPU (engine.NewCPURunner) by default. With backend
+// "gpu" it runs on package wgsl's Runner over a WebGPU device from
+// requestDevice (gpu.go, gpu_runner.go; only in bundles built with -tags
+// webgpu); "auto" picks the GPU unless the adapter is missing or a
+// software fallback, and falls back to the CPU when the GPU runner fails.
+//
+// Once the exports are set, globalThis.__tesseraReady (if it is a
+// function) is called.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"strings"
+	"sync"
+	"syscall/js"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/wasm/engine"
+)
+
+// host holds the one engine of this wasm instance (a worker loads one
+// model).
+type host struct {
+	mu     sync.Mutex
+	eng    *engine.Engine
+	cancel context.CancelFunc
+	gpu    *gpuInfo
+}
+
+func main() {
+	h := &host{}
+	exports := map[string]any{
+		"load":     js.FuncOf(h.load),
+		"generate": js.FuncOf(h.generate),
+		"cancel":   js.FuncOf(h.cancelGen),
+		"info":     js.FuncOf(h.info),
+		"dispose":  js.FuncOf(h.dispose),
+	}
+	js.Global().Set("tesseraWasm", js.ValueOf(exports))
+	if ready := js.Global().Get("__tesseraReady"); ready.Type() == js.TypeFunction {
+		ready.Invoke()
+	}
+	select {} // keep the exports alive
+}
+
+// load(baseURL, {fetchFile}) → Promise<info>.
+func (h *host) load(_ js.Value, args []js.Value) any {
+	base := arg(args, 0)
+	opts := arg(args, 1)
+	return promise(func() (any, error) {
+		if base.Type() != js.TypeString {
+			return nil, errors.New("load: the model URL must be a string")
+		}
+		url := base.String()
+		if !strings.HasSuffix(url, "/") {
+			url += "/"
+		}
+		var fetchFile js.Value
+		if opts.Type() == js.TypeObject && opts.Get("fetchFile").Type() == js.TypeFunction {
+			fetchFile = opts.Get("fetchFile")
+		}
+		open := func(name string) (safetensors.Source, error) {
+			var b []byte
+			var err error
+			if fetchFile.IsUndefined() {
+				b, err = fetchBytes(url + name)
+			} else {
+				b, err = callFetchFile(fetchFile, name)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return safetensors.BytesSource(b), nil
+		}
+		e, err := engine.Load(open)
+		if err != nil {
+			return nil, fmt.Errorf("loading the model from %s: %w", url, err)
+		}
+		backend := "cpu"
+		if opts.Type() == js.TypeObject && opts.Get("backend").Type() == js.TypeString {
+			backend = opts.Get("backend").String()
+		}
+		switch backend {
+		case "cpu":
+		case "gpu", "auto":
+			g := probeGPU()
+			if backend == "auto" && (!g.Available || g.Fallback) {
+				break // a software adapter is slower than the CPU build
+			}
+			info, err := useGPU(e)
+			h.gpu = &info
+			if err != nil && backend == "auto" {
+				e.Backend = engine.CPUBackend + "; WebGPU failed: " + err.Error()
+				break
+			}
+			if err != nil {
+				e.Close()
+				return nil, fmt.Errorf("backend gpu: %w", err)
+			}
+		default:
+			e.Close()
+			return nil, fmt.Errorf("load: backend %q: want cpu, gpu or auto", backend)
+		}
+		h.mu.Lock()
+		old := h.eng
+		h.eng = e
+		h.mu.Unlock()
+		if old != nil {
+			old.Close()
+		}
+		return h.infoValue()
+	})
+}
+
+// callFetchFile asks the worker's fetcher for a file: a Uint8Array, or null
+// when the model has no such file.
+func callFetchFile(fetchFile js.Value, name string) ([]byte, error) {
+	v, err := await(fetchFile.Invoke(name))
+	if err != nil {
+		return nil, err
+	}
+	if v.IsNull() || v.IsUndefined() {
+		return nil, &fs.PathError{Op: "fetch", Path: name, Err: fs.ErrNotExist}
+	}
+	return copyBytes(v, name)
+}
+
+// fetchBytes fetches url with plain fetch; a 404 is fs.ErrNotExist.
+func fetchBytes(url string) ([]byte, error) {
+	resp, err := await(js.Global().Call("fetch", url))
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", url, err)
+	}
+	if st := resp.Get("status").Int(); st == 404 {
+		return nil, &fs.PathError{Op: "fetch", Path: url, Err: fs.ErrNotExist}
+	} else if !resp.Get("ok").Bool() {
+		return nil, fmt.Errorf("fetching %s: HTTP status %d", url, st)
+	}
+	buf, err := await(resp.Call("arrayBuffer"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", url, err)
+	}
+	return copyBytes(js.Global().Get("Uint8Array").New(buf), url)
+}
+
+// copyBytes copies a Uint8Array into Go memory.
+func copyBytes(v js.Value, name string) ([]byte, error) {
+	if !v.InstanceOf(js.Global().Get("Uint8Array")) {
+		return nil, fmt.Errorf("fetchFile(%q) returned %s, want a Uint8Array or null", name, v.Type())
+	}
+	b := make([]byte, v.Get("length").Int())
+	js.CopyBytesToGo(b, v)
+	return b, nil
+}
+
+// generate(request, onToken) → Promise<stats>. request: {prompt | tokens,
+// maxTokens, temperature, topK, topP, minP, repetitionPenalty, seed}.
+func (h *host) generate(_ js.Value, args []js.Value) any {
+	req, onToken := arg(args, 0), arg(args, 1)
+	return promise(func() (any, error) {
+		h.mu.Lock()
+		e := h.eng
+		h.mu.Unlock()
+		if e == nil {
+			return nil, errors.New("generate: no model is loaded")
+		}
+		if req.Type() != js.TypeObject {
+			return nil, errors.New("generate: the request must be an object")
+		}
+		if onToken.Type() != js.TypeFunction {
+			return nil, errors.New("generate: onToken must be a function")
+		}
+		opt, err := parseRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		h.mu.Lock()
+		if h.cancel != nil {
+			h.cancel()
+		}
+		h.cancel = cancel
+		h.mu.Unlock()
+		defer cancel()
+		y := newYielder()
+		defer y.close()
+		st, err := e.Generate(ctx, opt, func(p engine.Piece) bool {
+			onToken.Invoke(p.ID, p.Text)
+			y.maybe(10 * time.Millisecond) // let a cancel message in
+			return ctx.Err() == nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return toJS(st)
+	})
+}
+
+// parseRequest reads the generation options, naming a bad field.
+func parseRequest(req js.Value) (engine.Options, error) {
+	var o engine.Options
+	num := func(name string, def float64) (float64, error) {
+		v := req.Get(name)
+		if v.IsUndefined() || v.IsNull() {
+			return def, nil
+		}
+		if v.Type() != js.TypeNumber || math.IsNaN(v.Float()) {
+			return 0, fmt.Errorf("generate: %s must be a number, got %s", name, v.Type())
+		}
+		return v.Float(), nil
+	}
+	if p := req.Get("prompt"); p.Type() == js.TypeString {
+		o.Prompt = p.String()
+	} else if !p.IsUndefined() && !p.IsNull() {
+		return o, fmt.Errorf("generate: prompt must be a string, got %s", p.Type())
+	}
+	if t := req.Get("tokens"); !t.IsUndefined() && !t.IsNull() {
+		n := t.Get("length")
+		if n.Type() != js.TypeNumber {
+			return o, errors.New("generate: tokens must be an array of token ids")
+		}
+		for i := 0; i < n.Int(); i++ {
+			v := t.Index(i)
+			if v.Type() != js.TypeNumber || v.Float() != math.Trunc(v.Float()) {
+				return o, fmt.Errorf("generate: tokens[%d] is not an integer", i)
+			}
+			o.Tokens = append(o.Tokens, v.Int())
+		}
+	}
+	fields := []struct {
+		name string
+		def  float64
+		set  func(float64)
+	}{
+		{"maxTokens", 128, func(v float64) { o.MaxTokens = int(v) }},
+		{"temperature", 0, func(v float64) { o.Sampler.Temperature = float32(v) }},
+		{"topK", 0, func(v float64) { o.Sampler.TopK = int(v) }},
+		{"topP", 1, func(v float64) { o.Sampler.TopP = float32(v) }},
+		{"minP", 0, func(v float64) { o.Sampler.MinP = float32(v) }},
+		{"repetitionPenalty", 1, func(v float64) { o.Sampler.RepetitionPenalty = float32(v) }},
+		{"seed", 1, func(v float64) { o.Sampler.Seed = uint64(v) }},
+	}
+	for _, f := range fields {
+		v, err := num(f.name, f.def)
+		if err != nil {
+			return o, err
+		}
+		if (f.name == "seed" || f.name == "maxTokens" || f.name == "topK") && (v < 0 || v != math.Trunc(v)) {
+			return o, fmt.Errorf("generate: %s must be a non-negative integer, got %g", f.name, v)
+		}
+		f.set(v)
+	}
+	return o, nil
+}
+
+// cancel() stops the running generation (if any) after its current token.
+func (h *host) cancelGen(js.Value, []js.Value) any {
+	h.mu.Lock()
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// info() → Promise<info>.
+func (h *host) info(js.Value, []js.Value) any {
+	return promise(h.infoValue)
+}
+
+// infoValue is the model's engine.Info plus the adapter probe.
+func (h *host) infoValue() (any, error) {
+	h.mu.Lock()
+	e := h.eng
+	h.mu.Unlock()
+	if e == nil {
+		return nil, errors.New("info: no model is loaded")
+	}
+	if h.gpu == nil {
+		g := probeGPU()
+		h.gpu = &g
+	}
+	h.gpu.Errors = gpuErrors
+	return toJS(struct {
+		engine.Info
+		Adapter *gpuInfo `json:"adapter"`
+	}{e.Info(), h.gpu})
+}
+
+// dispose() frees the model; generate then fails until load is called.
+func (h *host) dispose(js.Value, []js.Value) any {
+	h.mu.Lock()
+	e := h.eng
+	h.eng = nil
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.mu.Unlock()
+	if e != nil {
+		e.Close()
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+// tessera.js — run a Kimi-K3-class model in the browser.
+//
+//   import { Tessera } from './tessera.js';
+//   const engine = await Tessera.load('/model/', { onProgress: (p) => … });
+//   for await (const piece of engine.generate('Hello', { maxTokens: 64 })) {
+//     out.textContent += piece.text;            // piece: {id, text}
+//   }
+//   console.log(engine.lastStats, await engine.info());
+//   engine.dispose();
+//
+// The engine (Go compiled to WebAssembly) runs in a dedicated Web Worker, so
+// the page never blocks. Weights are streamed with progress, verified
+// against the sha256 values of model.manifest.json and kept in Cache
+// Storage: a reload loads from the cache, also offline. Errors are Error
+// objects (TesseraError) whose message says what is wrong.
+
+/** An error from tessera: bad model URL, integrity failure, engine error. */
+export class TesseraError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'TesseraError';
+  }
+}
+
+const here = (name) => new URL(name, import.meta.url).href;
+
+/** A loaded model running in its own worker. Create it with Tessera.load. */
+export class Tessera {
+  /**
+   * Loads the model at modelUrl (a directory URL holding config.json, the
+   * safetensors files and model.manifest.json).
+   * options: onProgress({file, loaded, total, fromCache}); backend: 'cpu'
+   * (default), 'gpu' (WebGPU; fails with a clear error without an adapter)
+   * or 'auto' (GPU unless the adapter is missing or a software fallback);
+   * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
+   * bucket; '' disables caching).
+   */
+  static async load(modelUrl, options = {}) {
+    if (typeof modelUrl !== 'string' || modelUrl === '') {
+      throw new TesseraError('Tessera.load: the model URL must be a non-empty string');
+    }
+    if (typeof Worker === 'undefined') {
+      throw new TesseraError('this browser has no Web Workers; tessera needs them to run the model off the page');
+    }
+    const t = new Tessera(options.workerUrl || here('tessera-worker.js'), options.onProgress);
+    try {
+      const r = await t.#call({
+        type: 'load',
+        modelUrl: new URL(modelUrl, location.href).href,
+        wasmUrl: options.wasmUrl || here('tessera.wasm'),
+        execUrl: options.execUrl || here('wasm_exec.js'),
+        cacheName: options.cacheName ?? 'tessera-models-v1',
+        backend: options.backend || 'cpu',
+      });
+      t.loadStats = r.cache;
+    } catch (e) {
+      t.dispose();
+      throw e;
+    }
+    return t;
+  }
+
+  #worker;
+  #next = 1;
+  #pending = new Map(); // id → {resolve, reject, onToken}
+  #onProgress;
+  #dead = null;
+  #busy = false;
+  /**
+   * Statistics of the load: {hits, misses, bytesDownloaded, offline,
+   * engineStartMs, modelMs}.
+   */
+  loadStats = null;
+  /** Statistics of the last finished generation (see Go engine.Stats). */
+  lastStats = null;
+
+  constructor(workerUrl, onProgress) {
+    this.#onProgress = onProgress;
+    this.#worker = new Worker(workerUrl);
+    this.#worker.onmessage = (ev) => this.#receive(ev.data);
+    this.#worker.onerror = (ev) => {
+      ev.preventDefault();
+      this.#fail(`the tessera worker failed: ${ev.message || 'could not start ' + workerUrl}`);
+    };
+  }
+
+  #fail(message) {
+    this.#dead = new TesseraError(message);
+    for (const p of this.#pending.values()) p.reject(this.#dead);
+    this.#pending.clear();
+  }
+
+  #receive(msg) {
+    switch (msg.type) {
+      case 'progress':
+        if (this.#onProgress) {
+          try { this.#onProgress({ file: msg.file, loaded: msg.loaded, total: msg.total, fromCache: msg.fromCache }); } catch (e) { console.error(e); }
+        }
+        return;
+      case 'warning':
+        console.warn('tessera:', msg.message);
+        return;
+      case 'token': {
+        const p = this.#pending.get(msg.id);
+        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text });
+        return;
+      }
+      case 'reply': {
+        const p = this.#pending.get(msg.id);
+        if (!p) return;
+        this.#pending.delete(msg.id);
+        if (msg.ok) p.resolve(msg.value);
+        else p.reject(new TesseraError(msg.error));
+      }
+    }
+  }
+
+  #call(msg, onToken) {
+    if (this.#dead) return Promise.reject(this.#dead);
+    const id = this.#next++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onToken });
+      this.#worker.postMessage({ ...msg, id });
+    });
+  }
+
+  /**
+   * Model facts: params total/active, weight and state bytes, backend,
+   * adapter ({available, reason, vendor, architecture, fallback, features,
+   * limits}), tokenizer, context.
+   */
+  async info() {
+    return this.#call({ type: 'info' });
+  }
+
+  /**
+   * Generates from prompt (text, or an array of token ids), yielding
+   * {id, text} per token. options: maxTokens (default 128), temperature
+   * (0 = greedy), topK, topP, minP, repetitionPenalty, seed, signal (an
+   * AbortSignal: aborting stops after the current token and ends the
+   * iteration), image (not supported yet: throws).
+   * Breaking out of the loop also stops the generation. When text is held
+   * back at the end (an incomplete UTF-8 character) a last piece with id -1
+   * carries it. Statistics (TTFT, tokens/s, why it stopped) are in
+   * engine.lastStats afterwards.
+   */
+  async *generate(prompt, options = {}) {
+    if (options.image !== undefined && options.image !== null) {
+      throw new TesseraError('image input is not supported yet: this model build has no vision path');
+    }
+    if (this.#busy) throw new TesseraError('a generation is already running on this engine; wait for it or abort it');
+    const request = {};
+    if (typeof prompt === 'string') request.prompt = prompt;
+    else if (Array.isArray(prompt)) request.tokens = prompt;
+    else throw new TesseraError('generate: the prompt must be a string or an array of token ids');
+    for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repetitionPenalty', 'seed']) {
+      if (options[k] !== undefined) {
+        if (typeof options[k] !== 'number' || !Number.isFinite(options[k])) {
+          throw new TesseraError(`generate: ${k} must be a finite number, got ${options[k]}`);
+        }
+        request[k] = options[k];
+      }
+    }
+    const signal = options.signal;
+    if (signal && signal.aborted) return;
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    const poke = () => { if (wake) { const w = wake; wake = null; w(); } };
+    const cancel = () => this.#worker.postMessage({ type: 'cancel' });
+    this.#busy = true;
+    this.lastStats = null;
+    const done = this.#call({ type: 'generate', request }, (piece) => { queue.push(piece); poke(); })
+      .then((stats) => { this.lastStats = stats; if (stats.tail) queue.push({ id: -1, text: stats.tail }); },
+        (err) => { failure = err; })
+      .finally(() => { finished = true; this.#busy = false; poke(); });
+    if (signal) signal.addEventListener('abort', cancel, { once: true });
+    try {
+      for (;;) {
+        if (queue.length > 0) {
+          yield queue.shift();
+          continue;
+        }
+        if (finished) break;
+        await new Promise((r) => { wake = r; });
+      }
+      if (failure) throw failure;
+    } finally {
+      if (signal) signal.removeEventListener('abort', cancel);
+      if (!finished) {
+        cancel(); // the consumer stopped early
+        await done;
+      }
+    }
+  }
+
+  /** Frees the model and stops the worker. */
+  dispose() {
+    if (this.#worker) {
+      this.#worker.terminate();
+      this.#worker = null;
+    }
+    if (!this.#dead) this.#fail('the engine was disposed');
+  }
+}
