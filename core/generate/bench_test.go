@@ -60,7 +60,9 @@ func BenchmarkDecode(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if s.State.Pos >= 64+256 { // keep the context short and fixed
 					b.StopTimer()
-					s.State = start.Clone()
+					if err := s.Restore(start.Clone(), prompt); err != nil {
+						b.Fatal(err)
+					}
 					b.StartTimer()
 				}
 				if err := s.Step(tok); err != nil {

@@ -92,6 +92,20 @@ func NewSessionOn(b Backend, maxContext int) *Session {
 	return &Session{B: b, logits: make([]float32, c.VocabSize), history: make([]int, 0, min(maxContext, 1<<16))}
 }
 
+// Restore continues the sequence from st, a clone taken earlier of this
+// CPU session's State (prefix reuse: prefill a shared prompt once, Clone
+// the state, Restore it for each continuation). history is the tokens st
+// has seen. Only CPU sessions carry a model.State.
+func (s *Session) Restore(st *model.State, history []int) error {
+	cb, ok := s.B.(*cpuBackend)
+	if !ok {
+		return errors.New("restore: only CPU sessions carry a model.State")
+	}
+	cb.st, s.State = st, st
+	s.history = append(s.history[:0], history...)
+	return nil
+}
+
 // ErrContext reports a prompt that does not fit in the model's context.
 var ErrContext = errors.New("prompt longer than the model's context")
 

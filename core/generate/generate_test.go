@@ -182,3 +182,21 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 		r.Close()
 	}
 }
+
+// A cloned and restored state continues exactly like the original.
+func TestRestoreClone(t *testing.T) {
+	m := presetModel(t, "k3-nano", 1, "F32")
+	r := model.NewRunner(m, model.Options{})
+	defer r.Close()
+	s := NewSession(r, 0)
+	prompt := bytesOf("shared prefix")
+	require.NoError(t, s.Prefill(prompt))
+	snap := s.State.Clone()
+	a := collect(t, s, []int{5}, Options{MaxTokens: 6})
+	require.NoError(t, s.Restore(snap.Clone(), prompt))
+	b := collect(t, s, []int{5}, Options{MaxTokens: 6})
+	require.Equal(t, a, b)
+	fresh := NewSession(r, 0)
+	c := collect(t, fresh, append(append([]int(nil), prompt...), 5), Options{MaxTokens: 6})
+	require.Equal(t, a, c)
+}

@@ -97,3 +97,36 @@ func gemmTile(w []float32, ldw int, x []float32, ldx, n int, out []float32, ldo 
 		}
 	}
 }
+
+//go:noescape
+func gemm3x4BF16AVX2(w *uint16, ldw int, x *float32, ldx int, n int, out *float32, ldo int)
+
+//go:noescape
+func gemm3x4F16AVX2(w *uint16, ldw int, x *float32, ldx int, n int, out *float32, ldo int)
+
+// fusedHalf reports whether gemmTileHalf widens in registers; otherwise
+// Linear widens weight rows into scratch once and uses gemmTile.
+func fusedHalf() bool { return useAVX2 }
+
+// gemmTileHalf is gemmTile with F16 or BF16 weight bits w, widened in
+// registers (only valid when fusedHalf()).
+func gemmTileHalf(w []uint16, ldw int, x []float32, ldx, n int, out []float32, ldo int, dt tensor.DType) {
+	_ = w[2*ldw+n-1]
+	_ = x[3*ldx+n-1]
+	_ = out[3*ldo+2]
+	if dt == tensor.F16 {
+		gemm3x4F16AVX2(&w[0], ldw, &x[0], ldx, n, &out[0], ldo)
+	} else {
+		gemm3x4BF16AVX2(&w[0], ldw, &x[0], ldx, n, &out[0], ldo)
+	}
+	if k0 := n &^ 7; k0 < n {
+		var buf [8]float32
+		for r := 0; r < 3; r++ {
+			tail := buf[:n-k0]
+			widenGeneric(tail, w[r*ldw+k0:r*ldw+n], dt)
+			for t := 0; t < 4; t++ {
+				out[t*ldo+r] += dotGeneric(tail, x[t*ldx+k0:t*ldx+n])
+			}
+		}
+	}
+}

@@ -18,3 +18,9 @@ func widen(dst []float32, src []uint16, dt tensor.DType) { widenGeneric(dst, src
 func gemmTile(w []float32, ldw int, x []float32, ldx, n int, out []float32, ldo int) {
 	gemmTileGeneric(w, ldw, x, ldx, n, out, ldo)
 }
+
+func fusedHalf() bool { return false }
+
+func gemmTileHalf(w []uint16, ldw int, x []float32, ldx, n int, out []float32, ldo int, dt tensor.DType) {
+	panic("ref: gemmTileHalf without fused kernels")
+}

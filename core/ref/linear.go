@@ -14,6 +14,9 @@ func Axpy(a float32, x, y []float32) { axpy(a, x, y) }
 const (
 	gemmRows = 3
 	gemmToks = 4
+	// fusedHalfMaxT: below this many tokens, half weights are widened in
+	// registers by the micro-kernel rather than into scratch rows.
+	fusedHalfMaxT = 16
 )
 
 // Linear computes out[t, o] = Σ_i x[t, i]·W[o, i] for t < T, i.e.
@@ -63,6 +66,12 @@ func (j *linearJob) Run(w, lo, hi int) {
 		}
 		return
 	}
+	// Widening in registers costs a shift or convert per weight vector per
+	// tile; widening rows once into scratch wins when many tokens share it.
+	if j.W.DType != tensor.F32 && T < fusedHalfMaxT && fusedHalf() {
+		j.runHalfFused(lo, hi, buf)
+		return
+	}
 	for o0 := lo; o0 < hi; o0 += gemmRows {
 		nr := min(gemmRows, hi-o0)
 		var rows []float32
@@ -82,6 +91,28 @@ func (j *linearJob) Run(w, lo, hi int) {
 			row := rows[r*in : (r+1)*in]
 			for t := t0; t < T; t++ {
 				j.out[t*outN+o0+r] = dot(row, j.x[t*in:(t+1)*in])
+			}
+		}
+	}
+}
+
+// runHalfFused is Run for half-precision weights with kernels that widen
+// in registers, so weight rows are never written out as float32.
+func (j *linearJob) runHalfFused(lo, hi int, buf []float32) {
+	in, outN, T, dt := j.W.Cols, j.W.Rows, j.T, j.W.DType
+	for o0 := lo; o0 < hi; o0 += gemmRows {
+		nr := min(gemmRows, hi-o0)
+		rows := j.W.U16[o0*in : (o0+nr)*in]
+		t0 := 0
+		if nr == gemmRows {
+			for ; t0+gemmToks <= T; t0 += gemmToks {
+				gemmTileHalf(rows, in, j.x[t0*in:], in, in, j.out[t0*outN+o0:], outN, dt)
+			}
+		}
+		for r := 0; r < nr; r++ {
+			row := rows[r*in : (r+1)*in]
+			for t := t0; t < T; t++ {
+				j.out[t*outN+o0+r] = dotHalf(row, j.x[t*in:(t+1)*in], dt, buf)
 			}
 		}
 	}
