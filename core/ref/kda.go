@@ -77,8 +77,9 @@ func KDARecurrent(p *Pool, a *KDAArgs) {
 //	S_out   = Diag(exp(G_{n−1})) S + Σ_j (exp(G_{n−1} − G_j) ⊙ K_j) Vnew_jᵀ
 //
 // (I+L)^{-1} is applied by forward substitution. Decays enter only as
-// exp of differences G_i − G_j ≤ 0 (j ≤ i), never exp(−G), so nothing
-// overflows however negative g is. The last chunk may be partial; no
+// exp(G_i − G_j) ≤ 1 (j ≤ i), formed as running products of the per-step
+// factors exp(g_m) ≤ 1, never exp(−G), so nothing overflows however
+// negative g is, and a chunk costs n·dk exponentials rather than n²·dk. The last chunk may be partial; no
 // padding is needed. Heads run in parallel on p.
 func KDAChunked(p *Pool, a *KDAArgs, C int) {
 	if C < 1 {
@@ -87,7 +88,7 @@ func KDAChunked(p *Pool, a *KDAArgs, C int) {
 	p = poolOr(p)
 	j := &p.kda
 	j.a, j.chunk = *a, C
-	need := C*a.DK*2 + C*C*2 + C*a.DV*2 + a.DK
+	need := C*a.DK*3 + C*C*2 + C*a.DV*2 + a.DK
 	if len(j.scratch) != p.n || len(j.scratch[0]) < need {
 		j.scratch = make([][]float32, p.n)
 		for i := range j.scratch {
@@ -148,43 +149,43 @@ func kdaRecurrentHead(a *KDAArgs, h int) {
 func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 	dk, dv := a.DK, a.DV
 	S := a.S[h*dk*dv : (h+1)*dk*dv]
-	G, sc := scratch[:C*dk], scratch[C*dk:]
+	E, sc := scratch[:C*dk], scratch[C*dk:] // E_i = exp(G_i), as running products
 	W, sc := sc[:C*dk], sc[C*dk:]
+	KP, sc := sc[:C*dk], sc[C*dk:] // KP_j = K_j ⊙ exp(G_i − G_j) for the current row i
 	L, sc := sc[:C*C], sc[C*C:]
 	Aqk, sc := sc[:C*C], sc[C*C:]
 	U, sc := sc[:C*dv], sc[C*dv:]
 	Vn, sc := sc[:C*dv], sc[C*dv:]
-	eg := sc[:dk]
+	dec := sc[:dk] // a_i = exp(g_i)
 	qRow := func(t int) []float32 { o := t*a.H*dk + h*dk; return a.Q[o : o+dk] }
 	kRow := func(t int) []float32 { o := t*a.H*dk + h*dk; return a.K[o : o+dk] }
 	for c0 := 0; c0 < a.T; c0 += C {
 		n := min(C, a.T-c0)
-		// Inclusive cumulative log-decay.
+		// Decays enter only through the per-step factors a_i = exp(g_i) ≤ 1:
+		// exp(G_i − G_j) = Π_{j<m≤i} a_m is kept as a running product in
+		// KP_j, so the chunk needs n·dk exponentials instead of n²·dk and
+		// nothing can overflow (products of factors ≤ 1 only underflow).
 		for i := 0; i < n; i++ {
 			gi := a.G[(c0+i)*a.H*dk+h*dk:][:dk]
-			Gi := G[i*dk : (i+1)*dk]
-			for d := range Gi {
-				if i == 0 {
-					Gi[d] = gi[d]
-				} else {
-					Gi[d] = G[(i-1)*dk+d] + gi[d]
-				}
+			for d, g := range gi {
+				dec[d] = float32(math.Exp(float64(g)))
 			}
-		}
-		// L (strictly lower, scaled by β_i) and Aqk (lower incl. diagonal).
-		for i := 0; i < n; i++ {
-			Gi, Ki, Qi := G[i*dk:(i+1)*dk], kRow(c0+i), qRow(c0+i)
+			Ei := E[i*dk : (i+1)*dk]
+			if i == 0 {
+				copy(Ei, dec)
+			} else {
+				mulInto(Ei, E[(i-1)*dk:i*dk], dec)
+			}
+			for jj := 0; jj < i; jj++ {
+				mulInto(KP[jj*dk:(jj+1)*dk], KP[jj*dk:(jj+1)*dk], dec)
+			}
+			Ki, Qi := kRow(c0+i), qRow(c0+i)
+			copy(KP[i*dk:(i+1)*dk], Ki)
 			bi := a.Beta[(c0+i)*a.H+h]
 			for jj := 0; jj <= i; jj++ {
-				Gj, Kj := G[jj*dk:(jj+1)*dk], kRow(c0+jj)
-				var skk, sqk float32
-				for d := 0; d < dk; d++ {
-					e := float32(math.Exp(float64(Gi[d] - Gj[d])))
-					skk += Ki[d] * Kj[d] * e
-					sqk += Qi[d] * Kj[d] * e
-				}
-				L[i*C+jj] = bi * skk
-				Aqk[i*C+jj] = sqk
+				kp := KP[jj*dk : (jj+1)*dk]
+				L[i*C+jj] = bi * Dot(Ki, kp)
+				Aqk[i*C+jj] = Dot(Qi, kp)
 			}
 		}
 		// Forward substitution: U_i = β_i V_i − Σ_{j<i} L_ij U_j,
@@ -196,9 +197,9 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 			for x := range Ui {
 				Ui[x] = bi * vi[x]
 			}
-			Gi, Ki := G[i*dk:(i+1)*dk], kRow(c0+i)
+			Ei, Ki := E[i*dk:(i+1)*dk], kRow(c0+i)
 			for d := range Wi {
-				Wi[d] = bi * float32(math.Exp(float64(Gi[d]))) * Ki[d]
+				Wi[d] = bi * Ei[d] * Ki[d]
 			}
 			for jj := 0; jj < i; jj++ {
 				l := L[i*C+jj]
@@ -213,11 +214,11 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 			Wi := W[i*dk : (i+1)*dk]
 			Oi := a.O[(c0+i)*a.H*dv+h*dv:][:dv]
 			clear(Oi)
-			Gi, Qi := G[i*dk:(i+1)*dk], qRow(c0+i)
+			Ei, Qi := E[i*dk:(i+1)*dk], qRow(c0+i)
 			for d := 0; d < dk; d++ {
 				Srow := S[d*dv : (d+1)*dv]
 				Axpy(-Wi[d], Srow, Vi)
-				Axpy(Qi[d]*float32(math.Exp(float64(Gi[d]))), Srow, Oi)
+				Axpy(Qi[d]*Ei[d], Srow, Oi)
 			}
 		}
 		// Intra-chunk part of O.
@@ -227,20 +228,26 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 				Axpy(Aqk[i*C+jj], Vn[jj*dv:(jj+1)*dv], Oi)
 			}
 		}
-		// State update.
-		Gl := G[(n-1)*dk : n*dk]
-		for d := 0; d < dk; d++ {
-			eg[d] = float32(math.Exp(float64(Gl[d])))
-		}
+		// State update: S = Diag(exp(G_{n−1})) S + Σ_j KP_j Vnew_jᵀ, where KP_j
+		// now holds K_j ⊙ exp(G_{n−1} − G_j).
+		El := E[(n-1)*dk : n*dk]
 		for d := 0; d < dk; d++ {
 			Srow := S[d*dv : (d+1)*dv]
 			for x := range Srow {
-				Srow[x] *= eg[d]
+				Srow[x] *= El[d]
 			}
 			for jj := 0; jj < n; jj++ {
-				coef := float32(math.Exp(float64(Gl[d]-G[jj*dk+d]))) * kRow(c0 + jj)[d]
-				Axpy(coef, Vn[jj*dv:(jj+1)*dv], Srow)
+				Axpy(KP[jj*dk+d], Vn[jj*dv:(jj+1)*dv], Srow)
 			}
 		}
+	}
+}
+
+// mulInto sets dst[i] = x[i]·y[i].
+func mulInto(dst, x, y []float32) {
+	y = y[:len(x)]
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = v * y[i]
 	}
 }
