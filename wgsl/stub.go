@@ -5,6 +5,7 @@ package wgsl
 import (
 	"errors"
 
+	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
 )
 
@@ -69,3 +70,9 @@ func (r *Runner) Forward(tokens []int, logits []float32) error { return errNoGPU
 func (r *Runner) Greedy(tokens []int) (int, error) { return 0, errNoGPU }
 
 var errNoGPU = errors.New("wgsl: built without a GPU backend (cgo or js)")
+
+// Config returns nil in builds without a GPU backend.
+func (r *Runner) Config() *config.Config { return nil }
+
+// ForwardEmbeddings fails in builds without a GPU backend.
+func (r *Runner) ForwardEmbeddings([]float32, int, []float32) error { return errNoGPU }

@@ -109,9 +109,17 @@ func (u *ui) setImage(img *desk.LoadedImage) {
 	u.setMessage(fmt.Sprintf("opened %s (%d×%d %s)", img.Name, img.W, img.H, img.Format), false)
 }
 
-// send starts a generation with the prompt and settings.
+// images is the opened image, when the model takes images.
+func (u *ui) images() [][]byte {
+	if u.img == nil || !u.a.backend.Vision() {
+		return nil
+	}
+	return [][]byte{u.img.Data}
+}
+
+// send starts a generation with the prompt, image and settings.
 func (u *ui) send() {
-	if err := u.a.ctl.Start(string(u.prompt), u.settings); err != nil {
+	if err := u.a.ctl.Start(string(u.prompt), u.images(), u.settings); err != nil {
 		u.setMessage(err.Error(), true)
 		return
 	}
@@ -142,7 +150,7 @@ func (u *ui) updateScript() error {
 		return ebiten.Termination
 	case u.frame == 1:
 		u.scriptStart = time.Now()
-		if err := u.a.ctl.Start(string(u.prompt), u.settings); err != nil {
+		if err := u.a.ctl.Start(string(u.prompt), u.images(), u.settings); err != nil {
 			u.fatal = err
 			return ebiten.Termination
 		}

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/native"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 func main() {
@@ -107,18 +109,33 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// openBackend picks the backend: today always the CPU, with a notice that
-// says why; "gpu" is refused as `tessera run --backend gpu` is.
+// openBackend picks the backend: "cpu", "gpu" (the WebGPU runner) or
+// "auto" (GPU when an adapter is found, else the CPU with a notice saying
+// why). Models with a vision tower stay on the CPU under "auto", since
+// image input runs there.
 func openBackend(name string, m *model.Model, chunk int) (desk.Backend, error) {
 	switch name {
 	case "cpu":
 		return desk.NewCPUBackend(m, chunk, "CPU backend"), nil
-	case "auto":
-		return desk.NewCPUBackend(m, chunk, "CPU backend · WebGPU runner not wired in yet"), nil
-	case "gpu":
-		return nil, errors.New("--backend gpu: the WebGPU backend does not run whole models yet; use --backend cpu or auto")
+	case "gpu", "auto":
+	default:
+		return nil, fmt.Errorf("--backend %q: want cpu, gpu or auto", name)
 	}
-	return nil, fmt.Errorf("--backend %q: want cpu, gpu or auto", name)
+	if name == "auto" && m.Vision != nil {
+		return desk.NewCPUBackend(m, chunk, "CPU backend · image input runs on the CPU"), nil
+	}
+	d, err := native.Open()
+	if err == nil {
+		var r *wgsl.Runner
+		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk}); err == nil {
+			return desk.NewGPUBackend(m, d, r), nil
+		}
+		d.Close()
+	}
+	if name == "gpu" {
+		return nil, fmt.Errorf("--backend gpu: %w", err)
+	}
+	return desk.NewCPUBackend(m, chunk, fmt.Sprintf("CPU backend · no usable GPU (%v)", err)), nil
 }
 
 // run is the whole program.

@@ -58,13 +58,22 @@ func (u *ui) drawImagePane(dst *ebiten.Image) {
 		dst.DrawImage(u.imgTex, op)
 	}
 	y := float64(box.Max.Y + 6)
-	if u.img != nil {
+	vision := u.a.backend.Vision()
+	switch {
+	case u.img != nil && vision:
+		drawText(dst, fmt.Sprintf("%s · %d×%d %s", u.img.Name, u.img.W, u.img.H, u.img.Format), u.f.small, float64(c.Min.X), y, colText)
+		vector.FillCircle(dst, float32(c.Min.X+4), float32(y+26), 3.5, colGreen, true)
+		drawText(dst, "goes to the vision tower with the prompt", u.f.small, float64(c.Min.X+12), y+18, colGreen)
+	case u.img != nil:
 		drawText(dst, fmt.Sprintf("%s · %d×%d %s", u.img.Name, u.img.W, u.img.H, u.img.Format), u.f.small, float64(c.Min.X), y, colText)
 		vector.FillCircle(dst, float32(c.Min.X+4), float32(y+26), 3.5, colAmber, true)
-		drawText(dst, "image input: not used by this model yet", u.f.small, float64(c.Min.X+12), y+18, colAmber)
-	} else {
-		drawText(dst, "Vision input is not wired in yet: images are", u.f.small, float64(c.Min.X), y, colDim)
-		drawText(dst, "shown, not used by this model yet.", u.f.small, float64(c.Min.X), y+18, colDim)
+		drawText(dst, "this model has no vision tower: image not used", u.f.small, float64(c.Min.X+12), y+18, colAmber)
+	case vision:
+		drawText(dst, "Open an image (Ctrl+O) or drop one here:", u.f.small, float64(c.Min.X), y, colDim)
+		drawText(dst, "it is encoded and placed before the prompt.", u.f.small, float64(c.Min.X), y+18, colDim)
+	default:
+		drawText(dst, "This model has no vision tower: images are", u.f.small, float64(c.Min.X), y, colDim)
+		drawText(dst, "shown, not used.", u.f.small, float64(c.Min.X), y+18, colDim)
 	}
 }
 

@@ -1,34 +1,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
-	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/native"
 	"github.com/tessera-llm/tessera/wgsl"
 )
-
-// gpuBackend runs a sequence on the WebGPU runner, which keeps the state
-// on the device.
-type gpuBackend struct {
-	r *wgsl.Runner
-	m *model.Model
-}
-
-func (g *gpuBackend) Config() *config.Config { return g.m.Cfg }
-func (g *gpuBackend) MaxChunk() int          { return g.r.MaxChunk() }
-func (g *gpuBackend) Pos() int               { return g.r.Pos() }
-func (g *gpuBackend) Forward(tokens []int, logits []float32) error {
-	return g.r.Forward(tokens, logits)
-}
-func (g *gpuBackend) ForwardEmbeddings([]float32, int, []float32) error {
-	return errors.New("image input runs on the CPU backend only for now: use --backend cpu")
-}
-func (g *gpuBackend) Reset() error { return g.r.Reset() }
 
 // engine is a model ready to generate on the chosen backend.
 type engine struct {
@@ -70,7 +50,7 @@ func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.
 // session starts a sequence with room for maxContext tokens.
 func (e *engine) session(maxContext int) *generate.Session {
 	if e.gpu != nil {
-		return generate.NewSessionOn(&gpuBackend{r: e.gpu, m: e.cpu.M}, maxContext)
+		return generate.NewSessionOn(e.gpu, maxContext)
 	}
 	return generate.NewSession(e.cpu, maxContext)
 }

@@ -41,7 +41,6 @@ func imagePrompt(r *model.Runner, codec tokenizer.Codec, paths []string, prompt 
 	if m.Vision == nil {
 		return nil, nil, fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
 	}
-	var ids []int
 	var data [][]byte
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -49,17 +48,11 @@ func imagePrompt(r *model.Runner, codec tokenizer.Codec, paths []string, prompt 
 			return nil, nil, fmt.Errorf("--image: %w", err)
 		}
 		data = append(data, b)
-		if _, ok := codec.TokenID("<|media_start|>"); ok {
-			mark, err := codec.Encode(tokenizer.KimiImage)
-			if err != nil {
-				return nil, nil, err
-			}
-			ids = append(ids, mark...)
-		} else {
-			ids = append(ids, m.Cfg.MediaPlaceholderTokenID)
-		}
 	}
-	ids = append(ids, prompt...)
+	ids, err := generate.ImagePrompt(codec, m.Cfg.MediaPlaceholderTokenID, len(paths), prompt)
+	if err != nil {
+		return nil, nil, err
+	}
 	full, emb, err := generate.Multimodal(r, ids, data, imageio.Limits{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--image: %w", err)
@@ -209,19 +202,55 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 }
 
 // writeNPY writes a float32 little-endian C-order array of shape [rows, cols]
-// in NumPy .npy format version 1.0.
+// in NumPy .npy format version 1.0. A regular file is written as a
+// temporary file next to path and renamed into place, so a failed write
+// leaves no partial .npy (and keeps any previous file at path); anything
+// else (/dev/stdout, a pipe) is written directly.
 func writeNPY(path string, data []float32, rows, cols int) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	if rows < 0 || cols < 0 || (cols != 0 && rows > len(data)/cols) || rows*cols != len(data) {
+		return fmt.Errorf("writing %s: shape (%d, %d) does not match %d values", path, rows, cols, len(data))
 	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := encodeNPY(f, data, rows, cols); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return f.Close()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	err = encodeNPY(f, data, rows, cols)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// encodeNPY writes the .npy header and data of a [rows, cols] float32 array.
+func encodeNPY(out io.Writer, data []float32, rows, cols int) error {
 	hdr := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
 	pad := 64 - (10+len(hdr)+1)%64
 	if pad == 64 {
 		pad = 0
 	}
 	hdr += strings.Repeat(" ", pad) + "\n"
-	w := bufio.NewWriter(f)
+	w := bufio.NewWriter(out)
 	w.WriteString("\x93NUMPY\x01\x00")
 	binary.Write(w, binary.LittleEndian, uint16(len(hdr)))
 	w.WriteString(hdr)
@@ -230,11 +259,7 @@ func writeNPY(path string, data []float32, rows, cols int) error {
 		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
 		w.Write(b[:])
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Close()
+	return w.Flush()
 }
 
 func cmdInspect(args []string, stdout, stderr io.Writer) error {

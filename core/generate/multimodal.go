@@ -5,6 +5,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 	"github.com/tessera-llm/tessera/core/vision"
 )
 
@@ -50,4 +51,25 @@ func Multimodal(r *model.Runner, ids []int, images [][]byte, lim imageio.Limits)
 		return nil, nil, err
 	}
 	return full, emb, nil
+}
+
+// ImagePrompt returns prompt preceded by one media placeholder per image:
+// each wrapped in the Kimi media markers (tokenizer.KimiImage) when the
+// codec knows them, else the bare placeholder id (models without a chat
+// tokenizer). Multimodal then expands each placeholder to the image's
+// token count.
+func ImagePrompt(codec tokenizer.Codec, placeholder, images int, prompt []int) ([]int, error) {
+	var ids []int
+	for i := 0; i < images; i++ {
+		if _, ok := codec.TokenID("<|media_start|>"); ok {
+			mark, err := codec.Encode(tokenizer.KimiImage)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, mark...)
+		} else {
+			ids = append(ids, placeholder)
+		}
+	}
+	return append(ids, prompt...), nil
 }

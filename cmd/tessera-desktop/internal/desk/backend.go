@@ -7,7 +7,9 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // Backend runs a model for the app. The CPU reference runner is the only
@@ -22,10 +24,14 @@ type Backend interface {
 	Notice() string
 	// Config is the model's configuration.
 	Config() *config.Config
-	// Generate prefills prompt and yields sampled tokens exactly as
-	// generate.Session.Generate does; it reports routing and per-step
-	// state to p as it goes. The error, if any, is yielded last with −1.
-	Generate(prompt []int, opt generate.Options, p Probe) iter.Seq2[int, error]
+	// Generate prefills prompt (with images: one media placeholder per
+	// image, expanded and fused as `tessera run --image` does) and yields
+	// sampled tokens exactly as generate.Session.Generate does; it reports
+	// routing and per-step state to p as it goes. The error, if any, is
+	// yielded last with −1.
+	Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error]
+	// Vision reports whether the model takes images.
+	Vision() bool
 	// Close releases the backend.
 	Close()
 }
@@ -79,14 +85,29 @@ func (b *cpuBackend) Config() *config.Config { return b.m.Cfg }
 // Close stops the runner's workers.
 func (b *cpuBackend) Close() { b.r.Close() }
 
+// Vision reports whether the model has a vision tower.
+func (b *cpuBackend) Vision() bool { return b.m.Vision != nil }
+
 // Generate runs a fresh generate.Session, the same way `tessera run` does.
-func (b *cpuBackend) Generate(prompt []int, opt generate.Options, p Probe) iter.Seq2[int, error] {
+func (b *cpuBackend) Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
+		var emb []float32
+		if len(images) > 0 {
+			var err error
+			if prompt, emb, err = generate.Multimodal(b.r, prompt, images, imageio.Limits{}); err != nil {
+				yield(-1, err)
+				return
+			}
+		}
 		sess := generate.NewSession(b.r, len(prompt)+opt.MaxTokens)
 		b.r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { p.Routed(layer, experts, T, K) }
 		defer func() { b.r.RouteHook = nil }()
 		last, pos := time.Now(), 0
-		for tok, err := range sess.Generate(prompt, opt) {
+		seq := sess.Generate(prompt, opt)
+		if emb != nil {
+			seq = sess.GenerateEmbedded(prompt, emb, opt)
+		}
+		for tok, err := range seq {
 			if err != nil {
 				yield(-1, err)
 				return
@@ -124,4 +145,54 @@ func snapshot(st *model.State) StepInfo {
 		}
 	}
 	return info
+}
+
+// gpuBackend runs the model with the WebGPU runner (state on the device);
+// the live view gets the step timings, not routing or state norms, which
+// stay on the GPU.
+type gpuBackend struct {
+	m *model.Model
+	r *wgsl.Runner
+	d *wgsl.Device
+}
+
+// NewGPUBackend wraps a WebGPU runner for m on device d, owning both.
+func NewGPUBackend(m *model.Model, d *wgsl.Device, r *wgsl.Runner) Backend {
+	return &gpuBackend{m: m, r: r, d: d}
+}
+
+func (b *gpuBackend) Name() string           { return "WebGPU" }
+func (b *gpuBackend) Notice() string         { return "WebGPU · " + b.d.Info() }
+func (b *gpuBackend) Config() *config.Config { return b.m.Cfg }
+func (b *gpuBackend) Vision() bool           { return false } // image input runs on the CPU backend for now
+func (b *gpuBackend) Close()                 { b.r.Close(); b.d.Close() }
+
+// Generate runs a fresh generate.Session on the GPU runner.
+func (b *gpuBackend) Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		if len(images) > 0 {
+			yield(-1, wgsl.ErrEmbeddingsInput)
+			return
+		}
+		if err := b.r.Reset(); err != nil {
+			yield(-1, err)
+			return
+		}
+		sess := generate.NewSessionOn(b.r, len(prompt)+opt.MaxTokens)
+		last, pos := time.Now(), 0
+		for tok, err := range sess.Generate(prompt, opt) {
+			if err != nil {
+				yield(-1, err)
+				return
+			}
+			n := b.r.Pos()
+			p.Stepped(StepInfo{Backend: b.Name(), Tokens: n - pos, Dur: time.Since(last), Pos: n,
+				KDANorm: make([]float64, len(b.m.Layers))})
+			pos = n
+			if !yield(tok, nil) {
+				return
+			}
+			last = time.Now()
+		}
+	}
 }

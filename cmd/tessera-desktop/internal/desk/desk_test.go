@@ -192,7 +192,7 @@ func TestControllerMatchesSession(t *testing.T) {
 	defer b.Close()
 	live := NewLiveView(m.Cfg, 64, 100)
 	c := NewController(b, codec, live, m.Cfg.EOSTokenIDs)
-	if err := c.Start(prompt, set); err != nil {
+	if err := c.Start(prompt, nil, set); err != nil {
 		t.Fatal(err)
 	}
 	c.Wait()
@@ -207,14 +207,14 @@ func TestControllerMatchesSession(t *testing.T) {
 	if !v.HasData || v.Tokens != len(ids)+20 || len(v.Steps) != 20 || v.Steps[0].Tokens != len(ids) || v.Last.CacheTokens != len(ids)+19 {
 		t.Errorf("live view: tokens %d steps %d first %d cache %d", v.Tokens, len(v.Steps), v.Steps[0].Tokens, v.Last.CacheTokens)
 	}
-	if err := c.Start("", set); err == nil {
+	if err := c.Start("", nil, set); err == nil {
 		t.Error("an empty prompt started")
 	}
 	set.MaxTokens = 100000
-	if err := c.Start(prompt, set); err != nil {
+	if err := c.Start(prompt, nil, set); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(prompt, set); err != ErrBusy {
+	if err := c.Start(prompt, nil, set); err != ErrBusy {
 		t.Errorf("second Start: %v, want ErrBusy", err)
 	}
 	c.Stop()

@@ -53,8 +53,9 @@ func NewController(b Backend, codec tokenizer.Codec, live *LiveView, stops []int
 // ErrBusy is returned by Start while a generation runs.
 var ErrBusy = errors.New("a generation is already running; press Esc or Stop first")
 
-// Start encodes prompt and starts generating in the background.
-func (c *Controller) Start(prompt string, s Settings) error {
+// Start encodes prompt (after one media placeholder per image) and starts
+// generating in the background.
+func (c *Controller) Start(prompt string, images [][]byte, s Settings) error {
 	if err := s.Sampler.Validate(); err != nil {
 		return err
 	}
@@ -71,6 +72,15 @@ func (c *Controller) Start(prompt string, s Settings) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt %q encodes to no tokens", prompt)
 	}
+	if len(images) > 0 {
+		if !c.b.Vision() {
+			return errors.New("this model has no vision tower: it cannot take images")
+		}
+		cfg := c.b.Config()
+		if ids, err = generate.ImagePrompt(c.codec, cfg.MediaPlaceholderTokenID, len(images), ids); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running {
@@ -86,16 +96,16 @@ func (c *Controller) Start(prompt string, s Settings) error {
 	c.done = make(chan struct{})
 	c.live.Reset()
 	opt := generate.Options{Sampler: s.Sampler, MaxTokens: s.MaxTokens, Stop: c.stops, Vocab: c.codec.Vocab()}
-	go c.run(ids, opt, c.done)
+	go c.run(ids, images, opt, c.done)
 	return nil
 }
 
 // run is the generating goroutine.
-func (c *Controller) run(ids []int, opt generate.Options, done chan struct{}) {
+func (c *Controller) run(ids []int, images [][]byte, opt generate.Options, done chan struct{}) {
 	defer close(done)
 	stream := c.codec.Stream()
 	var err error
-	for tok, e := range c.b.Generate(ids, opt, c.live) {
+	for tok, e := range c.b.Generate(ids, images, opt, c.live) {
 		if e != nil {
 			err = e
 			break

@@ -24,6 +24,7 @@ type LoadedImage struct {
 	Format string      // "png" or "jpeg"
 	W, H   int         // original size
 	Img    image.Image // possibly downscaled for display
+	Data   []byte      // the encoded file, for the model's vision tower
 }
 
 // LoadImageFile decodes a PNG or JPEG file.
@@ -36,8 +37,21 @@ func LoadImageFile(path string) (*LoadedImage, error) {
 	return DecodeImage(filepath.Base(path), f)
 }
 
+// maxImageBytes bounds the encoded file kept for the model.
+const maxImageBytes = 64 << 20
+
 // DecodeImage decodes a PNG or JPEG stream called name.
 func DecodeImage(name string, r io.ReadSeeker) (*LoadedImage, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxImageBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading: %w", name, err)
+	}
+	if len(data) > maxImageBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB", name, maxImageBytes>>20)
+	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("%s: rewinding: %w", name, err)
+	}
 	cfg, format, err := image.DecodeConfig(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a PNG or JPEG image: %w", name, err)
@@ -52,7 +66,7 @@ func DecodeImage(name string, r io.ReadSeeker) (*LoadedImage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: decoding %s: %w", name, format, err)
 	}
-	return &LoadedImage{Name: name, Format: format, W: cfg.Width, H: cfg.Height, Img: shrink(img, maxShownSide)}, nil
+	return &LoadedImage{Name: name, Format: format, W: cfg.Width, H: cfg.Height, Img: shrink(img, maxShownSide), Data: data}, nil
 }
 
 // shrink returns img scaled down (box filter) so that neither side exceeds
