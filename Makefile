@@ -107,6 +107,7 @@ support-matrix: setup
 goldens:
 	@scripts/setup.sh torch
 	/usr/bin/python3 models/reference/make_goldens.py
+	/usr/bin/python3 models/reference/make_vision_golden.py
 	/usr/bin/python3 -m unittest models/reference/test_k3ref.py
 
 clean:
