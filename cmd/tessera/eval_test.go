@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// eval ppl equals the perplexity computed from `tessera logits` by hand, for
+// one window and for several.
+func TestEvalPPL(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	text := "the quick brown fox jumps over the lazy dog"
+	f := filepath.Join(t.TempDir(), "held.txt")
+	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+	ids := make([]string, len(text))
+	for i := range text {
+		ids[i] = strconv.Itoa(int(text[i]))
+	}
+	npy := filepath.Join(t.TempDir(), "l.npy")
+	// Expected NLL for windows of ctx tokens, from the logits of each window.
+	expect := func(ctx int) float64 {
+		var nll float64
+		n := 0
+		for w0 := 0; w0 < len(ids); w0 += ctx {
+			win := ids[w0:min(len(ids), w0+ctx)]
+			code, _, errs := tessera(t, "logits", "--model", dir, "--tokens", strings.Join(win, ","), "--out", npy)
+			require.Zero(t, code, errs)
+			l, _ := readNPY(t, npy)
+			V := len(l) / len(win)
+			for i := 0; i+1 < len(win); i++ {
+				next, _ := strconv.Atoi(win[i+1])
+				nll -= logSoftmaxAt(l[i*V:(i+1)*V], next)
+				n++
+			}
+		}
+		return math.Exp(nll / float64(n))
+	}
+	for _, ctx := range []int{len(text), 10} {
+		code, out, errs := tessera(t, "eval", "ppl", "--model", dir, "--file", f, "--ctx", strconv.Itoa(ctx), "--chunk", "7")
+		require.Zero(t, code, errs)
+		var got float64
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "perplexity") {
+				_, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "perplexity")), "%g", &got)
+				require.NoError(t, err)
+			}
+		}
+		require.InEpsilon(t, expect(ctx), got, 1e-4, "ctx %d", ctx)
+	}
+	code, _, errs = tessera(t, "eval", "ppl", "--model", dir, "--file", f, "--ctx", "1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "--ctx 1")
+	code, _, _ = tessera(t, "eval", "nope")
+	require.Equal(t, 2, code)
+}
