@@ -93,8 +93,16 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench:
+# Op and loop benchmarks, then `tessera bench` on k3-mini (speed, roofline,
+# per-op breakdown) and k3-nano (context sweep to 1M tokens): tables on
+# stdout, JSON and PNG charts in out/bench/.
+bench: build
 	$(GO) test -run=NONE -bench=. -benchmem -benchtime=2s ./core/...
+	@mkdir -p $(OUT)/bench
+	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
+	@test -f $(OUT)/k3-nano/config.json || $(BIN) init-random --config k3-nano --seed 1 --layout kimi_k3 --out $(OUT)/k3-nano
+	$(BIN) bench --model $(OUT)/k3-mini --prompt-len 128 --gen 32 --json $(OUT)/bench/k3-mini.json --plot $(OUT)/bench/k3-mini
+	$(BIN) bench --model $(OUT)/k3-nano --prompt-len 128 --gen 16 --ctx-sweep 1k,8k,64k,256k,1M --json $(OUT)/bench/k3-nano.json --plot $(OUT)/bench/k3-nano
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -43,6 +44,8 @@ type benchResult struct {
 	PeakRSSBytes      int64         `json:"peak_rss_bytes"`
 	DecodeAllocsPerTk float64       `json:"decode_allocs_per_token"`
 	Sweep             []sweepResult `json:"ctx_sweep,omitempty"`
+	// DecodeOps is the decode time per token by op category (ms).
+	DecodeOps map[string]float64 `json:"decode_ms_per_token_by_op"`
 }
 
 // sweepResult is decode speed and memory at one context length.
@@ -117,6 +120,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	chunk := fs.Int("chunk", 64, "prefill piece size")
 	threads := fs.Int("threads", 0, "CPU workers (0: all cores)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	plotDir := fs.String("plot", "", "write PNG charts (per-op breakdown, context sweep) into this directory")
 	backend := fs.String("backend", "cpu", "cpu (gpu: see --help of run)")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	sweep := fs.String("ctx-sweep", "", "comma-separated context lengths (e.g. 1k,8k,64k,1M): decode speed and memory at each; the latent caches are filled with synthetic rows")
@@ -199,7 +203,42 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(*gen)
 		stateBytes = sess.State.Bytes()
 	}
-	res := benchResult{
+	// One more decode pass with per-op timing (kept out of the medians: the
+	// clock reads cost a little).
+	prof := &model.Profile{}
+	{
+		sess := generate.NewSession(r, *promptLen+*gen+1)
+		if err := sess.Prefill(prompt); err != nil {
+			return err
+		}
+		r.Profile = prof
+		tok := generate.Argmax(sess.Logits())
+		for i := 0; i < *gen; i++ {
+			if err := sess.Step(tok); err != nil {
+				return err
+			}
+			tok = generate.Argmax(sess.Logits())
+		}
+		r.Profile = nil
+	}
+	ops := map[string]float64{}
+	var opNames []string
+	var opMs []float64
+	var accounted time.Duration
+	for op := model.Op(0); op < model.NumOps; op++ {
+		d := prof.Dur[op]
+		if op == model.OpOther {
+			d = prof.Total - accounted
+		}
+		accounted += d
+		if d <= 0 {
+			continue
+		}
+		ms := float64(d.Microseconds()) / 1000 / float64(*gen)
+		ops[op.String()] = ms
+		opNames, opMs = append(opNames, op.String()), append(opMs, ms)
+	}
+	res := benchResult{DecodeOps: ops,
 		Model: *dir, Backend: "cpu", Threads: r.Workers(), PromptLen: *promptLen, Gen: *gen, Repeats: *repeats,
 		PrefillTokPerS: median(prefill), DecodeTokPerS: median(decode), TTFTMillis: median(ttft),
 		DecodeReadBytes: int64(float64(st.DecodeReadParams) * bytesPerParam),
@@ -221,6 +260,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "memory           weights %s, KDA state %s, MLA cache %d B/token, state now %s, peak RSS %s\n",
 		bytesStr(weightBytes), bytesStr(res.KDAStateBytes), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
 	fmt.Fprintf(w, "allocations      %.2f per decoded token\n", res.DecodeAllocsPerTk)
+	fmt.Fprintf(w, "decode by op     ")
+	for i, n := range opNames {
+		fmt.Fprintf(w, "%s %.3f ms (%.0f%%)  ", n, opMs[i], 100*opMs[i]/(float64(prof.Total.Microseconds())/1000/float64(*gen)))
+	}
+	fmt.Fprintln(w)
 	if *sweep != "" {
 		lens, err := parseLengths(*sweep)
 		if err != nil {
@@ -239,6 +283,31 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			res.Sweep = append(res.Sweep, pt)
 			fmt.Fprintf(w, "%10d %12.2f %14s %14s %14s\n", L, pt.DecodeTokPerS, bytesStr(pt.StateBytes), bytesStr(pt.Analytic), bytesStr(pt.PeakRSS))
 		}
+	}
+	if *plotDir != "" {
+		if err := os.MkdirAll(*plotDir, 0o755); err != nil {
+			return err
+		}
+		title := fmt.Sprintf("decode time per token by op (ms) - %s", c.Summary())
+		if err := barChart(filepath.Join(*plotDir, "decode-ops.png"), title, opNames, opMs, "ms"); err != nil {
+			return err
+		}
+		if len(res.Sweep) > 1 {
+			var xs, tps, mib, an []float64
+			var names []string
+			for _, p := range res.Sweep {
+				xs = append(xs, float64(max(p.Context, 1)))
+				names = append(names, tokStr(int64(p.Context)))
+				tps = append(tps, p.DecodeTokPerS)
+				mib = append(mib, float64(p.StateBytes)/(1<<20))
+				an = append(an, float64(p.Analytic)/(1<<20))
+			}
+			if err := lineChart(filepath.Join(*plotDir, "ctx-sweep.png"), "decode tok/s and state MiB vs context - "+c.Summary(),
+				"context (tokens)", xs, names, []plotSeries{{"decode tok/s", tps}, {"state MiB", mib}, {"analytic MiB", an}}); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(w, "charts           %s\n", *plotDir)
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 )
 
@@ -79,7 +80,27 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	if len(os.Args) > 1 && interruptible[os.Args[1]] {
+		exitOnInterrupt(os.Args[1])
+	}
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// interruptible are the commands that compute until done and hold nothing
+// that needs saving: Ctrl-C ends them at once (serve shuts down by itself).
+var interruptible = map[string]bool{"run": true, "chat": true, "bench": true, "logits": true}
+
+// exitOnInterrupt makes SIGINT (Ctrl-C) end the process promptly with one
+// line on stderr and exit status 130 (128+SIGINT, as shells report it),
+// rather than the runtime's default death by signal.
+func exitOnInterrupt(name string) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt)
+	go func() {
+		<-c
+		fmt.Fprintf(os.Stderr, "\ntessera %s: interrupted\n", name)
+		os.Exit(130)
+	}()
 }
 
 // runMain runs the CLI and returns the process exit code: 0 on success, 1 on

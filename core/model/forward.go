@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/ref"
@@ -40,6 +41,8 @@ type Runner struct {
 	// of the T tokens, K expert ids (experts[t·K+k]) and their weights.
 	// The slices are only valid during the call.
 	RouteHook func(layer int, experts []int, weights []float32, T, K int)
+	// Profile, when set, accumulates time per op category.
+	Profile *Profile
 
 	pool *ref.Pool
 	mla  ref.MLAScratch
@@ -172,6 +175,11 @@ func (r *Runner) trace(name string, layer int, data []float32, T int) {
 }
 
 func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
+	if r.Profile != nil {
+		start := time.Now()
+		r.Profile.Calls++
+		defer func() { r.Profile.Total += time.Since(start) }()
+	}
 	m, c, s := r.M, r.M.Cfg, &r.s
 	d := c.HiddenSize
 	eps := c.RMSNormEps
@@ -185,12 +193,16 @@ func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
 		for i, l := range m.Layers {
 			r.trace("layer_in", i, h, T)
 			ref.RMSNorm(xn, h, l.InputLayernorm, eps)
+			t0 := r.tick()
 			r.mixer(st, i, l, xn, mix, T)
+			r.tock(mixerOp(l.Kind), t0)
 			r.trace("mixer_out", i, mix, T)
 			add(h, mix)
 			r.trace("ffn_in", i, h, T)
 			ref.RMSNorm(xn, h, l.PostAttentionLayernorm, eps)
+			t0 = r.tick()
 			r.ffn(i, l, xn, ffn, T)
+			r.tock(ffnOp(l), t0)
 			r.trace("ffn_out", i, ffn, T)
 			add(h, ffn)
 		}
@@ -205,7 +217,9 @@ func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
 		havePart := true
 		for i, l := range m.Layers {
 			if nb > 0 {
+				t0 := r.tick()
 				r.attnRes(x, nb, p, havePart, l.SelfAttentionResProj, l.SelfAttentionResNorm, T)
+				r.tock(OpAttnRes, t0)
 			} else {
 				copy(x, p)
 			}
@@ -216,7 +230,9 @@ func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
 			}
 			r.trace("layer_in", i, x, T)
 			ref.RMSNorm(xn, x, l.InputLayernorm, eps)
+			t0 := r.tick()
 			r.mixer(st, i, l, xn, mix, T)
+			r.tock(mixerOp(l.Kind), t0)
 			r.trace("mixer_out", i, mix, T)
 			if havePart {
 				add(p, mix)
@@ -224,19 +240,27 @@ func (r *Runner) forwardEmbedded(st *State, T int, logits []float32) error {
 				copy(p, mix)
 				havePart = true
 			}
+			t0 = r.tick()
 			r.attnRes(x, nb, p, true, l.MLPResProj, l.MLPResNorm, T)
+			r.tock(OpAttnRes, t0)
 			r.trace("ffn_in", i, x, T)
 			ref.RMSNorm(xn, x, l.PostAttentionLayernorm, eps)
+			t0 = r.tick()
 			r.ffn(i, l, xn, ffn, T)
+			r.tock(ffnOp(l), t0)
 			r.trace("ffn_out", i, ffn, T)
 			add(p, ffn)
 		}
+		t0 := r.tick()
 		r.attnRes(x, nb, p, true, m.OutputAttnResProj, m.OutputAttnResNorm, T)
+		r.tock(OpAttnRes, t0)
 		final = x
 	}
+	t0 := r.tick()
 	ref.RMSNorm(xn, final, m.Norm, eps)
 	r.trace("final_hidden", -1, xn, T)
 	st.Pos += T
+	defer r.tock(OpLMHead, t0)
 	if logits != nil {
 		V := c.VocabSize
 		if len(logits) >= T*V {
