@@ -85,7 +85,8 @@ test-fuzz:
 test-builds:
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
-	GOOS=js GOARCH=wasm $(GO) vet -tags webgpu ./wasm/
+	GOOS=js GOARCH=wasm $(GO) vet -tags cpuonly ./wasm/
+	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/
 	CGO_ENABLED=0 $(GO) build ./...
 
 lint:

@@ -1,4 +1,4 @@
-//go:build js && wasm && webgpu
+//go:build js && wasm && !cpuonly
 
 package main
 
@@ -19,15 +19,53 @@ import (
 // gpuBackend is the WGSL runner as a generate.Backend; the runner keeps
 // the sequence state on the device.
 type gpuBackend struct {
-	r *wgsl.Runner
-	m *model.Model
+	r   *wgsl.Runner
+	m   *model.Model
+	dev js.Value // the raw GPUDevice, for error scopes
 }
 
 func (g *gpuBackend) Config() *config.Config { return g.m.Cfg }
 func (g *gpuBackend) MaxChunk() int          { return g.r.MaxChunk() }
 func (g *gpuBackend) Pos() int               { return g.r.Pos() }
+
+// Forward runs one step inside WebGPU error scopes: a command the browser
+// rejects is an error, never logits computed from zeroed buffers.
 func (g *gpuBackend) Forward(tokens []int, logits []float32) error {
-	return g.r.Forward(tokens, logits)
+	return scoped(g.dev, "forward step", func() error { return g.r.Forward(tokens, logits) })
+}
+
+// scoped runs f with validation, out-of-memory and internal error scopes
+// pushed on the raw JS device (the binding's Create* and Submit report no
+// errors in the browser: webgpu.md bug 9) and returns the first WebGPU
+// error reported while f ran, else f's error. A JS exception inside f
+// (a Go panic in the binding) is returned as an error too.
+func scoped(dev js.Value, what string, f func() error) (err error) {
+	kinds := []string{"internal", "out-of-memory", "validation"}
+	for _, k := range kinds {
+		dev.Call("pushErrorScope", k)
+	}
+	ferr := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("WebGPU call panicked: %v", p)
+			}
+		}()
+		return f()
+	}()
+	var msgs []string
+	for i := len(kinds) - 1; i >= 0; i-- { // scopes pop innermost first
+		e, perr := await(dev.Call("popErrorScope"))
+		switch {
+		case perr != nil:
+			msgs = append(msgs, "popErrorScope: "+perr.Error())
+		case !e.IsNull() && !e.IsUndefined():
+			msgs = append(msgs, kinds[i]+" error: "+e.Get("message").String())
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("WebGPU rejected the GPU %s: %s", what, strings.Join(msgs, "; "))
+	}
+	return ferr
 }
 func (g *gpuBackend) ForwardEmbeddings([]float32, int, []float32) error {
 	return errors.New("image input is not supported on the GPU backend yet")
@@ -61,16 +99,25 @@ func useGPU(e *engine.Engine) (gpuInfo, error) {
 		jsDev.Call("destroy")
 		return info, err
 	}
-	r, err := wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: 64})
+	var r *wgsl.Runner
+	err = scoped(jsDev, "model upload", func() (err error) {
+		r, err = wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: 64})
+		return err
+	})
 	if err != nil {
+		if r != nil {
+			r.Close()
+		}
 		d.Close()
 		return info, fmt.Errorf("uploading the model to the GPU: %w", err)
 	}
-	b := &gpuBackend{r: r, m: e.Model}
-	// Validate once: WebGPU reports invalid dispatches only as events and
-	// the results are then zeros; refuse rather than generate gibberish.
+	b := &gpuBackend{r: r, m: e.Model, dev: jsDev}
+	// Validate once before generating (every later step is checked too).
 	logits := make([]float32, e.Cfg.VocabSize)
-	ferr := r.Forward([]int{0}, logits)
+	ferr := b.Forward([]int{0}, logits)
+	if ferr == nil {
+		ferr = r.Reset()
+	}
 	if ferr == nil && len(gpuErrors) > 0 {
 		ferr = fmt.Errorf("this browser's WebGPU rejected the runner's commands (%d errors; first: %s)", len(gpuErrors), gpuErrors[0])
 	}

@@ -1,4 +1,4 @@
-//go:build js && wasm && !webgpu
+//go:build js && wasm && cpuonly
 
 package main
 
@@ -8,9 +8,8 @@ import (
 	"github.com/tessera-llm/tessera/wasm/engine"
 )
 
-// useGPU is unavailable in the default bundle: the WebGPU runner is built
-// only with -tags webgpu (it adds ~0.2 MB gzip and does not pass
-// Chromium's validation yet; see gpu_runner.go).
-func useGPU(*engine.Engine) (gpuInfo, error) {
-	return probeGPU(), errors.New("this tessera.wasm was built without the WebGPU runner (rebuild with -tags webgpu); use backend 'cpu'")
-}
+// errNoGPURunner: this bundle was built with -tags cpuonly, without the
+// WebGPU runner.
+var errNoGPURunner = errors.New("this tessera.wasm was built without the WebGPU runner (-tags cpuonly); running on the CPU")
+
+func useGPU(*engine.Engine) (gpuInfo, error) { return probeGPU(), errNoGPURunner }

@@ -13,17 +13,22 @@
 //	cancel()                                 stop the running generation
 //	info()                          → info   model facts, backend, adapter
 //	dispose()                                free the model
+//	conformance(perOp)              → report kernel conformance cases on
+//	                                         WebGPU (-tags webgpu bundles)
 //
 // fetchFile(name) must return a Promise of a Uint8Array with the file, or
 // of null when the model has no such file; the worker's implementation
 // streams with progress, keeps files in Cache Storage and checks their
 // sha256. Without it load fetches baseURL+name directly.
 //
-// The model runs on the CPU (engine.NewCPURunner) by default. With backend
-// "gpu" it runs on package wgsl's Runner over a WebGPU device from
-// requestDevice (gpu.go, gpu_runner.go; only in bundles built with -tags
-// webgpu); "auto" picks the GPU unless the adapter is missing or a
-// software fallback, and falls back to the CPU when the GPU runner fails.
+// With backend "gpu" the model runs on package wgsl's Runner over a WebGPU
+// device from requestDevice (gpu.go, gpu_runner.go; left out of bundles
+// built with -tags cpuonly), with "cpu" on the CPU (engine.NewCPURunner);
+// "auto" (the page's default) picks the GPU whenever the browser offers an adapter
+// (a software one such as SwiftShader included) and falls back to the CPU,
+// saying why in info().backend, when there is none or the GPU runner
+// fails. Every GPU step runs inside WebGPU error scopes, so a rejected
+// command is an error, never wrong tokens.
 //
 // Once the exports are set, globalThis.__tesseraReady (if it is a
 // function) is called.
@@ -61,6 +66,15 @@ func main() {
 		"cancel":   js.FuncOf(h.cancelGen),
 		"info":     js.FuncOf(h.info),
 		"dispose":  js.FuncOf(h.dispose),
+		// conformance(perOp) → Promise<report>: the WGSL kernel
+		// conformance cases on this browser's WebGPU (-tags webgpu).
+		"conformance": js.FuncOf(func(_ js.Value, a []js.Value) any {
+			perOp := 0
+			if v := arg(a, 0); v.Type() == js.TypeNumber {
+				perOp = v.Int()
+			}
+			return promise(func() (any, error) { return runConformance(perOp) })
+		}),
 	}
 	js.Global().Set("tesseraWasm", js.ValueOf(exports))
 	if ready := js.Global().Get("__tesseraReady"); ready.Type() == js.TypeFunction {
@@ -109,9 +123,10 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		switch backend {
 		case "cpu":
 		case "gpu", "auto":
-			g := probeGPU()
-			if backend == "auto" && (!g.Available || g.Fallback) {
-				break // a software adapter is slower than the CPU build
+			if g := probeGPU(); backend == "auto" && !g.Available {
+				h.gpu = &g
+				e.Backend = engine.CPUBackend + "; no WebGPU adapter: " + g.Reason
+				break
 			}
 			info, err := useGPU(e)
 			h.gpu = &info

@@ -65,16 +65,17 @@ function showFacts(info) {
 
 function gpuNotice(info) {
   const a = info.adapter || {};
-  if (!a.available) {
+  const name = escapeHTML([a.vendor, a.architecture].filter(Boolean).join(' ') || 'adapter');
+  const why = info.backend.split('; ').slice(1).join('; '); // "cpu (wasm); <why the GPU was not used>"
+  if (info.backend.startsWith('gpu')) {
+    showNotice(`<b>Running on WebGPU</b> (${name}${a.fallback ? ', a software adapter: expect it to be slow' : ''}).`);
+  } else if (why) {
+    showNotice(`<b>Running on the CPU (WebAssembly)</b>: ${escapeHTML(why)}`);
+  } else if (!a.available) {
     showNotice(`<b>No WebGPU here.</b> ${escapeHTML(a.reason || '')} The model runs on the CPU (WebAssembly), which is slower but works everywhere.`);
   } else {
-    const name = escapeHTML([a.vendor, a.architecture].filter(Boolean).join(' ') || 'adapter');
-    if (info.backend.startsWith('gpu')) {
-      showNotice(`<b>Running on WebGPU</b> (${name}${a.fallback ? ', a software adapter: expect it to be slow' : ''}).`);
-    } else {
-      showNotice(`<b>WebGPU found</b> (${name}), but the browser build runs the model on the CPU (WebAssembly) for now. ` +
-        'The experimental WebGPU backend is in bundles built with <code>-tags webgpu</code> (open the page with <code>?backend=gpu</code>).');
-    }
+    showNotice(`<b>WebGPU found</b> (${name}); the model runs on the CPU (WebAssembly) because the page asked for it ` +
+      '(open it with <code>?backend=auto</code> or <code>?backend=gpu</code> to use WebGPU).');
   }
 }
 
@@ -96,7 +97,7 @@ async function load() {
     showNotice('<b>No WebGPU in this browser.</b> The model runs on the CPU (WebAssembly), which is slower but works everywhere.');
   }
   const t0 = performance.now();
-  engine = await Tessera.load(modelUrl, { onProgress, backend: params.get('backend') || 'cpu' });
+  engine = await Tessera.load(modelUrl, { onProgress, backend: params.get('backend') || 'auto' });
   const info = await engine.info();
   const c = engine.loadStats || {};
   $('load-label').textContent = `Ready in ${((performance.now() - t0) / 1000).toFixed(2)} s` +
@@ -197,13 +198,24 @@ async function failureChecks(urls) {
   return out;
 }
 
+// conformanceCheck runs the WGSL kernel conformance cases on this
+// browser's WebGPU (?conformance=N: the first N cases of every op × dtype,
+// 0 all) from the bundle at ?gpuwasm.
+async function conformanceCheck() {
+  try {
+    return await Tessera.conformance({ wasmUrl: params.get('gpuwasm') || undefined, perOp: Number(params.get('conformance')) });
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
 // gpuCheck loads the model a second time on the WebGPU backend and runs
 // the same greedy generation there.
 async function gpuCheck() {
   const out = {};
   try {
     const e = await Tessera.load(params.get('model') || new URL('model/', location.href).href,
-      { backend: 'gpu', wasmUrl: params.get('gpuwasm') || undefined });
+      { backend: 'auto', wasmUrl: params.get('gpuwasm') || undefined });
     out.backend = (await e.info()).backend;
     out.ids = [];
     for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
@@ -234,6 +246,7 @@ async function testRun() {
     Object.assign(result, r, { ok: true });
     if (params.get('abort') === '1' && phase === 1) result.abort = await abortCheck();
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
+    if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
   } catch (e) {
     result.error = String(e && e.message || e);

@@ -4,6 +4,7 @@
 //   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend}
 //                  {type: 'generate', id, request}   {type: 'cancel'}
 //                  {type: 'info', id}                {type: 'dispose', id}
+//                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
 //                  {type: 'token', id, tokenId, text}
 //                  {type: 'warning', message}
@@ -231,6 +232,12 @@ async function handle(msg) {
     }
     case 'info':
       return (await started).info();
+    case 'conformance': {
+      // The WGSL kernel conformance cases on this browser's WebGPU
+      // (bundles built with -tags conformance); no model needed.
+      const go = await startGo(msg.wasmUrl, msg.execUrl);
+      return go.conformance(msg.perOp || 0);
+    }
     case 'dispose':
       if (started) (await started).dispose();
       return null;

@@ -31,7 +31,9 @@ export class Tessera {
    * safetensors files and model.manifest.json).
    * options: onProgress({file, loaded, total, fromCache}); backend: 'cpu'
    * (default), 'gpu' (WebGPU; fails with a clear error without an adapter)
-   * or 'auto' (GPU unless the adapter is missing or a software fallback);
+   * or 'auto' (GPU whenever the browser offers an adapter, software ones
+   * included; else, or when the GPU runner fails, the CPU, with the reason
+   * in info().backend);
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching).
    */
@@ -58,6 +60,27 @@ export class Tessera {
       throw e;
     }
     return t;
+  }
+
+  /**
+   * Runs the WGSL kernel conformance cases on this browser's WebGPU in a
+   * fresh worker (bundles built with -tags conformance) and resolves to
+   * {adapter, cases: [{name, op, dtype, nmse, bound, ok, error}], passed,
+   * failed, total, ms}. options: perOp (first cases of every op × dtype;
+   * 0 = all), wasmUrl, execUrl, workerUrl.
+   */
+  static async conformance(options = {}) {
+    const t = new Tessera(options.workerUrl || here('tessera-worker.js'));
+    try {
+      return await t.#call({
+        type: 'conformance',
+        wasmUrl: options.wasmUrl || here('tessera.wasm'),
+        execUrl: options.execUrl || here('wasm_exec.js'),
+        perOp: options.perOp || 0,
+      });
+    } finally {
+      t.dispose();
+    }
   }
 
   #worker;

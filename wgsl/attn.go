@@ -198,8 +198,6 @@ func (d *Device) Route(idx, w, logits, bias View, T, E int, r ref.Router) error 
 		if err := bias.check(E, "Route bias"); err != nil {
 			return err
 		}
-	} else {
-		bias = logits
 	}
 	if err := idx.check(T*r.TopK, "Route idx"); err != nil {
 		return err

@@ -3,9 +3,8 @@
 package wgsl_test
 
 import (
+	"encoding/json"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -13,292 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tessera-llm/tessera/core/ref"
-	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/wgsl"
+	"github.com/tessera-llm/tessera/wgsl/conformance"
 )
-
-// confCase is one conformance case: run computes the GPU result and the
-// core/ref oracle on the same inputs; their NMSE must stay below bound.
-type confCase struct {
-	op, dtype, shape string
-	bound            float64
-	run              func(g *gpu, r *rand.Rand) (got, want []float32)
-}
-
-var dtypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
-
-func cases() []confCase {
-	var cs []confCase
-	add := func(op, dt, shape string, bound float64, run func(g *gpu, r *rand.Rand) ([]float32, []float32)) {
-		cs = append(cs, confCase{op, dt, shape, bound, run})
-	}
-	// Linear: GEMV (T=1) and GEMM (T>1, tiles of 8 tokens); shapes straddle
-	// the 64-thread column stride, odd columns (half-word padding), token
-	// tiles, and more than 65535 workgroups (2-D grid).
-	for _, dt := range dtypes {
-		for _, s := range [][3]int{{1, 1, 1}, {5, 7, 1}, {64, 128, 1}, {65, 129, 1}, {33, 255, 3}, {130, 200, 8},
-			{70, 31, 9}, {17, 300, 17}, {300, 1000, 2}} {
-			rows, cols, T := s[0], s[1], s[2]
-			add("Linear", dt.String(), fmt.Sprintf("%dx%d T=%d", rows, cols, T), 1e-10, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				W := randMat(r, rows, cols, dt, 1)
-				x := randVec(r, T*cols, 1)
-				want := make([]float32, T*rows)
-				ref.Linear(nil, want, x, T, W)
-				out := g.zeros(T * rows)
-				check(g, g.d.Linear(out, g.up(x), T, g.mat(W)))
-				return g.read(out, T*rows), want
-			})
-		}
-	}
-	norms := [][2]int{{1, 1}, {3, 64}, {2, 65}, {4, 257}, {1, 4096}}
-	for _, s := range norms {
-		rows, n := s[0], s[1]
-		shape := fmt.Sprintf("%dx%d", rows, n)
-		add("RMSNorm", "F32", shape, 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			x, w := randVec(r, rows*n, 3), randVec(r, n, 1)
-			want := make([]float32, rows*n)
-			ref.RMSNorm(want, x, w, 1e-6)
-			xv := g.up(x)
-			check(g, g.d.RMSNorm(xv, xv, g.up(w), rows, n, 1e-6)) // in place
-			return g.read(xv, rows*n), want
-		})
-		for _, act := range []ref.GateAct{ref.GateSigmoid, ref.GateSiLU} {
-			name := map[ref.GateAct]string{ref.GateSigmoid: "RMSNormGated/sigmoid", ref.GateSiLU: "RMSNormGated/SiLU"}[act]
-			add(name, "F32", shape, 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				x, gt, w := randVec(r, rows*n, 3), randVec(r, rows*n, 4), randVec(r, n, 1)
-				want := make([]float32, rows*n)
-				ref.RMSNormGated(want, x, gt, w, 1e-5, act)
-				out := g.zeros(rows * n)
-				check(g, g.d.RMSNormGated(out, g.up(x), g.up(gt), g.up(w), rows, n, 1e-5, act))
-				return g.read(out, rows*n), want
-			})
-		}
-		add("L2Norm", "F32", shape, 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			x := randVec(r, rows*n, 2)
-			xv := g.up(x)
-			scale := float32(1 / math.Sqrt(float64(n)))
-			ref.L2Norm(x, n, 1e-6, scale)
-			check(g, g.d.L2Norm(xv, xv, rows, n, 1e-6, scale))
-			return g.read(xv, rows*n), x
-		})
-	}
-	// GLU on the two halves of a fused [rows, 2n] projection (strided rows).
-	for _, act := range []struct {
-		name string
-		a    ref.Act
-	}{{"GLU/SiLU", ref.Act{}}, {"GLU/SiTU", ref.Act{SiTU: true, Beta: 4, BetaLin: 25}}, {"GLU/SiTU-uncapped", ref.Act{SiTU: true, Beta: 4}}} {
-		for _, s := range [][2]int{{1, 1}, {3, 300}, {2, 1000}, {1, 70000}} {
-			rows, n := s[0], s[1]
-			add(act.name, "F32", fmt.Sprintf("%dx%d", rows, n), 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				gu := randVec(r, rows*2*n, 40) // large enough to exercise the tanh caps
-				want := make([]float32, rows*n)
-				for i := 0; i < rows; i++ {
-					act.a.GLU(want[i*n:(i+1)*n], gu[i*2*n:i*2*n+n], gu[i*2*n+n:(i+1)*2*n])
-				}
-				v := g.up(gu)
-				out := g.zeros(rows * n)
-				check(g, g.d.GLU(out.Rows(n), v.Rows(2*n), wgsl.View{Buf: v.Buf, Off: n}.Rows(2*n), rows, n, act.a))
-				return g.read(out, rows*n), want
-			})
-		}
-	}
-	for _, n := range []int{1, 255, 257, 5000} {
-		add("Add", "F32", fmt.Sprint(n), 0, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			x, y := randVec(r, n, 1), randVec(r, n, 1)
-			want := append([]float32(nil), x...)
-			ref.Axpy(1, y, want)
-			xv := g.up(x)
-			check(g, g.d.Add(xv, xv, g.up(y), n, 1))
-			return g.read(xv, n), want
-		})
-		add("Axpy", "F32", fmt.Sprint(n), 1e-14, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			x, y := randVec(r, n, 1), randVec(r, n, 1)
-			yv := g.up(y)
-			ref.Axpy(-0.7, x, y)
-			check(g, g.d.Axpy(-0.7, g.up(x), yv, n))
-			return g.read(yv, n), y
-		})
-	}
-	// ShortConv in pieces (state carried across calls and pieces shorter
-	// than the history), compared with the reference in the same pieces.
-	for _, s := range [][]int{{5, 4, 1}, {70, 4, 3, 1, 5}, {64, 2, 10}, {130, 4, 2, 2, 7}, {33, 4, 1, 1, 1}} {
-		C, K, pieces := s[0], s[1], s[2:]
-		add("ShortConv", "F32", fmt.Sprintf("C=%d K=%d pieces=%v", C, K, pieces), 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			w := randVec(r, C*K, 1)
-			state := randVec(r, (K-1)*C, 1)
-			wv, sv := g.up(w), g.up(state)
-			var got, want []float32
-			for _, T := range pieces {
-				x := randVec(r, T*C, 2)
-				o := make([]float32, T*C)
-				ref.ShortConv(o, x, w, state, T, C, K)
-				ov := g.zeros(T * C)
-				check(g, g.d.ShortConv(ov, g.up(x), wv, sv, T, C, K))
-				want = append(want, o...)
-				got = append(got, g.read(ov, T*C)...)
-			}
-			return append(got, g.read(sv, (K-1)*C)...), append(want, state...)
-		})
-	}
-	for _, gc := range []struct {
-		name       string
-		bounded    bool
-		perChannel bool
-	}{{"KDAGate/bounded", true, false}, {"KDAGate/softplus", false, false}, {"KDAGate/softplus-per-channel", false, true}} {
-		for _, s := range [][3]int{{1, 2, 16}, {3, 3, 100}} {
-			T, H, dk := s[0], s[1], s[2]
-			add(gc.name, "F32", fmt.Sprintf("T=%d H=%d dk=%d", T, H, dk), 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				raw, bias := randVec(r, T*H*dk, 30), randVec(r, H*dk, 1)
-				na := H
-				if gc.perChannel {
-					na = H * dk
-				}
-				alog := randVec(r, na, 1.5)
-				want := make([]float32, len(raw))
-				ref.KDAGate(want, raw, bias, alog, H, dk, gc.bounded, -5)
-				rv := g.up(raw)
-				check(g, g.d.KDAGate(rv, rv, g.up(bias), g.up(alog), T, H, dk, gc.perChannel, gc.bounded, -5))
-				return g.read(rv, len(raw)), want
-			})
-		}
-	}
-	for _, s := range [][4]int{{1, 2, 16, 16}, {1, 3, 32, 70}, {5, 2, 64, 65}, {1, 1, 128, 128}, {300, 1, 128, 8}} {
-		T, H, dk, dv := s[0], s[1], s[2], s[3]
-		add("KDARecurrent", "F32", fmt.Sprintf("T=%d H=%d dk=%d dv=%d", T, H, dk, dv), 1e-10, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			a := kdaInputs(r, T, H, dk, dv)
-			ga := &wgsl.KDAArgs{T: T, H: H, DK: dk, DV: dv, Q: g.up(a.Q), K: g.up(a.K), V: g.up(a.V), G: g.up(a.G),
-				Beta: g.up(a.Beta), O: g.zeros(T * H * dv), S: g.up(a.S)}
-			ref.KDARecurrent(nil, a)
-			check(g, g.d.KDARecurrent(ga))
-			return append(g.read(ga.O, T*H*dv), g.read(ga.S, H*dk*dv)...), append(a.O, a.S...)
-		})
-	}
-	// MLA: decode (absorbed) at contexts straddling the 128-key split, a few
-	// queries with an offset; prefill (naive) across key tiles.
-	for _, dt := range dtypes {
-		for _, s := range [][2]int{{1, 0}, {1, 4}, {1, 127}, {1, 128}, {1, 300}, {3, 126}} {
-			N, pos0 := s[0], s[1]
-			add("MLAAbsorbed", dt.String(), fmt.Sprintf("N=%d pos0=%d", N, pos0), 1e-9, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				return runMLA(g, r, N, pos0, dt, true)
-			})
-		}
-		for _, s := range [][2]int{{1, 0}, {5, 0}, {7, 125}, {130, 0}, {2, 300}} {
-			N, pos0 := s[0], s[1]
-			add("MLANaive", dt.String(), fmt.Sprintf("N=%d pos0=%d", N, pos0), 1e-9, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				return runMLA(g, r, N, pos0, dt, false)
-			})
-		}
-	}
-	for _, rc := range []struct {
-		E, T int
-		r    ref.Router
-		bias bool
-	}{
-		{16, 1, ref.Router{TopK: 4, Scale: 1}, false},
-		{64, 3, ref.Router{TopK: 6, Groups: 8, TopKGroups: 3, Renormalize: true, Scale: 2.5}, true},
-		{896, 2, ref.Router{TopK: 16, Renormalize: true, Scale: 2.827}, true},
-		{256, 2, ref.Router{TopK: 8, Groups: 8, TopKGroups: 4, Renormalize: true, Scale: 2.5}, true},
-	} {
-		add("Router", "F32", fmt.Sprintf("E=%d k=%d groups=%d/%d", rc.E, rc.r.TopK, rc.r.TopKGroups, rc.r.Groups), 1e-11,
-			func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-				k := rc.r.TopK
-				logits := randVec(r, rc.T*rc.E, 4)
-				var bias []float32
-				bv := wgsl.View{}
-				if rc.bias {
-					bias = randVec(r, rc.E, 0.3)
-					bv = g.up(bias)
-				}
-				idx, w := g.zeros(rc.T*k), g.zeros(rc.T*k)
-				check(g, g.d.Route(idx, w, g.up(logits), bv, rc.T, rc.E, rc.r))
-				gotIdx := make([]uint32, rc.T*k)
-				check(g, g.d.ReadU32(idx, gotIdx))
-				gotW := g.read(w, rc.T*k)
-				var got, want []float32
-				for t := 0; t < rc.T; t++ {
-					wi, ww := make([]int, k), make([]float32, k)
-					rc.r.Route(wi, ww, logits[t*rc.E:(t+1)*rc.E], bias, make([]float32, 2*rc.E))
-					for j := range wi {
-						if int(gotIdx[t*k+j]) != wi[j] {
-							g.t.Errorf("token %d slot %d: expert %d, want %d", t, j, gotIdx[t*k+j], wi[j])
-						}
-					}
-					got, want = append(got, gotW[t*k:(t+1)*k]...), append(want, ww...)
-				}
-				return got, want
-			})
-	}
-	for _, s := range [][3]int{{1, 64, 1}, {3, 100, 2}, {13, 257, 3}} {
-		nsrc, n, T := s[0], s[1], s[2]
-		add("AttnRes", "F32", fmt.Sprintf("srcs=%d d=%d T=%d", nsrc, n, T), 1e-11, func(g *gpu, r *rand.Rand) ([]float32, []float32) {
-			src := randVec(r, T*nsrc*n, 3)
-			w, gm := randVec(r, n, 1), randVec(r, n, 1)
-			want := make([]float32, T*n)
-			for t := 0; t < T; t++ {
-				srcs := make([][]float32, nsrc)
-				for i := range srcs {
-					srcs[i] = src[(t*nsrc+i)*n : (t*nsrc+i+1)*n]
-				}
-				ref.AttnRes(want[t*n:(t+1)*n], srcs, w, gm, 1e-6, make([]float32, nsrc))
-			}
-			out := g.zeros(T * n)
-			check(g, g.d.AttnRes(out.Rows(n), g.up(src).Rows(n), nsrc*n, nsrc, n, T, g.up(w), g.up(gm), 1e-6))
-			return g.read(out, T*n), want
-		})
-	}
-	cs = append(cs, modelCases()...)
-	return cs
-}
-
-func check(g *gpu, err error) {
-	g.t.Helper()
-	if err != nil {
-		g.t.Fatal(err)
-	}
-}
-
-func kdaInputs(r *rand.Rand, T, H, dk, dv int) *ref.KDAArgs {
-	a := &ref.KDAArgs{T: T, H: H, DK: dk, DV: dv,
-		Q: randVec(r, T*H*dk, 1), K: randVec(r, T*H*dk, 1), V: randVec(r, T*H*dv, 1),
-		G: make([]float32, T*H*dk), Beta: make([]float32, T*H), O: make([]float32, T*H*dv), S: randVec(r, H*dk*dv, 0.5)}
-	ref.L2Norm(a.Q, dk, 1e-6, float32(1/math.Sqrt(float64(dk))))
-	ref.L2Norm(a.K, dk, 1e-6, 1)
-	for i := range a.G {
-		a.G[i] = -r.Float32() * 0.5
-	}
-	for i := range a.Beta {
-		a.Beta[i] = r.Float32()
-	}
-	return a
-}
-
-// runMLA builds a random MLA problem (H 2, DN 16, DR 8, DV 12, RKV 40) with
-// a cache of pos0+N rows and compares the GPU output with the reference.
-func runMLA(g *gpu, r *rand.Rand, N, pos0 int, dt tensor.DType, absorbed bool) ([]float32, []float32) {
-	const H, DN, DR, DV, RKV = 2, 16, 8, 12, 40
-	W := randMat(r, H*(DN+DV), RKV, dt, 0.5)
-	rows := randVec(r, (pos0+N)*(RKV+DR), 1)
-	cache := ref.NewLatentCache(RKV+DR, 64)
-	cache.Append(rows)
-	q := randVec(r, N*H*(DN+DR), 1)
-	a := &ref.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: q, WKVB: W, Cache: cache,
-		O: make([]float32, N*H*DV)}
-	gc, err := g.d.NewLatentCache(RKV+DR, pos0+N+3)
-	check(g, err)
-	g.bufs = append(g.bufs, gc.Buf)
-	check(g, gc.AppendHost(rows))
-	ga := &wgsl.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: g.up(q), WKVB: g.mat(W),
-		Cache: gc, O: g.zeros(N * H * DV)}
-	if absorbed {
-		ref.MLAAbsorbed(nil, a, &ref.MLAScratch{})
-		check(g, g.d.MLAAbsorbed(ga))
-	} else {
-		ref.MLANaive(nil, a, &ref.MLAScratch{})
-		check(g, g.d.MLANaive(ga))
-	}
-	return g.read(ga.O, N*H*DV), a.O
-}
 
 var (
 	matrixMu sync.Mutex
@@ -332,15 +48,15 @@ func TestConformanceGridSplit(t *testing.T) {
 }
 
 func runCases(t *testing.T, record bool) {
-	for _, c := range cases() {
-		t.Run(c.op+"/"+c.dtype+"/"+c.shape, func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(len(c.shape)), uint64(len(c.op))))
-			g := newGPU(t)
+	for _, c := range conformance.Cases() {
+		t.Run(c.Name(), func(t *testing.T) {
+			g := conformance.NewGPU(t, device(t))
+			defer g.Release()
 			t0 := time.Now()
-			got, want := c.run(g, r)
+			got, want := c.Run(g, c.Rand())
 			e := nmse(got, want)
-			if e > c.bound {
-				t.Errorf("NMSE %.3g > bound %.3g", e, c.bound)
+			if e > c.Bound {
+				t.Errorf("NMSE %.3g > bound %.3g", e, c.Bound)
 			}
 			if el := time.Since(t0); el > 2*time.Second {
 				t.Logf("slow case: %v", el)
@@ -349,7 +65,7 @@ func runCases(t *testing.T, record bool) {
 				return
 			}
 			matrixMu.Lock()
-			k := [2]string{c.op, c.dtype}
+			k := [2]string{c.Op, c.DType}
 			m := matrix[k]
 			if m == nil {
 				m = &cell{}
@@ -357,7 +73,7 @@ func runCases(t *testing.T, record bool) {
 			}
 			m.cases++
 			m.worst = max(m.worst, e)
-			if e > c.bound || t.Failed() {
+			if e > c.Bound || t.Failed() {
 				m.failed++
 			}
 			matrixMu.Unlock()
@@ -385,7 +101,34 @@ func writeMatrix(path, adapter string) error {
 	b.WriteString("Whole model (`wgsl.Runner`): k3-nano and kimi-linear-nano (F32, BF16) logits equal `core/model` within\n")
 	b.WriteString("1e-4 max relative error for prefill in chunks of 64, 7 and 1 and 64 decode steps, greedy tokens identical\n")
 	b.WriteString("(`TestRunnerMatchesCPU`). MoE ops run on expert ids routed on the GPU; Argmax is compared by index.\n\n")
-	b.WriteString("| op | F32 | F16 | BF16 |\n|---|---|---|---|\n")
+	// The browser column comes from the last TestBrowserE2E run with
+	// TESSERA_SUPPORT_MATRIX=write (cmd/tessera), which runs a subset of
+	// these cases in headless Chromium and saves the results.
+	var br struct {
+		Adapter struct{ Vendor, Architecture string }
+		Cases   []struct {
+			Op string
+			OK bool
+		}
+	}
+	browser := map[string][2]int{} // op → passed, run
+	if data, err := os.ReadFile("testdata/browser-conformance.json"); err == nil {
+		if err := json.Unmarshal(data, &br); err != nil {
+			return fmt.Errorf("testdata/browser-conformance.json: %w", err)
+		}
+		for _, c := range br.Cases {
+			v := browser[c.Op]
+			v[1]++
+			if c.OK {
+				v[0]++
+			}
+			browser[c.Op] = v
+		}
+		fmt.Fprintf(&b, "Browser column: a subset of the same cases (the first of every op × dtype) run in headless Chromium on WebGPU\n"+
+			"(adapter `%s %s`) by `TestBrowserE2E` in cmd/tessera (`CI=true TESSERA_SUPPORT_MATRIX=write go test -run TestBrowserE2E ./cmd/tessera`\n"+
+			"writes wgsl/testdata/browser-conformance.json, read here).\n\n", br.Adapter.Vendor, br.Adapter.Architecture)
+	}
+	b.WriteString("| op | F32 | F16 | BF16 | browser |\n|---|---|---|---|---|\n")
 	for _, o := range names {
 		fmt.Fprintf(&b, "| %s |", o)
 		for _, dt := range []string{"F32", "F16", "BF16"} {
@@ -398,6 +141,14 @@ func writeMatrix(path, adapter string) error {
 			default:
 				fmt.Fprintf(&b, " ✓ %d/%d (%.1e) |", c.cases, c.cases, c.worst)
 			}
+		}
+		switch v := browser[o]; {
+		case v[1] == 0:
+			b.WriteString(" — |")
+		case v[0] < v[1]:
+			fmt.Fprintf(&b, " FAIL %d/%d |", v[0], v[1])
+		default:
+			fmt.Fprintf(&b, " ✓ %d/%d |", v[0], v[1])
 		}
 		b.WriteString("\n")
 	}

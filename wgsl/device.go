@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -88,6 +89,8 @@ func (v View) check(words int, what string) error {
 
 type kernel struct {
 	name  string
+	file  string
+	entry string
 	nbuf  int
 	bgl   *wgpu.BindGroupLayout
 	pl    *wgpu.PipelineLayout
@@ -114,6 +117,12 @@ type Device struct {
 	modules map[string]*wgpu.ShaderModule
 	kernels map[string]*kernel
 	groups  map[groupKey]*wgpu.BindGroup
+	// dummies[i] is bound at storage binding i+1 when that operand is
+	// unused or read through another binding (one buffer per binding, so
+	// placeholders never alias each other).
+	dummies [maxBinds]*Buffer
+	// trace, if set (tests), sees every dispatch's storage bindings.
+	trace func(kernel string, binds []binding)
 
 	enc  *wgpu.CommandEncoder
 	pass *wgpu.ComputePassEncoder
@@ -145,6 +154,12 @@ func NewDevice(raw *wgpu.Device, info string, release func()) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: uniform arena: %w", err)
 	}
+	for i := range d.dummies {
+		if d.dummies[i], err = d.NewBuffer(64); err != nil {
+			d.uBuf.Release()
+			return nil, fmt.Errorf("wgsl: placeholder buffer %d: %w", i+1, err)
+		}
+	}
 	return d, nil
 }
 
@@ -164,6 +179,9 @@ func (d *Device) Close() {
 	}
 	for _, s := range d.scratch {
 		s.Release()
+	}
+	for _, b := range d.dummies {
+		b.Release()
 	}
 	for _, k := range d.kernels {
 		k.pipe.Release()
@@ -287,33 +305,137 @@ func (d *Device) scratchBuf(name string, words int) (*Buffer, error) {
 // uniform block at binding 0 (dynamic offset), creating it on first use.
 // Layouts are always explicit (js has no "auto" layout: bug 10).
 func (d *Device) kernel(file, entry string, nbuf int) (*kernel, error) {
-	key := file + ":" + entry
+	return d.variant(file, entry, nbuf, aliases{})
+}
+
+// aliases maps storage binding i+1 to the binding it is read and written
+// through (1-based; 0: its own). See resolve.
+type aliases [maxBinds]uint8
+
+func (a aliases) String() string {
+	var b strings.Builder
+	for i, j := range a {
+		if j != 0 {
+			fmt.Fprintf(&b, "|%d=%d", i+1, j)
+		}
+	}
+	return b.String()
+}
+
+// storageDecls finds the storage binding declarations of a shader, one
+// per line: "@group(0) @binding(N) var<storage, read_write> NAME: TYPE;".
+// (No regexp: it would add ~0.1 MB gzip to the browser bundle.)
+func storageDecls(src string) map[int][3]string {
+	decls := map[int][3]string{} // binding → {name, type, whole line}
+	for line := range strings.Lines(src) {
+		rest, ok := strings.CutPrefix(line, "@group(0) @binding(")
+		if !ok {
+			continue
+		}
+		num, rest, ok := strings.Cut(rest, ") var<storage, read_write> ")
+		if !ok {
+			continue
+		}
+		name, typ, ok := strings.Cut(rest, ": ")
+		if !ok {
+			continue
+		}
+		typ, _, _ = strings.Cut(typ, ";")
+		var b int
+		if _, err := fmt.Sscan(num, &b); err == nil {
+			decls[b] = [3]string{name, typ, line}
+		}
+	}
+	return decls
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// renameIdent replaces the identifier from by to wherever it stands alone
+// (not part of a longer identifier, not a member after '.').
+func renameIdent(src, from, to string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(src, from)
+		if i < 0 {
+			b.WriteString(src)
+			return b.String()
+		}
+		j := i + len(from)
+		alone := (i == 0 || !isIdent(src[i-1]) && src[i-1] != '.') && (j == len(src) || !isIdent(src[j]))
+		b.WriteString(src[:i])
+		if alone {
+			b.WriteString(to)
+		} else {
+			b.WriteString(from)
+		}
+		src = src[j:]
+	}
+}
+
+// aliasSource rewrites a shader so that each aliased binding's variable is
+// replaced by the variable of the binding it aliases (same element type):
+// with every binding covering its whole buffer, X[i] and O[i] then address
+// the same words, so the kernel computes the same result while binding the
+// buffer once (WebGPU forbids a buffer bound twice when one binding is
+// writable). The aliased binding stays in the layout, bound to a
+// placeholder, but the shader no longer uses it.
+func aliasSource(file, src string, a aliases) (string, error) {
+	decls := storageDecls(src)
+	for i, j := range a {
+		if j == 0 {
+			continue
+		}
+		from, to := decls[i+1], decls[int(j)]
+		if from[0] == "" || to[0] == "" {
+			return "", fmt.Errorf("wgsl: %s: cannot alias binding %d to %d: no such storage binding", file, i+1, j)
+		}
+		if from[1] != to[1] {
+			return "", fmt.Errorf("wgsl: %s: bindings %d (%s) and %d (%s) share a buffer but differ in type; pass distinct buffers",
+				file, i+1, from[1], j, to[1])
+		}
+		src = renameIdent(strings.Replace(src, from[2], "", 1), from[0], to[0])
+	}
+	return src, nil
+}
+
+// variant is kernel with aliased bindings (see aliasSource); each variant
+// is its own shader module and pipeline, created once.
+func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, error) {
+	key := file + ":" + entry + a.String()
 	if k := d.kernels[key]; k != nil {
 		return k, nil
 	}
-	mod := d.modules[file]
+	modKey := file + a.String()
+	mod := d.modules[modKey]
 	if mod == nil {
 		src, err := shaderFS.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("wgsl: shader %s: %w", file, err)
 		}
-		mod, err = d.raw.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: file,
-			WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: string(src)}})
+		code, err := aliasSource(file, string(src), a)
 		if err != nil {
-			return nil, fmt.Errorf("wgsl: compile %s: %w", file, err)
+			return nil, err
 		}
-		d.modules[file] = mod
+		mod, err = d.raw.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: modKey,
+			WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: code}})
+		if err != nil {
+			return nil, fmt.Errorf("wgsl: compile %s: %w", modKey, err)
+		}
+		d.modules[modKey] = mod
 	}
 	entries := []wgpu.BindGroupLayoutEntry{{Binding: 0, Visibility: wgpu.ShaderStageCompute,
 		Buffer: wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeUniform, HasDynamicOffset: true, MinBindingSize: uniSlot}}}
 	for i := 1; i <= nbuf; i++ {
-		// All storage bindings are read_write: wgpu allows one buffer to be
-		// bound several times only with the same (writable) usage, so an
-		// activation arena can feed an op's input and output.
+		// All storage bindings are read_write (a buffer may not be bound
+		// read-only and writable in one dispatch); no buffer is bound
+		// twice in one dispatch (resolve).
 		entries = append(entries, wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute,
 			Buffer: wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeStorage}})
 	}
-	k := &kernel{name: key, nbuf: nbuf, index: len(d.kernels)}
+	k := &kernel{name: key, file: file, entry: entry, nbuf: nbuf, index: len(d.kernels)}
 	var err error
 	if k.bgl, err = d.raw.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Entries: entries}); err != nil {
 		return nil, fmt.Errorf("wgsl: layout %s: %w", key, err)
@@ -330,6 +452,52 @@ func (d *Device) kernel(file, entry string, nbuf int) (*kernel, error) {
 	}
 	d.kernels[key] = k
 	return k, nil
+}
+
+// resolve makes a dispatch's storage bindings non-aliasing, as WebGPU
+// requires of writable bindings (Chromium rejects "writable storage buffer
+// binding aliasing"; native wgpu does not check). An operand given as nil
+// is unused by the kernel and gets the binding's placeholder buffer; an
+// operand whose buffer already fills an earlier binding is read and
+// written through that binding (a shader variant, see aliasSource) and its
+// own binding gets the placeholder. Both are fixed per call site, so the
+// variants and bind groups are created once and cached.
+func (d *Device) resolve(k *kernel, bufs []*Buffer) (*kernel, []*Buffer, error) {
+	var a aliases
+	var out [maxBinds]*Buffer
+	aliased := false
+	for i, b := range bufs {
+		out[i] = b
+		if b == nil {
+			out[i] = d.dummies[i]
+			continue
+		}
+		if b.b == nil {
+			return nil, nil, fmt.Errorf("wgsl: %s: binding %d: released buffer", k.name, i+1)
+		}
+		for j := 0; j < i; j++ {
+			if bufs[j] != nil && bufs[j].id == b.id {
+				a[i], out[i], aliased = uint8(j+1), d.dummies[i], true
+				break
+			}
+		}
+	}
+	if aliased {
+		var err error
+		if k, err = d.variant(k.file, k.entry, k.nbuf, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	return k, out[:len(bufs)], nil
+}
+
+// binding describes one storage binding of a dispatch (for tests): the
+// buffer's id, the bound byte range and whether the shader may write it.
+type binding struct {
+	Index        int
+	Buffer       uint64
+	Offset, Size uint64
+	Writable     bool
 }
 
 func (d *Device) group(k *kernel, bufs []*Buffer) (*wgpu.BindGroup, error) {
@@ -430,6 +598,17 @@ func (d *Device) dispatchGrid(k *kernel, p params, bufs []*Buffer, gx, gy uint32
 	}
 	if gx == 0 || gy == 0 {
 		return nil
+	}
+	k, bufs, err := d.resolve(k, bufs)
+	if err != nil {
+		return err
+	}
+	if d.trace != nil {
+		binds := make([]binding, len(bufs))
+		for i, b := range bufs {
+			binds[i] = binding{Index: i + 1, Buffer: b.id, Size: uint64(b.words) * 4, Writable: true}
+		}
+		d.trace(k.name, binds)
 	}
 	g, err := d.group(k, bufs)
 	if err != nil {

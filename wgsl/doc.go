@@ -1,11 +1,12 @@
 // Package wgsl is tessera's GPU backend: WGSL compute kernels and the Go code
 // that drives them through github.com/cogentcore/webgpu v0.23.0 (package
 // wgpu), written once for native builds (wgpu-native via cgo; device from
-// package native) and the browser (GOOS=js; device acquisition from
-// navigator.gpu comes later — today the js build compiles and the caller
-// wraps a JS device with wgpu.NewDevice and NewDevice). Every kernel mirrors
-// a core/ref function and is conformance-tested against it
-// (conformance_test.go; support matrix in docs/support-matrix.md).
+// package native) and the browser (GOOS=js; wasm/gpu.go acquires the
+// device from navigator.gpu and wraps it with wgpu.NewDevice and NewDevice).
+// Every kernel mirrors a core/ref function and is conformance-tested
+// against it (cases in package wgsl/conformance, run natively by
+// conformance_test.go and in headless Chromium by cmd/tessera's
+// TestBrowserE2E; support matrix in docs/support-matrix.md).
 //
 // # Design
 //
@@ -20,9 +21,16 @@
 //     bind groups depend only on the storage buffers and are cached per
 //     (pipeline, buffers); pipelines are cached per entry point. The arena
 //     holds 2048 dispatches; a longer step is flushed automatically.
-//   - Every storage binding is read_write and covers the whole buffer, so
-//     one arena buffer may feed an op's inputs and outputs (wgpu rejects a
-//     buffer bound both read-only and writable in one dispatch).
+//   - Every storage binding is read_write and covers the whole buffer, and
+//     no dispatch binds one buffer twice (WebGPU forbids overlapping
+//     bindings when one is writable; Chromium enforces it, native wgpu
+//     does not). Device.resolve gives unused operands (nil) a per-binding
+//     placeholder buffer, and when an op's operands share a buffer (in
+//     place, or two views of one buffer) it binds the buffer once and
+//     uses a shader variant whose aliased variable is renamed to the
+//     first binding's (aliasSource): same words, same results. Variants
+//     and bind groups are cached per call site; TestNoAliasingBindings
+//     traces every dispatch of the conformance suite and the runner.
 //   - Weights: F32, or F16 / BF16 packed two per u32 (unpack2x16float,
 //     shifts); all arithmetic is f32 — no shader-f16 exists in this stack.
 //   - Grids larger than 65,535 workgroups are spread over x and y.

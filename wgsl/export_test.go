@@ -16,3 +16,14 @@ func SetGridXForTest(x int) func() {
 func (d *Device) ObjectsForTest() int {
 	return len(d.groups) + len(d.kernels) + len(d.scratch) + int(d.stagingBytes)
 }
+
+// BindingForTest is one storage binding of a dispatch.
+type BindingForTest = binding
+
+// TraceBindingsForTest calls f with every later dispatch's storage
+// bindings (after placeholders and aliases are resolved) and returns a
+// function that stops tracing.
+func (d *Device) TraceBindingsForTest(f func(kernel string, binds []BindingForTest)) func() {
+	d.trace = f
+	return func() { d.trace = nil }
+}

@@ -3,16 +3,14 @@
 package wgsl_test
 
 import (
-	"math"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"testing"
 
-	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/native"
 	"github.com/tessera-llm/tessera/wgsl"
+	"github.com/tessera-llm/tessera/wgsl/conformance"
 )
 
 var (
@@ -35,50 +33,13 @@ func device(t testing.TB) *wgsl.Device {
 	return dev
 }
 
-func randVec(r *rand.Rand, n int, scale float32) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = (r.Float32()*2 - 1) * scale
-	}
-	return v
-}
+var dtypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
 
-// randMat returns a rows×cols matrix of dt with values in (−scale, scale).
-func randMat(r *rand.Rand, rows, cols int, dt tensor.DType, scale float32) *tensor.Mat {
-	v := randVec(r, rows*cols, scale)
-	switch dt {
-	case tensor.F16:
-		u := make([]uint16, len(v))
-		half.EncodeF16(u, v)
-		return tensor.NewHalf(rows, cols, dt, u)
-	case tensor.BF16:
-		u := make([]uint16, len(v))
-		half.EncodeBF16(u, v)
-		return tensor.NewHalf(rows, cols, dt, u)
-	}
-	return tensor.NewF32(rows, cols, v)
-}
-
-// nmse is Σ(got−want)² / Σwant² (or the plain Σ(got−want)² when want is 0);
-// NaN or a length mismatch gives +Inf.
-func nmse(got, want []float32) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	var num, den float64
-	for i := range got {
-		g, w := float64(got[i]), float64(want[i])
-		if math.IsNaN(g) || math.IsInf(g, 0) {
-			return math.Inf(1)
-		}
-		num += (g - w) * (g - w)
-		den += w * w
-	}
-	if den == 0 {
-		return num
-	}
-	return num / den
-}
+var (
+	randVec = conformance.RandVec
+	randMat = conformance.RandMat
+	nmse    = conformance.NMSE
+)
 
 // gpu is a small helper bundling a device with must-style upload/read for tests.
 type gpu struct {
@@ -134,4 +95,11 @@ func (g *gpu) read(v wgsl.View, n int) []float32 {
 		g.t.Fatal(err)
 	}
 	return out
+}
+
+func check(g *gpu, err error) {
+	g.t.Helper()
+	if err != nil {
+		g.t.Fatal(err)
+	}
 }

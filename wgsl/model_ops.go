@@ -94,7 +94,7 @@ func (d *Device) RMSNormRows(out, x Strided, w View, rows, n int, eps float32) e
 		return err
 	}
 	p := params{}.u(n, rows, 0).f(eps, 1).u(x.Off, x.Stride, x.Off, x.Stride, w.Off, out.Off, out.Stride)
-	return d.dispatch(k, p, []*Buffer{x.Buf, x.Buf, w.Buf, out.Buf}, rows)
+	return d.dispatch(k, p, []*Buffer{x.Buf, nil, w.Buf, out.Buf}, rows) // mode 0 reads no g
 }
 
 // GLUWeights are E GLU blocks (routed experts, or one dense MLP / shared
@@ -228,10 +228,7 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 		return err
 	}
 	st := matStride(w.In, w.DType)
-	idx, wts := r.Idx, r.Wts
-	if !useIdx {
-		idx, wts = x.View, x.View
-	}
+	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
 	p := params{}.u(w.I, w.In, T, r.K, int(w.DType), 0, st, 2*w.I*st, x.Off, x.Stride, h.Off, w.I,
 		idx.Off, wts.Off, b2i(useIdx), mode).f(act.Beta, act.BetaLin).u(0)
 	return d.dispatch(k, p, []*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}, (w.I+7)/8*T*r.K)
@@ -262,10 +259,7 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 		return err
 	}
 	st := matStride(w.I, w.DType)
-	idx, wts := r.Idx, r.Wts
-	if !useIdx {
-		idx, wts = h, h
-	}
+	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
 	p := params{}.u(w.Out, w.I, T, r.K, int(w.DType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
 		idx.Off, wts.Off, b2i(useIdx), 0).f(0, 0).u(b2i(accum))
 	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, (w.Out+7)/8*T)

@@ -172,7 +172,11 @@ func (d *Device) rmsnorm(out, x, g, w View, rows, n int, eps float32, mode int) 
 		return err
 	}
 	p := params{}.u(n, rows, mode).f(eps, 1).u(x.Off, n, g.Off, n, w.Off, out.Off, n)
-	return d.dispatch(k, p, []*Buffer{x.Buf, g.Buf, w.Buf, out.Buf}, rows)
+	gb := g.Buf
+	if mode == 0 {
+		gb = nil // unused: a placeholder binding
+	}
+	return d.dispatch(k, p, []*Buffer{x.Buf, gb, w.Buf, out.Buf}, rows)
 }
 
 // L2Norm records out = x / sqrt(Σx² + eps) · scale per row of d values
@@ -192,7 +196,7 @@ func (d *Device) L2Norm(out, x View, rows, n int, eps, scale float32) error {
 		return err
 	}
 	p := params{}.u(n, rows, 0).f(eps, scale).u(x.Off, n, x.Off, n, x.Off, out.Off, n)
-	return d.dispatch(k, p, []*Buffer{x.Buf, x.Buf, x.Buf, out.Buf}, rows)
+	return d.dispatch(k, p, []*Buffer{x.Buf, nil, nil, out.Buf}, rows) // l2norm reads no g or w
 }
 
 // Strided is a View whose rows are Stride words apart.
@@ -257,7 +261,11 @@ func (d *Device) elementwise(entry string, out, x, y Strided, rows, n, mode int,
 		return err
 	}
 	p := params{}.u(n, rows, mode).f(a, beta, betaLin).u(x.Off, x.Stride, y.Off, y.Stride, out.Off, out.Stride)
-	return d.dispatch(k, p, []*Buffer{x.Buf, y.Buf, out.Buf}, (rows*n+255)/256)
+	yb := y.Buf
+	if entry == "copy" || mode == 3 {
+		yb = nil // y unused: a placeholder binding
+	}
+	return d.dispatch(k, p, []*Buffer{x.Buf, yb, out.Buf}, (rows*n+255)/256)
 }
 
 // ShortConv records the short causal depthwise conv + SiLU with carried

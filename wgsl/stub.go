@@ -76,3 +76,7 @@ func (r *Runner) Config() *config.Config { return nil }
 
 // ForwardEmbeddings fails in builds without a GPU backend.
 func (r *Runner) ForwardEmbeddings([]float32, int, []float32) error { return errNoGPU }
+
+// ErrEmbeddingsInput reports that the GPU runner does not take input
+// embeddings (see the cgo build's backend.go).
+var ErrEmbeddingsInput = errors.New("image input runs on the CPU backend only for now: use --backend cpu")

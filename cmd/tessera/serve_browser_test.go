@@ -146,9 +146,10 @@ func TestBrowserE2E(t *testing.T) {
 	// The wasm bundle, as `make wasm` builds it.
 	wasmDir := filepath.Join(dir, "wasm")
 	e2eBuildWasm(t, wasmDir)
-	// The bundle with the WebGPU runner (-tags webgpu), served as /gpu/tessera.wasm.
+	// The bundle as `make wasm` builds it plus the kernel conformance cases
+	// (-tags conformance), served as /gpu/tessera.wasm.
 	gpuWasm := filepath.Join(dir, "gpu", wasmName)
-	e2eGoBuild(t, gpuWasm, "-tags=webgpu")
+	e2eGoBuild(t, gpuWasm, "-tags=conformance")
 	tBuild := time.Since(start)
 
 	// A random k3-nano and the native CPU ids for the prompt.
@@ -233,7 +234,7 @@ func TestBrowserE2E(t *testing.T) {
 	go hs.Serve(ln)
 	defer hs.Close()
 
-	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"2"},
+	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
 		"failures": {"/nope/,/corrupt/,/cut/"}}
 	pageURL := "http://" + ln.Addr().String() + "/?" + q.Encode()
 
@@ -261,8 +262,8 @@ func TestBrowserE2E(t *testing.T) {
 			return rep
 		case err := <-b.died:
 			t.Fatalf("phase %d: chromium exited early: %v\nstderr:\n%s", phase, err, b.stderr.String())
-		case <-time.After(45 * time.Second):
-			t.Fatalf("phase %d: no report from the page after 45 s\nconsole:\n%s\nchromium stderr:\n%s", phase, b.consoleText(), e2eTail(b.stderr.String(), 3000))
+		case <-time.After(90 * time.Second):
+			t.Fatalf("phase %d: no report from the page after 90 s\nconsole:\n%s\nchromium stderr:\n%s", phase, b.consoleText(), e2eTail(b.stderr.String(), 3000))
 		}
 		return testReport{}
 	}
@@ -273,8 +274,8 @@ func TestBrowserE2E(t *testing.T) {
 	if r1.Cache.Misses == 0 || r1.Cache.BytesDownloaded == 0 {
 		t.Errorf("first load: cache %+v, want downloads", r1.Cache)
 	}
-	// The default bundle has no WebGPU runner: backend auto falls back to
-	// the CPU and says why.
+	// The -tags cpuonly bundle has no WebGPU runner: backend auto falls back
+	// to the CPU and says why.
 	if !strings.HasPrefix(r1.Info.Backend, "cpu (wasm); ") || !strings.Contains(r1.Info.Backend, "without the WebGPU runner") || r1.Info.ParamsTotal == 0 {
 		t.Errorf("info %+v", r1.Info)
 	}
@@ -293,8 +294,8 @@ func TestBrowserE2E(t *testing.T) {
 			t.Logf("loading %s fails: %s", u, f.Error)
 		}
 	}
-	// The -tags webgpu bundle with backend auto runs on the GPU (SwiftShader
-	// counts) and its greedy ids equal native CPU ids.
+	// The default (WebGPU) bundle with backend auto runs on the GPU
+	// (SwiftShader counts) and its greedy ids equal native CPU ids.
 	if g := r1.GPU; g == nil || g.Error != "" || !strings.HasPrefix(g.Backend, "gpu") || !slices.Equal(g.IDs, native) {
 		t.Errorf("WebGPU backend in the browser: %+v, want backend gpu and ids %v", g, native)
 	} else {
@@ -366,7 +367,7 @@ func e2eBuildWasm(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	goBin := e2eGo()
-	e2eGoBuild(t, filepath.Join(dir, wasmName))
+	e2eGoBuild(t, filepath.Join(dir, wasmName), "-tags=cpuonly")
 	// tessera.wasm.gz, as make wasm writes it.
 	raw, err := os.ReadFile(filepath.Join(dir, wasmName))
 	if err != nil {

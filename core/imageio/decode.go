@@ -22,13 +22,6 @@ import (
 	"image"
 	"image/color"
 	"io"
-
-	// Registered decoders: the only formats Decode accepts.
-	_ "image/gif"
-	_ "image/jpeg"
-	_ "image/png"
-
-	_ "golang.org/x/image/webp"
 )
 
 // Limits bounds what Decode accepts, checked on the header before any pixel

@@ -11,4 +11,4 @@ PY=/usr/bin/python3
 mkdir -p models/train/work
 [ -f models/k3-micro/tokenizer.json ] || $PY models/train/make_tokenizer.py models/k3-micro
 K3_THREADS=${K3_THREADS:-1} $PY models/train/train.py --work models/train/work --out models/k3-micro "$@"
-$PY models/train/evaluate.py --model models/k3-micro --work models/train/work || true
+$PY models/train/evaluate.py --model models/k3-micro --work models/train/work && $PY models/train/write_card.py --model models/k3-micro --work models/train/work

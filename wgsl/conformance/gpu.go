@@ -1,0 +1,214 @@
+//go:build cgo || js
+
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/tensor"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// TB is the part of testing.TB the cases use; Fatal must not return
+// (testing's calls runtime.Goexit; Reporter panics and Run recovers).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Errorf(format string, args ...any)
+}
+
+// GPU bundles a device with must-style upload and readback for the cases;
+// buffers it creates are freed by Release.
+type GPU struct {
+	t    TB
+	d    *wgsl.Device
+	bufs []*wgsl.Buffer
+}
+
+// NewGPU returns a GPU on d reporting to t.
+func NewGPU(t TB, d *wgsl.Device) *GPU { return &GPU{t: t, d: d} }
+
+// Release frees every buffer the cases created through g.
+func (g *GPU) Release() {
+	for _, b := range g.bufs {
+		b.Release()
+	}
+	g.bufs = nil
+}
+
+func (g *GPU) up(v []float32) wgsl.View {
+	g.t.Helper()
+	b, err := g.d.UploadF32(v)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, b)
+	return b.At(0)
+}
+
+func (g *GPU) zeros(n int) wgsl.View {
+	g.t.Helper()
+	b, err := g.d.NewBuffer(max(n, 1))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, b)
+	return b.At(0)
+}
+
+func (g *GPU) mat(m *tensor.Mat) *wgsl.Mat {
+	g.t.Helper()
+	w, err := g.d.UploadMat(m)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.bufs = append(g.bufs, w.Buf)
+	return w
+}
+
+func (g *GPU) read(v wgsl.View, n int) []float32 {
+	g.t.Helper()
+	out := make([]float32, n)
+	if err := g.d.ReadF32(v, out); err != nil {
+		g.t.Fatal(err)
+	}
+	return out
+}
+
+// RandVec returns n values in (−scale, scale).
+func RandVec(r *rand.Rand, n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = (r.Float32()*2 - 1) * scale
+	}
+	return v
+}
+
+// RandMat returns a rows×cols matrix of dt with values in (−scale, scale).
+func RandMat(r *rand.Rand, rows, cols int, dt tensor.DType, scale float32) *tensor.Mat {
+	v := RandVec(r, rows*cols, scale)
+	switch dt {
+	case tensor.F16:
+		u := make([]uint16, len(v))
+		half.EncodeF16(u, v)
+		return tensor.NewHalf(rows, cols, dt, u)
+	case tensor.BF16:
+		u := make([]uint16, len(v))
+		half.EncodeBF16(u, v)
+		return tensor.NewHalf(rows, cols, dt, u)
+	}
+	return tensor.NewF32(rows, cols, v)
+}
+
+// NMSE is Σ(got−want)² / Σwant² (or the plain Σ(got−want)² when want is 0);
+// NaN or a length mismatch gives +Inf.
+func NMSE(got, want []float32) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			return math.Inf(1)
+		}
+		num += (g - w) * (g - w)
+		den += w * w
+	}
+	if den == 0 {
+		return num
+	}
+	return num / den
+}
+
+// Rand is the case's deterministic random source (the same inputs on
+// every platform).
+func (c Case) Rand() *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(len(c.Shape)), uint64(len(c.Op))))
+}
+
+// Name is "op/dtype/shape".
+func (c Case) Name() string { return c.Op + "/" + c.DType + "/" + c.Shape }
+
+// Subset keeps the first perOp cases of every (op, dtype), the smallest
+// shapes, so every kernel family and dtype is covered quickly.
+func Subset(cs []Case, perOp int) []Case {
+	seen := map[[2]string]int{}
+	var out []Case
+	for _, c := range cs {
+		k := [2]string{c.Op, c.DType}
+		if seen[k] < perOp {
+			seen[k]++
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Result is one case run outside package testing.
+type Result struct {
+	Name  string  `json:"name"`
+	Op    string  `json:"op"`
+	DType string  `json:"dtype"`
+	NMSE  float64 `json:"nmse"`
+	Bound float64 `json:"bound"`
+	OK    bool    `json:"ok"`
+	Error string  `json:"error,omitempty"`
+}
+
+// reporter is a TB for running cases outside package testing.
+type reporter struct{ errs []string }
+
+type fatal struct{ msg string }
+
+func (r *reporter) Helper()           {}
+func (r *reporter) Fatal(args ...any) { panic(fatal{fmt.Sprint(args...)}) }
+func (r *reporter) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// Run runs c on d outside package testing (the browser). check, if not
+// nil, is called after the case with the device's work done and returns
+// an error the device reported meanwhile (WebGPU error scopes).
+func Run(c Case, d *wgsl.Device, check func() error) (res Result) {
+	res = Result{Name: c.Name(), Op: c.Op, DType: c.DType, Bound: c.Bound}
+	rep := &reporter{}
+	g := NewGPU(rep, d)
+	defer g.Release()
+	defer func() {
+		if p := recover(); p != nil {
+			f, ok := p.(fatal)
+			if !ok {
+				f.msg = fmt.Sprint("panic: ", p)
+			}
+			rep.errs = append(rep.errs, f.msg)
+		}
+		if check != nil {
+			if err := check(); err != nil {
+				rep.errs = append(rep.errs, err.Error())
+			}
+		}
+		if len(rep.errs) > 0 {
+			res.Error = errors.Join(toErrs(rep.errs)...).Error()
+		}
+		res.OK = res.Error == "" && res.NMSE <= res.Bound
+	}()
+	got, want := c.Run(g, c.Rand())
+	res.NMSE = NMSE(got, want)
+	if math.IsInf(res.NMSE, 0) {
+		res.NMSE = math.MaxFloat64 // JSON has no Inf
+	}
+	return res
+}
+
+func toErrs(msgs []string) []error {
+	out := make([]error, len(msgs))
+	for i, m := range msgs {
+		out[i] = errors.New(m)
+	}
+	return out
+}
