@@ -26,7 +26,7 @@ func TestReadbackUnderGCPressure(t *testing.T) {
 	if testing.Short() {
 		n = 100
 	}
-	x := g.up(make([]float32, 64))
+	x := g.Up(make([]float32, 64))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var sink atomic.Pointer[[]byte]
@@ -49,11 +49,11 @@ func TestReadbackUnderGCPressure(t *testing.T) {
 		}
 	}()
 	defer func() { stop.Store(true); wg.Wait() }()
-	one := g.up(onesVec(64))
+	one := g.Up(onesVec(64))
 	out := make([]float32, 64)
 	for i := 1; i <= n; i++ {
-		check(g, g.d.Add(x, x, one, 64, 1))
-		check(g, g.d.ReadF32(x, out))
+		check(g, g.D.Add(x, x, one, 64, 1))
+		check(g, g.D.ReadF32(x, out))
 		if out[0] != float32(i) || out[63] != float32(i) {
 			t.Fatalf("readback %d: got %v, %v", i, out[0], out[63])
 		}
@@ -72,14 +72,14 @@ func onesVec(n int) []float32 {
 // holds (forcing an automatic flush mid-step) and checks they all ran in order.
 func TestManyDispatchesOneStep(t *testing.T) {
 	g := newGPU(t)
-	y := g.up(make([]float32, 5))
-	x := g.up(onesVec(5))
-	sub := g.d.Submits
+	y := g.Up(make([]float32, 5))
+	x := g.Up(onesVec(5))
+	sub := g.D.Submits
 	const n = 5000
 	for i := 0; i < n; i++ {
-		check(g, g.d.Axpy(float32(i%3), x, y, 5))
+		check(g, g.D.Axpy(float32(i%3), x, y, 5))
 	}
-	got := g.read(y, 5)
+	got := g.Read(y, 5)
 	var want float32
 	for i := 0; i < n; i++ {
 		want += float32(i % 3)
@@ -87,7 +87,7 @@ func TestManyDispatchesOneStep(t *testing.T) {
 	if got[4] != want {
 		t.Fatalf("got %v, want %v", got[4], want)
 	}
-	if s := g.d.Submits - sub; s < 2 || s > 4 {
+	if s := g.D.Submits - sub; s < 2 || s > 4 {
 		t.Errorf("%d submits for %d dispatches", s, n)
 	}
 }
@@ -96,31 +96,31 @@ func TestManyDispatchesOneStep(t *testing.T) {
 // or device errors.
 func TestBadInputErrors(t *testing.T) {
 	g := newGPU(t)
-	x := g.up(make([]float32, 16))
-	W := g.mat(tensor.NewF32(4, 4, make([]float32, 16)))
-	rel, err := g.d.NewBuffer(4)
+	x := g.Up(make([]float32, 16))
+	W := g.Mat(tensor.NewF32(4, 4, make([]float32, 16)))
+	rel, err := g.D.NewBuffer(4)
 	check(g, err)
 	rel.Release()
 	for name, err := range map[string]error{
-		"linear out too small": g.d.Linear(x, x, 5, W),
-		"linear nil W":         g.d.Linear(x, x, 1, nil),
-		"negative offset":      g.d.RMSNorm(wgsl.View{Buf: x.Buf, Off: -1}, x, x, 1, 4, 1e-6),
-		"released buffer":      g.d.Add(rel.At(0), x, x, 4, 1),
-		"router too many":      g.d.Route(x, x, x, wgsl.View{}, 1, 2000, ref.Router{TopK: 2}),
-		"router k > E":         g.d.Route(x, x, x, wgsl.View{}, 1, 4, ref.Router{TopK: 5}),
-		"attnres many sources": g.d.AttnRes(x.Rows(1), x.Rows(1), 1, 65, 1, 1, x, x, 1e-6),
-		"conv K=1":             g.d.ShortConv(x, x, x, x, 1, 4, 1),
-		"read past end":        g.d.ReadF32(x, make([]float32, 17)),
-		"zero buffer":          func() error { _, err := g.d.NewBuffer(0); return err }(),
-		"nil matrix upload":    func() error { _, err := g.d.UploadMat(nil); return err }(),
+		"linear out too small": g.D.Linear(x, x, 5, W),
+		"linear nil W":         g.D.Linear(x, x, 1, nil),
+		"negative offset":      g.D.RMSNorm(wgsl.View{Buf: x.Buf, Off: -1}, x, x, 1, 4, 1e-6),
+		"released buffer":      g.D.Add(rel.At(0), x, x, 4, 1),
+		"router too many":      g.D.Route(x, x, x, wgsl.View{}, 1, 2000, ref.Router{TopK: 2}),
+		"router k > E":         g.D.Route(x, x, x, wgsl.View{}, 1, 4, ref.Router{TopK: 5}),
+		"attnres many sources": g.D.AttnRes(x.Rows(1), x.Rows(1), 1, 65, 1, 1, x, x, 1e-6),
+		"conv K=1":             g.D.ShortConv(x, x, x, x, 1, 4, 1),
+		"read past end":        g.D.ReadF32(x, make([]float32, 17)),
+		"zero buffer":          func() error { _, err := g.D.NewBuffer(0); return err }(),
+		"nil matrix upload":    func() error { _, err := g.D.UploadMat(nil); return err }(),
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 	// The device still works afterwards.
-	check(g, g.d.Add(x, x, x, 16, 1))
-	g.read(x, 16)
+	check(g, g.D.Add(x, x, x, 16, 1))
+	g.Read(x, 16)
 }
 
 // TestBufferCycles creates and releases buffers and bind groups many times
@@ -128,11 +128,11 @@ func TestBadInputErrors(t *testing.T) {
 func TestBufferCycles(t *testing.T) {
 	g := newGPU(t)
 	for i := 0; i < 200; i++ {
-		a, err := g.d.UploadF32(onesVec(1024))
+		a, err := g.D.UploadF32(onesVec(1024))
 		check(g, err)
-		check(g, g.d.Add(a.At(0), a.At(0), a.At(0), 1024, 1))
+		check(g, g.D.Add(a.At(0), a.At(0), a.At(0), 1024, 1))
 		out := make([]float32, 1)
-		check(g, g.d.ReadF32(a.At(1023), out))
+		check(g, g.D.ReadF32(a.At(1023), out))
 		if out[0] != 2 {
 			t.Fatalf("cycle %d: %v", i, out[0])
 		}
@@ -143,20 +143,20 @@ func TestBufferCycles(t *testing.T) {
 func benchLinear(b *testing.B, rows, cols, T, batch int, dt tensor.DType) {
 	g := newGPU(b)
 	r := rand.New(rand.NewPCG(1, 2))
-	W := g.mat(randMat(r, rows, cols, dt, 1))
-	x := g.up(randVec(r, T*cols, 1))
-	out := g.zeros(T * rows)
-	check(g, g.d.Linear(out, x, T, W))
-	check(g, g.d.Sync())
+	W := g.Mat(randMat(r, rows, cols, dt, 1))
+	x := g.Up(randVec(r, T*cols, 1))
+	out := g.Zeros(T * rows)
+	check(g, g.D.Linear(out, x, T, W))
+	check(g, g.D.Sync())
 	b.SetBytes(int64(batch) * int64(wgsl.MatWords(rows, cols, dt)) * 4)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < batch; j++ {
-			if err := g.d.Linear(out, x, T, W); err != nil {
+			if err := g.D.Linear(out, x, T, W); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := g.d.Sync(); err != nil {
+		if err := g.D.Sync(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -41,65 +41,16 @@ var (
 	nmse    = conformance.NMSE
 )
 
-// gpu is a small helper bundling a device with must-style upload/read for tests.
-type gpu struct {
-	t    testing.TB
-	d    *wgsl.Device
-	bufs []*wgsl.Buffer
-}
+// gpu is the conformance package's device helper (must-style upload and
+// readback), its buffers freed when the test ends.
+type gpu = conformance.GPU
 
 func newGPU(t testing.TB) *gpu {
-	g := &gpu{t: t, d: device(t)}
-	t.Cleanup(func() {
-		for _, b := range g.bufs {
-			b.Release()
-		}
-	})
+	g := conformance.NewGPU(t, device(t))
+	t.Cleanup(g.Release)
 	return g
 }
 
-func (g *gpu) up(v []float32) wgsl.View {
-	g.t.Helper()
-	b, err := g.d.UploadF32(v)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	g.bufs = append(g.bufs, b)
-	return b.At(0)
-}
-
-func (g *gpu) zeros(n int) wgsl.View {
-	g.t.Helper()
-	b, err := g.d.NewBuffer(max(n, 1))
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	g.bufs = append(g.bufs, b)
-	return b.At(0)
-}
-
-func (g *gpu) mat(m *tensor.Mat) *wgsl.Mat {
-	g.t.Helper()
-	w, err := g.d.UploadMat(m)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	g.bufs = append(g.bufs, w.Buf)
-	return w
-}
-
-func (g *gpu) read(v wgsl.View, n int) []float32 {
-	g.t.Helper()
-	out := make([]float32, n)
-	if err := g.d.ReadF32(v, out); err != nil {
-		g.t.Fatal(err)
-	}
-	return out
-}
-
 func check(g *gpu, err error) {
-	g.t.Helper()
-	if err != nil {
-		g.t.Fatal(err)
-	}
+	g.Check(err)
 }

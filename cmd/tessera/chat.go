@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/generate"
@@ -92,7 +93,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		// start the sequence over.
 		fed := sess.History()
 		delta := ids
-		if len(fed) <= len(ids) && equalInts(fed, ids[:len(fed)]) {
+		if len(fed) <= len(ids) && slices.Equal(fed, ids[:len(fed)]) {
 			delta = ids[len(fed):]
 		} else {
 			if err := sess.Reset(); err != nil {
@@ -134,16 +135,4 @@ func codecDecode(c tokenizer.Codec, ids []int) (string, error) {
 	}
 	b.WriteString(s.Flush())
 	return b.String(), nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

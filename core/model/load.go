@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unsafe"
@@ -136,7 +137,7 @@ func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
 		return nil
 	}
 	b.used[full] = true
-	if !equalShape(t.Shape, shape) {
+	if !slices.Equal(t.Shape, shape) {
 		b.err = &ShapeError{Tensor: full, Expected: shape, Found: t.Shape}
 		return nil
 	}
@@ -150,18 +151,6 @@ func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
 }
 
 func (b *binder) optional(name string) { b.used[b.prefix+name] = true }
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // mat binds a [rows, cols] matrix.
 func (b *binder) mat(name string, rows, cols int) *tensor.Mat {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -141,7 +142,7 @@ func Load(c *Config, ck *safetensors.Checkpoint) (*Tower, error) {
 		if !ok {
 			return nil, fmt.Errorf("tensor %s: missing from checkpoint (expected shape %v)", s.Name, s.Shape)
 		}
-		if !equalShape(t.Shape, s.Shape) {
+		if !slices.Equal(t.Shape, s.Shape) {
 			return nil, fmt.Errorf("tensor %s: expected shape %v, found %v", s.Name, s.Shape, t.Shape)
 		}
 		raw, err := ck.Bytes(s.Name)
@@ -195,18 +196,6 @@ func dtypeSize(dt string) int {
 		return 4
 	}
 	return 2
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // bind assembles a Tower from tensors by name (matrices as *tensor.Mat,

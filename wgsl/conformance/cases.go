@@ -40,9 +40,9 @@ func Cases() []Case {
 				x := RandVec(r, T*cols, 1)
 				want := make([]float32, T*rows)
 				ref.Linear(nil, want, x, T, W)
-				out := g.zeros(T * rows)
-				check(g, g.d.Linear(out, g.up(x), T, g.mat(W)))
-				return g.read(out, T*rows), want
+				out := g.Zeros(T * rows)
+				check(g, g.D.Linear(out, g.Up(x), T, g.Mat(W)))
+				return g.Read(out, T*rows), want
 			})
 		}
 	}
@@ -54,9 +54,9 @@ func Cases() []Case {
 			x, w := RandVec(r, rows*n, 3), RandVec(r, n, 1)
 			want := make([]float32, rows*n)
 			ref.RMSNorm(want, x, w, 1e-6)
-			xv := g.up(x)
-			check(g, g.d.RMSNorm(xv, xv, g.up(w), rows, n, 1e-6)) // in place
-			return g.read(xv, rows*n), want
+			xv := g.Up(x)
+			check(g, g.D.RMSNorm(xv, xv, g.Up(w), rows, n, 1e-6)) // in place
+			return g.Read(xv, rows*n), want
 		})
 		for _, act := range []ref.GateAct{ref.GateSigmoid, ref.GateSiLU} {
 			name := map[ref.GateAct]string{ref.GateSigmoid: "RMSNormGated/sigmoid", ref.GateSiLU: "RMSNormGated/SiLU"}[act]
@@ -64,18 +64,18 @@ func Cases() []Case {
 				x, gt, w := RandVec(r, rows*n, 3), RandVec(r, rows*n, 4), RandVec(r, n, 1)
 				want := make([]float32, rows*n)
 				ref.RMSNormGated(want, x, gt, w, 1e-5, act)
-				out := g.zeros(rows * n)
-				check(g, g.d.RMSNormGated(out, g.up(x), g.up(gt), g.up(w), rows, n, 1e-5, act))
-				return g.read(out, rows*n), want
+				out := g.Zeros(rows * n)
+				check(g, g.D.RMSNormGated(out, g.Up(x), g.Up(gt), g.Up(w), rows, n, 1e-5, act))
+				return g.Read(out, rows*n), want
 			})
 		}
 		add("L2Norm", "F32", shape, 1e-11, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			x := RandVec(r, rows*n, 2)
-			xv := g.up(x)
+			xv := g.Up(x)
 			scale := float32(1 / math.Sqrt(float64(n)))
 			ref.L2Norm(x, n, 1e-6, scale)
-			check(g, g.d.L2Norm(xv, xv, rows, n, 1e-6, scale))
-			return g.read(xv, rows*n), x
+			check(g, g.D.L2Norm(xv, xv, rows, n, 1e-6, scale))
+			return g.Read(xv, rows*n), x
 		})
 	}
 	// GLU on the two halves of a fused [rows, 2n] projection (strided rows).
@@ -91,10 +91,10 @@ func Cases() []Case {
 				for i := 0; i < rows; i++ {
 					act.a.GLU(want[i*n:(i+1)*n], gu[i*2*n:i*2*n+n], gu[i*2*n+n:(i+1)*2*n])
 				}
-				v := g.up(gu)
-				out := g.zeros(rows * n)
-				check(g, g.d.GLU(out.Rows(n), v.Rows(2*n), wgsl.View{Buf: v.Buf, Off: n}.Rows(2*n), rows, n, act.a))
-				return g.read(out, rows*n), want
+				v := g.Up(gu)
+				out := g.Zeros(rows * n)
+				check(g, g.D.GLU(out.Rows(n), v.Rows(2*n), wgsl.View{Buf: v.Buf, Off: n}.Rows(2*n), rows, n, act.a))
+				return g.Read(out, rows*n), want
 			})
 		}
 	}
@@ -103,16 +103,16 @@ func Cases() []Case {
 			x, y := RandVec(r, n, 1), RandVec(r, n, 1)
 			want := append([]float32(nil), x...)
 			ref.Axpy(1, y, want)
-			xv := g.up(x)
-			check(g, g.d.Add(xv, xv, g.up(y), n, 1))
-			return g.read(xv, n), want
+			xv := g.Up(x)
+			check(g, g.D.Add(xv, xv, g.Up(y), n, 1))
+			return g.Read(xv, n), want
 		})
 		add("Axpy", "F32", fmt.Sprint(n), 1e-14, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			x, y := RandVec(r, n, 1), RandVec(r, n, 1)
-			yv := g.up(y)
+			yv := g.Up(y)
 			ref.Axpy(-0.7, x, y)
-			check(g, g.d.Axpy(-0.7, g.up(x), yv, n))
-			return g.read(yv, n), y
+			check(g, g.D.Axpy(-0.7, g.Up(x), yv, n))
+			return g.Read(yv, n), y
 		})
 	}
 	// ShortConv in pieces (state carried across calls and pieces shorter
@@ -122,18 +122,18 @@ func Cases() []Case {
 		add("ShortConv", "F32", fmt.Sprintf("C=%d K=%d pieces=%v", C, K, pieces), 1e-11, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			w := RandVec(r, C*K, 1)
 			state := RandVec(r, (K-1)*C, 1)
-			wv, sv := g.up(w), g.up(state)
+			wv, sv := g.Up(w), g.Up(state)
 			var got, want []float32
 			for _, T := range pieces {
 				x := RandVec(r, T*C, 2)
 				o := make([]float32, T*C)
 				ref.ShortConv(o, x, w, state, T, C, K)
-				ov := g.zeros(T * C)
-				check(g, g.d.ShortConv(ov, g.up(x), wv, sv, T, C, K))
+				ov := g.Zeros(T * C)
+				check(g, g.D.ShortConv(ov, g.Up(x), wv, sv, T, C, K))
 				want = append(want, o...)
-				got = append(got, g.read(ov, T*C)...)
+				got = append(got, g.Read(ov, T*C)...)
 			}
-			return append(got, g.read(sv, (K-1)*C)...), append(want, state...)
+			return append(got, g.Read(sv, (K-1)*C)...), append(want, state...)
 		})
 	}
 	for _, gc := range []struct {
@@ -152,9 +152,9 @@ func Cases() []Case {
 				alog := RandVec(r, na, 1.5)
 				want := make([]float32, len(raw))
 				ref.KDAGate(want, raw, bias, alog, H, dk, gc.bounded, -5)
-				rv := g.up(raw)
-				check(g, g.d.KDAGate(rv, rv, g.up(bias), g.up(alog), T, H, dk, gc.perChannel, gc.bounded, -5))
-				return g.read(rv, len(raw)), want
+				rv := g.Up(raw)
+				check(g, g.D.KDAGate(rv, rv, g.Up(bias), g.Up(alog), T, H, dk, gc.perChannel, gc.bounded, -5))
+				return g.Read(rv, len(raw)), want
 			})
 		}
 	}
@@ -162,11 +162,11 @@ func Cases() []Case {
 		T, H, dk, dv := s[0], s[1], s[2], s[3]
 		add("KDARecurrent", "F32", fmt.Sprintf("T=%d H=%d dk=%d dv=%d", T, H, dk, dv), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			a := kdaInputs(r, T, H, dk, dv)
-			ga := &wgsl.KDAArgs{T: T, H: H, DK: dk, DV: dv, Q: g.up(a.Q), K: g.up(a.K), V: g.up(a.V), G: g.up(a.G),
-				Beta: g.up(a.Beta), O: g.zeros(T * H * dv), S: g.up(a.S)}
+			ga := &wgsl.KDAArgs{T: T, H: H, DK: dk, DV: dv, Q: g.Up(a.Q), K: g.Up(a.K), V: g.Up(a.V), G: g.Up(a.G),
+				Beta: g.Up(a.Beta), O: g.Zeros(T * H * dv), S: g.Up(a.S)}
 			ref.KDARecurrent(nil, a)
-			check(g, g.d.KDARecurrent(ga))
-			return append(g.read(ga.O, T*H*dv), g.read(ga.S, H*dk*dv)...), append(a.O, a.S...)
+			check(g, g.D.KDARecurrent(ga))
+			return append(g.Read(ga.O, T*H*dv), g.Read(ga.S, H*dk*dv)...), append(a.O, a.S...)
 		})
 	}
 	// MLA: decode (absorbed) at contexts straddling the 128-key split, a few
@@ -203,13 +203,13 @@ func Cases() []Case {
 				bv := wgsl.View{}
 				if rc.bias {
 					bias = RandVec(r, rc.E, 0.3)
-					bv = g.up(bias)
+					bv = g.Up(bias)
 				}
-				idx, w := g.zeros(rc.T*k), g.zeros(rc.T*k)
-				check(g, g.d.Route(idx, w, g.up(logits), bv, rc.T, rc.E, rc.r))
+				idx, w := g.Zeros(rc.T*k), g.Zeros(rc.T*k)
+				check(g, g.D.Route(idx, w, g.Up(logits), bv, rc.T, rc.E, rc.r))
 				gotIdx := make([]uint32, rc.T*k)
-				check(g, g.d.ReadU32(idx, gotIdx))
-				gotW := g.read(w, rc.T*k)
+				check(g, g.D.ReadU32(idx, gotIdx))
+				gotW := g.Read(w, rc.T*k)
 				var got, want []float32
 				for t := 0; t < rc.T; t++ {
 					wi, ww := make([]int, k), make([]float32, k)
@@ -237,9 +237,9 @@ func Cases() []Case {
 				}
 				ref.AttnRes(want[t*n:(t+1)*n], srcs, w, gm, 1e-6, make([]float32, nsrc))
 			}
-			out := g.zeros(T * n)
-			check(g, g.d.AttnRes(out.Rows(n), g.up(src).Rows(n), nsrc*n, nsrc, n, T, g.up(w), g.up(gm), 1e-6))
-			return g.read(out, T*n), want
+			out := g.Zeros(T * n)
+			check(g, g.D.AttnRes(out.Rows(n), g.Up(src).Rows(n), nsrc*n, nsrc, n, T, g.Up(w), g.Up(gm), 1e-6))
+			return g.Read(out, T*n), want
 		})
 	}
 	cs = append(cs, modelCases()...)
@@ -279,20 +279,20 @@ func runMLA(g *GPU, r *rand.Rand, N, pos0 int, dt tensor.DType, absorbed bool) (
 	q := RandVec(r, N*H*(DN+DR), 1)
 	a := &ref.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: q, WKVB: W, Cache: cache,
 		O: make([]float32, N*H*DV)}
-	gc, err := g.d.NewLatentCache(RKV+DR, pos0+N+3)
+	gc, err := g.D.NewLatentCache(RKV+DR, pos0+N+3)
 	check(g, err)
 	g.bufs = append(g.bufs, gc.Buf)
 	check(g, gc.AppendHost(rows))
-	ga := &wgsl.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: g.up(q), WKVB: g.mat(W),
-		Cache: gc, O: g.zeros(N * H * DV)}
+	ga := &wgsl.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: g.Up(q), WKVB: g.Mat(W),
+		Cache: gc, O: g.Zeros(N * H * DV)}
 	if absorbed {
 		ref.MLAAbsorbed(nil, a, &ref.MLAScratch{})
-		check(g, g.d.MLAAbsorbed(ga))
+		check(g, g.D.MLAAbsorbed(ga))
 	} else {
 		ref.MLANaive(nil, a, &ref.MLAScratch{})
-		check(g, g.d.MLANaive(ga))
+		check(g, g.D.MLANaive(ga))
 	}
-	return g.read(ga.O, N*H*DV), a.O
+	return g.Read(ga.O, N*H*DV), a.O
 }
 
 // modelCases are the conformance cases of the ops the whole-model Runner
@@ -314,12 +314,12 @@ func modelCases() []Case {
 					ids[t] = uint32(r.IntN(V))
 					want = append(want, tab.Row(int(ids[t]), make([]float32, n))...)
 				}
-				ib, err := g.d.UploadU32(ids)
+				ib, err := g.D.UploadU32(ids)
 				check(g, err)
 				g.bufs = append(g.bufs, ib)
-				out := g.zeros(T * (n + 3)) // strided rows
-				check(g, g.d.Embed(out.Rows(n+3), g.mat(tab), ib.At(0), T))
-				all := g.read(out, T*(n+3))
+				out := g.Zeros(T * (n + 3)) // strided rows
+				check(g, g.D.Embed(out.Rows(n+3), g.Mat(tab), ib.At(0), T))
+				all := g.Read(out, T*(n+3))
 				var got []float32
 				for t := 0; t < T; t++ {
 					got = append(got, all[t*(n+3):t*(n+3)+n]...)
@@ -359,15 +359,15 @@ func modelCases() []Case {
 							ref.Axpy(wts[k], y, want[t*in:(t+1)*in])
 						}
 					}
-					w, err := g.d.UploadGLU(gs, us, ds)
+					w, err := g.D.UploadGLU(gs, us, ds)
 					check(g, err)
 					g.bufs = append(g.bufs, w.GateUp, w.Down)
-					rt := wgsl.Routing{Idx: g.zeros(T * K), Wts: g.zeros(T * K), K: K}
-					check(g, g.d.Route(rt.Idx, rt.Wts, g.up(logits), g.up(bias), T, E, router))
-					hb, out := g.zeros(T*K*I), g.zeros(T*in)
-					check(g, g.d.GLUGateUp(hb, g.up(x).Rows(in), T, w, rt, act))
-					check(g, g.d.GLUDown(out.Rows(in), hb, T, w, rt, false))
-					return g.read(out, T*in), want
+					rt := wgsl.Routing{Idx: g.Zeros(T * K), Wts: g.Zeros(T * K), K: K}
+					check(g, g.D.Route(rt.Idx, rt.Wts, g.Up(logits), g.Up(bias), T, E, router))
+					hb, out := g.Zeros(T*K*I), g.Zeros(T*in)
+					check(g, g.D.GLUGateUp(hb, g.Up(x).Rows(in), T, w, rt, act))
+					check(g, g.D.GLUDown(out.Rows(in), hb, T, w, rt, false))
+					return g.Read(out, T*in), want
 				})
 			}
 		}
@@ -384,13 +384,13 @@ func modelCases() []Case {
 				ref.Linear(nil, y, h1, T, dm)
 				want := append([]float32(nil), y0...)
 				ref.Axpy(1, y, want)
-				w, err := g.d.UploadGLU([]*tensor.Mat{gm}, []*tensor.Mat{um}, []*tensor.Mat{dm})
+				w, err := g.D.UploadGLU([]*tensor.Mat{gm}, []*tensor.Mat{um}, []*tensor.Mat{dm})
 				check(g, err)
 				g.bufs = append(g.bufs, w.GateUp, w.Down)
-				hb, out := g.zeros(T*I), g.up(y0)
-				check(g, g.d.GLUGateUp(hb, g.up(x).Rows(in), T, w, wgsl.Routing{K: 1}, ref.Act{}))
-				check(g, g.d.GLUDown(out.Rows(in), hb, T, w, wgsl.Routing{K: 1}, true))
-				return g.read(out, T*in), want
+				hb, out := g.Zeros(T*I), g.Up(y0)
+				check(g, g.D.GLUGateUp(hb, g.Up(x).Rows(in), T, w, wgsl.Routing{K: 1}, ref.Act{}))
+				check(g, g.D.GLUDown(out.Rows(in), hb, T, w, wgsl.Routing{K: 1}, true))
+				return g.Read(out, T*in), want
 			})
 		}
 	}
@@ -401,44 +401,44 @@ func modelCases() []Case {
 				x[n-1] = 9 // a tie: the first index must win
 				x[n/2] = 9
 			}
-			out := g.zeros(1)
-			check(g, g.d.Argmax(out, g.up(x), n))
+			out := g.Zeros(1)
+			check(g, g.D.Argmax(out, g.Up(x), n))
 			id := make([]uint32, 1)
-			check(g, g.d.ReadU32(out, id))
+			check(g, g.D.ReadU32(out, id))
 			return []float32{float32(id[0])}, []float32{float32(generate.Argmax(x))}
 		})
 	}
 	for _, n := range []int{1, 300, 4097} {
 		add("SigmoidGate", "F32", fmt.Sprint(n), 1e-12, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			o, gt := RandVec(r, n, 2), RandVec(r, n, 6)
-			ov := g.up(o)
+			ov := g.Up(o)
 			for i := range o {
 				o[i] *= ref.Sigmoid(gt[i])
 			}
-			check(g, g.d.SigmoidGate(ov.Rows(n), g.up(gt).Rows(n), ov.Rows(n), 1, n))
-			return g.read(ov, n), o
+			check(g, g.D.SigmoidGate(ov.Rows(n), g.Up(gt).Rows(n), ov.Rows(n), 1, n))
+			return g.Read(ov, n), o
 		})
 		add("Sigmoid", "F32", fmt.Sprint(n), 1e-12, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			x := RandVec(r, n, 6)
-			xv := g.up(x)
+			xv := g.Up(x)
 			for i := range x {
 				x[i] = ref.Sigmoid(x[i])
 			}
-			check(g, g.d.Sigmoid(xv.Rows(n), xv.Rows(n), 1, n))
-			return g.read(xv, n), x
+			check(g, g.D.Sigmoid(xv.Rows(n), xv.Rows(n), 1, n))
+			return g.Read(xv, n), x
 		})
 	}
 	for _, s := range [][3]int{{1, 32, 40}, {5, 32, 40}, {3, 257, 300}} {
 		rows, n, stride := s[0], s[1], s[2]
 		add("RMSNormRows", "F32", fmt.Sprintf("%dx%d stride %d", rows, n, stride), 1e-11, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			x, w := RandVec(r, rows*stride, 3), RandVec(r, n, 1)
-			xv := g.up(x)
+			xv := g.Up(x)
 			for i := 0; i < rows; i++ {
 				row := x[i*stride : i*stride+n]
 				ref.RMSNorm(row, row, w, 1e-5)
 			}
-			check(g, g.d.RMSNormRows(xv.Rows(stride), xv.Rows(stride), g.up(w), rows, n, 1e-5)) // in place
-			return g.read(xv, rows*stride), x
+			check(g, g.D.RMSNormRows(xv.Rows(stride), xv.Rows(stride), g.Up(w), rows, n, 1e-5)) // in place
+			return g.Read(xv, rows*stride), x
 		})
 	}
 	return cs

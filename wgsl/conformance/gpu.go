@@ -25,12 +25,20 @@ type TB interface {
 // buffers it creates are freed by Release.
 type GPU struct {
 	t    TB
-	d    *wgsl.Device
+	D    *wgsl.Device
 	bufs []*wgsl.Buffer
 }
 
 // NewGPU returns a GPU on d reporting to t.
-func NewGPU(t TB, d *wgsl.Device) *GPU { return &GPU{t: t, d: d} }
+func NewGPU(t TB, d *wgsl.Device) *GPU { return &GPU{t: t, D: d} }
+
+// Check fails the case on a non-nil error.
+func (g *GPU) Check(err error) {
+	g.t.Helper()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+}
 
 // Release frees every buffer the cases created through g.
 func (g *GPU) Release() {
@@ -40,9 +48,10 @@ func (g *GPU) Release() {
 	g.bufs = nil
 }
 
-func (g *GPU) up(v []float32) wgsl.View {
+// Up uploads v and returns a view of it.
+func (g *GPU) Up(v []float32) wgsl.View {
 	g.t.Helper()
-	b, err := g.d.UploadF32(v)
+	b, err := g.D.UploadF32(v)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -50,9 +59,10 @@ func (g *GPU) up(v []float32) wgsl.View {
 	return b.At(0)
 }
 
-func (g *GPU) zeros(n int) wgsl.View {
+// Zeros returns a view of n zeroed words.
+func (g *GPU) Zeros(n int) wgsl.View {
 	g.t.Helper()
-	b, err := g.d.NewBuffer(max(n, 1))
+	b, err := g.D.NewBuffer(max(n, 1))
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -60,9 +70,10 @@ func (g *GPU) zeros(n int) wgsl.View {
 	return b.At(0)
 }
 
-func (g *GPU) mat(m *tensor.Mat) *wgsl.Mat {
+// Mat uploads a weight matrix.
+func (g *GPU) Mat(m *tensor.Mat) *wgsl.Mat {
 	g.t.Helper()
-	w, err := g.d.UploadMat(m)
+	w, err := g.D.UploadMat(m)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -70,10 +81,11 @@ func (g *GPU) mat(m *tensor.Mat) *wgsl.Mat {
 	return w
 }
 
-func (g *GPU) read(v wgsl.View, n int) []float32 {
+// Read reads n floats back from v.
+func (g *GPU) Read(v wgsl.View, n int) []float32 {
 	g.t.Helper()
 	out := make([]float32, n)
-	if err := g.d.ReadF32(v, out); err != nil {
+	if err := g.D.ReadF32(v, out); err != nil {
 		g.t.Fatal(err)
 	}
 	return out
