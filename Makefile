@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -80,6 +80,15 @@ test-fuzz:
 	$(GO) test -run=NONE -fuzz='^FuzzScannersMatchRegexp2$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
 	$(GO) test -run=NONE -fuzz='^FuzzLoaders$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
 	$(GO) test -run=NONE -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_TIME) ./core/imageio/
+	$(GO) test -run=NONE -fuzz='^FuzzTiktoken$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
+	$(GO) test -run=NONE -fuzz='^FuzzRenderKimi$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
+	$(GO) test -run=NONE -fuzz='^FuzzParseConfig$$' -fuzztime=$(FUZZ_TIME) ./core/vision/
+	$(GO) test -run=NONE -fuzz='^FuzzWriteNPY$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
+	$(GO) test -run=NONE -fuzz='^FuzzServeHTTP$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
+
+# Longer fuzzing of every target (RELIABILITY.md records the hours run).
+fuzz:
+	$(MAKE) test-fuzz FUZZ_TIME=10m
 
 # The core builds for the browser (GOOS=js) and without cgo.
 test-builds:

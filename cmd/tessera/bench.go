@@ -142,6 +142,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
+	if err := checkMemory(m, ck); err != nil {
+		return err
+	}
 	c := m.Cfg
 	if *promptLen+*gen > c.MaxPositions {
 		return fmt.Errorf("--prompt-len + --gen = %d exceeds the model's context of %d", *promptLen+*gen, c.MaxPositions)

@@ -49,6 +49,10 @@ func openModel(dir string) (*loadedModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMemory(m, ck); err != nil {
+		ck.Close()
+		return nil, err
+	}
 	codec, err := tokenizer.LoadCodec(dir, m.Cfg.VocabSize)
 	if err != nil {
 		ck.Close()

@@ -106,3 +106,17 @@ func FuzzServeHTTP(f *testing.F) {
 		}
 	})
 }
+
+// The server tessera serve starts bounds slow or large requests: header
+// size, header/read/write/idle timeouts are all set.
+func TestServeServerLimits(t *testing.T) {
+	s := newHTTPServer(http.NotFoundHandler())
+	if s.MaxHeaderBytes <= 0 || s.MaxHeaderBytes > 1<<20 {
+		t.Errorf("MaxHeaderBytes = %d", s.MaxHeaderBytes)
+	}
+	for name, d := range map[string]int64{"ReadHeaderTimeout": int64(s.ReadHeaderTimeout), "ReadTimeout": int64(s.ReadTimeout), "WriteTimeout": int64(s.WriteTimeout), "IdleTimeout": int64(s.IdleTimeout)} {
+		if d <= 0 {
+			t.Errorf("%s is not set", name)
+		}
+	}
+}

@@ -24,6 +24,11 @@ import (
 // MaxHeaderSize is the largest JSON header Parse accepts (100 MiB).
 const MaxHeaderSize = 100 << 20
 
+// MaxTensors is the most tensors one file may declare (1,048,576; a
+// trillion-parameter MoE has ~10^5 in all its shards together). It bounds
+// the memory a header of tiny entries can make Parse allocate.
+const MaxTensors = 1 << 20
+
 // FormatError describes malformed checkpoint content. Every error Parse,
 // ParseIndex and Open return for bad content is (or wraps) a *FormatError.
 type FormatError struct {
@@ -142,6 +147,9 @@ func Parse(src Source, name string) (*File, error) {
 		}
 		if _, dup := f.Tensors[key]; dup {
 			return ferr(key, at, "duplicate tensor name in header")
+		}
+		if len(f.Tensors) >= MaxTensors {
+			return ferr(key, at, "header declares more than %d tensors", MaxTensors)
 		}
 		t, err := parseEntry(key, raw, dataOff, dataLen)
 		if err != nil {

@@ -36,6 +36,17 @@ type hfModel struct {
 // maxTokenID bounds ids read from files (real vocabularies are < 1M).
 const maxTokenID = 1<<24 - 1
 
+// checkIDSpace refuses an id space far larger than the tokens that fill it:
+// tables are allocated per id, so a few tokens with ids near maxTokenID
+// would cost ~1 GB. Real vocabularies are dense, with at most some
+// thousands of reserved ids.
+func checkIDSpace(file string, size, tokens int) error {
+	if size > 2*tokens+1<<16 {
+		return fmt.Errorf("%s: largest token id is %d but only %d tokens are defined; refusing a mostly empty id space of %d entries", file, size-1, tokens, size)
+	}
+	return nil
+}
+
 // component is the common shape of normalizers, pre-tokenizers and decoders.
 type component struct {
 	Type          string            `json:"type"`
@@ -115,6 +126,9 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer.json: added token %d has empty content", a.ID)
 		}
 		size = max(size, a.ID+1)
+	}
+	if err := checkIDSpace("tokenizer.json", size, len(m.Vocab)+len(f.AddedTokens)); err != nil {
+		return nil, err
 	}
 
 	bm := &bpeModel{

@@ -57,7 +57,7 @@ func loadFile(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	if looksLikeJSON(data) {
+	if looksLikeJSON(data) || strings.HasSuffix(path, ".json") {
 		t, err := FromJSON(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

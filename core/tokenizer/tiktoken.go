@@ -78,6 +78,9 @@ func FromTiktoken(model []byte, opt TiktokenOptions) (*Tokenizer, error) {
 	for _, a := range specials {
 		size = max(size, a.ID+1)
 	}
+	if err := checkIDSpace("tiktoken", size, len(ranks)+len(specials)); err != nil {
+		return nil, err
+	}
 
 	bm := &bpeModel{
 		byteLevel: true,
@@ -86,7 +89,7 @@ func FromTiktoken(model []byte, opt TiktokenOptions) (*Tokenizer, error) {
 		unkID:     -1,
 		cache:     map[string][]int32{},
 	}
-	t := &Tokenizer{model: bm, idBytes: make([][]byte, size), tokenToID: make(map[string]int, size)}
+	t := &Tokenizer{model: bm, idBytes: make([][]byte, size), tokenToID: make(map[string]int, len(ranks)+len(specials))}
 	for tok, r := range ranks {
 		if bm.tokBytes[r] != nil {
 			return nil, fmt.Errorf("tiktoken: rank %d is used by two tokens", r)

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+)
+
+// memCheckContext is the context the memory check budgets the MLA cache
+// for: generation at longer contexts grows the cache further.
+const memCheckContext = 4096
+
+// memEnv overrides the memory tessera assumes available (bytes, or with a
+// K/M/G/T suffix): for machines where /proc/meminfo is wrong or absent, and
+// for tests. "off" disables the check.
+const memEnv = "TESSERA_MEMORY_AVAILABLE"
+
+// checkMemory refuses a model that cannot fit in the memory available:
+// the mapped weights (read in place, as stored), the KDA state and the MLA
+// cache for memCheckContext tokens, against MemAvailable (and the cgroup
+// limit, in containers). With no way to tell what is available it passes.
+func checkMemory(m *model.Model, ck *safetensors.Checkpoint) error {
+	avail, source, ok, err := availableMemory()
+	if err != nil || !ok {
+		return err
+	}
+	var weights int64
+	for _, n := range ck.Names() {
+		if t, ok := ck.Tensor(n); ok {
+			weights += t.Size
+		}
+	}
+	st := model.ComputeStats(m.Cfg)
+	state := st.KDAStateBytes + st.CacheBytesPerTok*memCheckContext
+	if need := weights + state; need > avail {
+		return fmt.Errorf("model needs about %s of memory (weights %s + state and cache for %d tokens %s) but only %s is available (%s); "+
+			"use a smaller model or preset, half-precision or quantized weights, or free memory (%s=BYTES overrides)",
+			humanBytes(need), humanBytes(weights), memCheckContext, humanBytes(state), humanBytes(avail), source, memEnv)
+	}
+	return nil
+}
+
+// availableMemory is the memory a new allocation can get: the override,
+// else min(MemAvailable, cgroup v2 memory.max − memory.current) on Linux.
+func availableMemory() (avail int64, source string, ok bool, err error) {
+	if v := strings.TrimSpace(os.Getenv(memEnv)); v != "" {
+		if v == "off" {
+			return 0, "", false, nil
+		}
+		n, err := parseBytes(v)
+		if err != nil {
+			return 0, "", false, fmt.Errorf("%s: %v (want bytes, e.g. 8G, or off)", memEnv, err)
+		}
+		return n, memEnv, true, nil
+	}
+	if runtime.GOOS != "linux" {
+		return 0, "", false, nil
+	}
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, "", false, nil
+	}
+	avail = -1
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "MemAvailable:" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				avail = kb << 10
+			}
+		}
+	}
+	if avail < 0 {
+		return 0, "", false, nil
+	}
+	source = "MemAvailable in /proc/meminfo"
+	if limit, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		lim, err1 := strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64)
+		cur, err2 := os.ReadFile("/sys/fs/cgroup/memory.current")
+		used, err3 := strconv.ParseInt(strings.TrimSpace(string(cur)), 10, 64)
+		if err1 == nil && err2 == nil && err3 == nil && lim-used < avail {
+			avail, source = max(lim-used, 0), "cgroup memory.max − memory.current"
+		}
+	}
+	return avail, source, true, nil
+}
+
+// parseBytes reads "123", "512M", "8G", "1.5T" (powers of 1024).
+func parseBytes(s string) (int64, error) {
+	mul := 1.0
+	if i := len(s) - 1; i >= 0 {
+		switch s[i] {
+		case 'k', 'K':
+			mul, s = 1<<10, s[:i]
+		case 'm', 'M':
+			mul, s = 1<<20, s[:i]
+		case 'g', 'G':
+			mul, s = 1<<30, s[:i]
+		case 't', 'T':
+			mul, s = 1<<40, s[:i]
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v*mul > 1<<62 {
+		return 0, fmt.Errorf("%q is not a byte count", s)
+	}
+	return int64(v * mul), nil
+}
+
+// humanBytes formats n with a binary unit.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
