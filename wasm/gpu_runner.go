@@ -67,8 +67,11 @@ func scoped(dev js.Value, what string, f func() error) (err error) {
 	}
 	return ferr
 }
-func (g *gpuBackend) ForwardEmbeddings([]float32, int, []float32) error {
-	return errors.New("image input is not supported on the GPU backend yet")
+
+// ForwardEmbeddings is Forward for input embeddings [T, d] (image features
+// fused into the prompt), inside the same error scopes.
+func (g *gpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) error {
+	return scoped(g.dev, "forward step", func() error { return g.r.ForwardEmbeddings(emb, T, logits) })
 }
 func (g *gpuBackend) Reset() error { return g.r.Reset() }
 

@@ -62,6 +62,8 @@ type Runner struct {
 	// activations
 	tok                             *Buffer
 	tokHost                         []uint32
+	embIn                           *Buffer // [MaxChunk, d] input embeddings (ForwardEmbeddings)
+	fromEmb                         bool    // the piece being recorded starts from embIn
 	h, slots                        *Buffer // residual stream or AttnRes block slots
 	nslots                          int
 	x, xn, mix, ffn                 *Buffer
@@ -389,6 +391,7 @@ func (r *Runner) load(m *model.Model) error {
 	hd := max(hdKDA, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1)
 	r.tok = L.buf(T)
 	r.tokHost = make([]uint32, T)
+	r.embIn = L.buf(T * d)
 	if S := c.AttnResBlockSize; S > 0 {
 		r.nslots = (c.NumHiddenLayers+S-1)/S + 1
 		r.slots = L.buf(T * r.nslots * d)
@@ -433,14 +436,8 @@ func (r *Runner) load(m *model.Model) error {
 func (r *Runner) begin(tokens []int) error {
 	c := r.cfg
 	T := len(tokens)
-	if T == 0 {
-		return fmt.Errorf("wgsl: forward: no tokens")
-	}
-	if T > r.opt.MaxChunk {
-		return fmt.Errorf("wgsl: forward: %d tokens exceed the runner's chunk of %d", T, r.opt.MaxChunk)
-	}
-	if r.pos+T > r.opt.MaxContext {
-		return fmt.Errorf("wgsl: forward: position %d exceeds the runner's context of %d tokens", r.pos+T, r.opt.MaxContext)
+	if err := r.checkPiece(T); err != nil {
+		return err
 	}
 	for i, id := range tokens {
 		if id < 0 || id >= c.VocabSize {
@@ -451,10 +448,54 @@ func (r *Runner) begin(tokens []int) error {
 	if err := r.d.Flush(); err != nil {
 		return err
 	}
-	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
 	if err := r.tok.WriteU32(0, r.tokHost[:T]); err != nil {
 		return fmt.Errorf("wgsl: forward: upload tokens: %w", err)
 	}
+	return r.start(T, false)
+}
+
+// beginEmbeddings is begin for a piece given as input embeddings [T, d]:
+// they are uploaded into embIn (allocated by NewRunner) and copied into the
+// residual stream in place of the embedding gather.
+func (r *Runner) beginEmbeddings(emb []float32, T int) error {
+	d := r.cfg.HiddenSize
+	if err := r.checkPiece(T); err != nil {
+		return err
+	}
+	if len(emb) < T*d {
+		return fmt.Errorf("wgsl: forward: %d embedding values for %d tokens of width %d", len(emb), T, d)
+	}
+	for i, v := range emb[:T*d] {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("wgsl: forward: input embedding %d (token %d) is %v", i, i/d, v)
+		}
+	}
+	if err := r.d.Flush(); err != nil {
+		return err
+	}
+	if err := r.embIn.WriteF32(0, emb[:T*d]); err != nil {
+		return fmt.Errorf("wgsl: forward: upload embeddings: %w", err)
+	}
+	return r.start(T, true)
+}
+
+func (r *Runner) checkPiece(T int) error {
+	if T <= 0 {
+		return fmt.Errorf("wgsl: forward: no tokens")
+	}
+	if T > r.opt.MaxChunk {
+		return fmt.Errorf("wgsl: forward: %d tokens exceed the runner's chunk of %d", T, r.opt.MaxChunk)
+	}
+	if r.pos+T > r.opt.MaxContext {
+		return fmt.Errorf("wgsl: forward: position %d exceeds the runner's context of %d tokens", r.pos+T, r.opt.MaxContext)
+	}
+	return nil
+}
+
+// start records the piece of T tokens whose input is in tok or embIn.
+func (r *Runner) start(T int, fromEmb bool) error {
+	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
+	r.fromEmb = fromEmb
 	if err := r.record(T); err != nil {
 		return fmt.Errorf("wgsl: forward at position %d: %w (state is undefined: Reset)", r.pos, err)
 	}
@@ -477,10 +518,25 @@ func (r *Runner) Forward(tokens []int, logits []float32) error {
 		return err
 	}
 	defer r.end()
+	return r.readLogits(len(tokens), logits)
+}
+
+// ForwardEmbeddings is Forward for a piece given as input embeddings
+// ([T, d], e.g. text embeddings with image features spliced in): they
+// replace the embedding gather; logits as in Forward.
+func (r *Runner) ForwardEmbeddings(emb []float32, T int, logits []float32) error {
+	if err := r.beginEmbeddings(emb, T); err != nil {
+		return err
+	}
+	defer r.end()
+	return r.readLogits(T, logits)
+}
+
+func (r *Runner) readLogits(T int, logits []float32) error {
 	if logits == nil {
 		return r.d.Flush()
 	}
-	T, V, d := len(tokens), r.cfg.VocabSize, r.cfg.HiddenSize
+	V, d := r.cfg.VocabSize, r.cfg.HiddenSize
 	if len(logits) >= T*V {
 		if err := r.d.Linear(r.logits.At(0), r.xn.At(0), T, r.lmHead); err != nil {
 			return err
@@ -543,7 +599,7 @@ func (r *Runner) record(T int) error {
 	var final View
 	if c.AttnResBlockSize == 0 {
 		h := r.h.At(0)
-		if err := dv.Embed(h.Rows(d), r.embed, r.tok.At(0), T); err != nil {
+		if err := r.embedInput(h.Rows(d), T); err != nil {
 			return err
 		}
 		for i := range r.layers {
@@ -578,7 +634,7 @@ func (r *Runner) record(T int) error {
 		S, ts := c.AttnResBlockSize, r.nslots*d
 		src := r.slots.At(0).Rows(d)
 		p := func(nb int) Strided { return r.slots.At(nb * d).Rows(ts) }
-		if err := dv.Embed(p(0), r.embed, r.tok.At(0), T); err != nil {
+		if err := r.embedInput(p(0), T); err != nil {
 			return err
 		}
 		nb, havePart := 0, true
@@ -634,6 +690,16 @@ func (r *Runner) record(T int) error {
 		final = x
 	}
 	return dv.RMSNorm(xn, final, r.norm, T, d, eps)
+}
+
+// embedInput records the piece's input rows into out: the embedding
+// gather of the ids in tok, or a copy of the embeddings in embIn.
+func (r *Runner) embedInput(out Strided, T int) error {
+	if r.fromEmb {
+		d := r.cfg.HiddenSize
+		return r.d.Copy(out, r.embIn.At(0).Rows(d), T, d)
+	}
+	return r.d.Embed(out, r.embed, r.tok.At(0), T)
 }
 
 func (r *Runner) mixer(l *gpuLayer, T int) error {

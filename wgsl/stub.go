@@ -6,7 +6,9 @@ import (
 	"errors"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 // Available reports whether this build has a GPU backend compiled in: false
@@ -77,6 +79,19 @@ func (r *Runner) Config() *config.Config { return nil }
 // ForwardEmbeddings fails in builds without a GPU backend.
 func (r *Runner) ForwardEmbeddings([]float32, int, []float32) error { return errNoGPU }
 
-// ErrEmbeddingsInput reports that the GPU runner does not take input
-// embeddings (see the cgo build's backend.go).
-var ErrEmbeddingsInput = errors.New("image input runs on the CPU backend only for now: use --backend cpu")
+// VisionTower is an empty placeholder in builds without a GPU backend.
+type VisionTower struct{}
+
+// NewVisionTower fails in builds without a GPU backend.
+func NewVisionTower(d *Device, t *vision.Tower, maxPatches int) (*VisionTower, error) {
+	return nil, errNoGPU
+}
+
+// Close does nothing in builds without a GPU backend.
+func (v *VisionTower) Close() {}
+
+// MaxPatches is 0 in builds without a GPU backend.
+func (v *VisionTower) MaxPatches() int { return 0 }
+
+// Encode fails in builds without a GPU backend.
+func (v *VisionTower) Encode(px *imageio.Patches) ([]float32, error) { return nil, errNoGPU }

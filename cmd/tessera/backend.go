@@ -17,6 +17,7 @@ type engine struct {
 	dev   *wgsl.Device
 	name  string // "cpu" or "gpu"
 	chunk int
+	tower *wgsl.VisionTower // GPU vision tower, made on first use
 }
 
 // newEngine prepares m on backend "cpu", "gpu" or "auto" (GPU when an
@@ -56,11 +57,31 @@ func (e *engine) session(maxContext int) *generate.Session {
 }
 
 func (e *engine) Close() {
+	if e.tower != nil {
+		e.tower.Close()
+	}
 	if e.gpu != nil {
 		e.gpu.Close()
 		e.dev.Close()
 	}
 	e.cpu.Close()
+}
+
+// encoder is the vision encoder of the engine's backend: the model's CPU
+// tower on the CPU backend, the GPU tower (wgsl.VisionTower, on the
+// runner's device) on the GPU backend.
+func (e *engine) encoder() (generate.Encoder, error) {
+	if e.gpu == nil || e.cpu.M.Vision == nil {
+		return generate.CPUEncoder(e.cpu), nil
+	}
+	if e.tower == nil {
+		t, err := wgsl.NewVisionTower(e.dev, e.cpu.M.Vision, 0)
+		if err != nil {
+			return nil, fmt.Errorf("GPU vision tower: %w", err)
+		}
+		e.tower = t
+	}
+	return e.tower, nil
 }
 
 func checkBackend(b string) error {

@@ -52,14 +52,6 @@ func TestCLIGPUBackendMatchesCPU(t *testing.T) {
 		}
 		require.Less(t, num/den, 1e-4, preset)
 	}
-	// Images need the CPU backend for now, and say so.
-	dir := filepath.Join(t.TempDir(), "v")
-	code, _, _ := tessera(t, "init-random", "--config", "k3-nano-vision", "--out", dir)
-	require.Zero(t, code)
-	code, _, errs := tessera(t, "run", "--model", dir, "--prompt", "x", "--backend", "gpu",
-		"--image", filepath.Join("..", "..", "testdata", "images", "gray.png"))
-	require.Equal(t, 1, code)
-	require.Contains(t, errs, "use --backend cpu")
 }
 
 func abs64(x float64) float64 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -35,9 +36,10 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 // imagePrompt puts one media placeholder per image (wrapped in the Kimi
 // media markers when the tokenizer has them) before the prompt ids, then
-// encodes the images and fuses them into the input embeddings.
-func imagePrompt(r *model.Runner, codec tokenizer.Codec, paths []string, prompt []int) ([]int, []float32, error) {
-	m := r.M
+// encodes the images (on the engine's vision encoder: the GPU tower on the
+// GPU backend) and fuses them into the input embeddings.
+func imagePrompt(e *engine, codec tokenizer.Codec, paths []string, prompt []int) ([]int, []float32, error) {
+	m := e.cpu.M
 	if m.Vision == nil {
 		return nil, nil, fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
 	}
@@ -53,7 +55,11 @@ func imagePrompt(r *model.Runner, codec tokenizer.Codec, paths []string, prompt 
 	if err != nil {
 		return nil, nil, err
 	}
-	full, emb, err := generate.Multimodal(r, ids, data, imageio.Limits{})
+	enc, err := e.encoder()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--image: %w", err)
+	}
+	full, emb, err := generate.MultimodalWith(m, enc, ids, data, imageio.Limits{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--image: %w", err)
 	}
@@ -96,6 +102,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("need --model and exactly one of --prompt or --tokens: %w", errUsage)
 	}
+	if *maxTok < 0 || *chunk < 1 {
+		return fmt.Errorf("--max-tokens must be ≥ 0 and --chunk ≥ 1, got %d and %d", *maxTok, *chunk)
+	}
 	so, err := sf.options()
 	if err != nil {
 		return err
@@ -121,7 +130,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer e.Close()
 	var emb []float32
 	if len(images) > 0 {
-		if ids, emb, err = imagePrompt(e.cpu, codec, images, ids); err != nil {
+		if ids, emb, err = imagePrompt(e, codec, images, ids); err != nil {
 			return err
 		}
 	}
@@ -159,18 +168,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdLogits(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("logits", "--model DIR --tokens 1,2,3 --out FILE.npy [--backend cpu]", stderr)
+	fs := newFlags("logits", "--model DIR --tokens 1,2,3 --out FILE.npy [--image PATH]... [--backend cpu]", stderr)
 	dir := fs.String("model", "", "model directory")
 	tokens := fs.String("tokens", "", "comma-separated token ids")
 	out := fs.String("out", "", "output .npy file: float32 logits of shape [T, vocab]")
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens (does not change the result)")
 	backend := fs.String("backend", "cpu", "cpu, gpu (WebGPU: Vulkan/Metal/DX12) or auto (GPU when found, else CPU)")
+	var images stringList
+	fs.Var(&images, "image", "image file placed before the tokens as in run (T then counts the image tokens); repeat for several")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || *tokens == "" || *out == "" {
 		fs.Usage()
 		return fmt.Errorf("need --model, --tokens and --out: %w", errUsage)
+	}
+	if *chunk < 1 {
+		return fmt.Errorf("--chunk must be ≥ 1, got %d", *chunk)
 	}
 	ids, err := parseTokenList(*tokens)
 	if err != nil {
@@ -181,20 +195,49 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
+	if err := checkMemory(m, ck); err != nil {
+		return err
+	}
+	var codec tokenizer.Codec
+	if len(images) > 0 {
+		if m.Vision == nil {
+			return fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
+		}
+		if codec, err = tokenizer.LoadCodec(*dir, m.Cfg.VocabSize); err != nil {
+			return err
+		}
+	}
+	// Image tokens are counted once the images are preprocessed; reserve
+	// the context for the worst case like run does.
+	ctx := len(ids) + 1024*len(images)
 	if len(ids) > m.Cfg.MaxPositions {
 		return fmt.Errorf("%d tokens exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
 	}
-	e, err := newEngine(m, *backend, *chunk, len(ids), stderr)
+	e, err := newEngine(m, *backend, *chunk, min(ctx, m.Cfg.MaxPositions), stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	var emb []float32
+	if len(images) > 0 {
+		if ids, emb, err = imagePrompt(e, codec, images, ids); err != nil {
+			return err
+		}
+		if len(ids) > m.Cfg.MaxPositions {
+			return fmt.Errorf("%d tokens with the images exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
+		}
+	}
 	b := e.session(len(ids)).B
-	V := m.Cfg.VocabSize
+	V, d := m.Cfg.VocabSize, m.Cfg.HiddenSize
 	logits := make([]float32, len(ids)*V)
 	for i := 0; i < len(ids); i += *chunk {
 		j := min(len(ids), i+*chunk)
-		if err := b.Forward(ids[i:j], logits[i*V:j*V]); err != nil {
+		if emb != nil {
+			err = b.ForwardEmbeddings(emb[i*d:j*d], j-i, logits[i*V:j*V])
+		} else {
+			err = b.Forward(ids[i:j], logits[i*V:j*V])
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -223,6 +266,10 @@ func writeNPY(path string, data []float32, rows, cols int) error {
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) { // name the directory, not the temporary file
+			err = fmt.Errorf("directory %s: %w", filepath.Dir(path), pe.Err)
+		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	err = encodeNPY(f, data, rows, cols)

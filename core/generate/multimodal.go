@@ -9,6 +9,25 @@ import (
 	"github.com/tessera-llm/tessera/core/vision"
 )
 
+// Encoder runs a vision tower and projector on one preprocessed image and
+// returns its merged, projected tokens [px.Merged(), text_hidden_size]:
+// vision.Tower.Encode on the CPU (CPUEncoder) or a GPU tower.
+type Encoder interface {
+	Encode(px *imageio.Patches) ([]float32, error)
+}
+
+// CPUEncoder encodes images with the model's CPU vision tower on r's pool.
+func CPUEncoder(r *model.Runner) Encoder { return cpuEncoder{r} }
+
+type cpuEncoder struct{ r *model.Runner }
+
+func (e cpuEncoder) Encode(px *imageio.Patches) ([]float32, error) {
+	if e.r.M.Vision == nil {
+		return nil, fmt.Errorf("the model has no vision tower")
+	}
+	return e.r.M.Vision.Encode(e.r.Pool(), px)
+}
+
 // Multimodal builds the input of an image+text prompt (early fusion): ids
 // holds one media placeholder (the config's media_placeholder_token_id)
 // per image, in order; each image is decoded (header checked against lim
@@ -18,29 +37,54 @@ import (
 // text rows from the embedding table, placeholder rows replaced in order
 // by the image features.
 func Multimodal(r *model.Runner, ids []int, images [][]byte, lim imageio.Limits) ([]int, []float32, error) {
-	m := r.M
-	if len(images) > 0 && m.Vision == nil {
+	return MultimodalWith(r.M, CPUEncoder(r), ids, images, lim)
+}
+
+// MultimodalWith is Multimodal with the vision tower run by enc (e.g. on
+// the GPU); the result is the same up to the encoder's rounding.
+func MultimodalWith(m *model.Model, enc Encoder, ids []int, images [][]byte, lim imageio.Limits) ([]int, []float32, error) {
+	if len(images) > 0 && (m.Vision == nil || m.VisionCfg == nil) {
 		return nil, nil, fmt.Errorf("the model has no vision tower (no vision_config in config.json): images are not supported")
 	}
-	ph := m.Cfg.MediaPlaceholderTokenID
-	feats := make([][]float32, len(images))
-	counts := make([]int, len(images))
+	pxs := make([]*imageio.Patches, len(images))
 	for i, data := range images {
 		img, _, err := imageio.Decode(data, lim)
 		if err != nil {
 			return nil, nil, fmt.Errorf("image %d: %w", i+1, err)
 		}
-		px, err := imageio.Preprocess(img, m.VisionCfg.Preprocess())
-		if err != nil {
+		if pxs[i], err = imageio.Preprocess(img, m.VisionCfg.Preprocess()); err != nil {
 			return nil, nil, fmt.Errorf("image %d: %w", i+1, err)
 		}
-		if feats[i], err = m.Vision.Encode(r.Pool(), px); err != nil {
+	}
+	return FusePatches(m, enc, ids, pxs)
+}
+
+// FusePatches is MultimodalWith for images already decoded and
+// preprocessed (the browser decodes images itself and hands over RGBA
+// pixels: imageio.FromRGBA, imageio.Preprocess).
+func FusePatches(m *model.Model, enc Encoder, ids []int, pxs []*imageio.Patches) ([]int, []float32, error) {
+	if len(pxs) > 0 && m.Vision == nil {
+		return nil, nil, fmt.Errorf("the model has no vision tower (no vision_config in config.json): images are not supported")
+	}
+	if len(pxs) > 0 && enc == nil {
+		return nil, nil, fmt.Errorf("images given without a vision encoder")
+	}
+	ph := m.Cfg.MediaPlaceholderTokenID
+	feats := make([][]float32, len(pxs))
+	counts := make([]int, len(pxs))
+	for i, px := range pxs {
+		var err error
+		if feats[i], err = enc.Encode(px); err != nil {
 			return nil, nil, fmt.Errorf("image %d: %w", i+1, err)
 		}
 		counts[i] = px.Merged()
+		if want := counts[i] * m.Cfg.HiddenSize; len(feats[i]) != want {
+			return nil, nil, fmt.Errorf("image %d: the encoder returned %d values, want %d (%d tokens of width %d)",
+				i+1, len(feats[i]), want, counts[i], m.Cfg.HiddenSize)
+		}
 	}
 	full := ids
-	if len(images) > 0 {
+	if len(pxs) > 0 {
 		var err error
 		if full, err = vision.ExpandPlaceholders(ids, ph, counts); err != nil {
 			return nil, nil, err

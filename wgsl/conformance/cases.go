@@ -243,6 +243,7 @@ func Cases() []Case {
 		})
 	}
 	cs = append(cs, modelCases()...)
+	cs = append(cs, visionCases()...)
 	return cs
 }
 

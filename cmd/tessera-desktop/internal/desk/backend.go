@@ -164,15 +164,25 @@ func NewGPUBackend(m *model.Model, d *wgsl.Device, r *wgsl.Runner) Backend {
 func (b *gpuBackend) Name() string           { return "WebGPU" }
 func (b *gpuBackend) Notice() string         { return "WebGPU · " + b.d.Info() }
 func (b *gpuBackend) Config() *config.Config { return b.m.Cfg }
-func (b *gpuBackend) Vision() bool           { return false } // image input runs on the CPU backend for now
+func (b *gpuBackend) Vision() bool           { return b.m.Vision != nil }
 func (b *gpuBackend) Close()                 { b.r.Close(); b.d.Close() }
 
 // Generate runs a fresh generate.Session on the GPU runner.
 func (b *gpuBackend) Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
+		var emb []float32
 		if len(images) > 0 {
-			yield(-1, wgsl.ErrEmbeddingsInput)
-			return
+			tw, err := wgsl.NewVisionTower(b.d, b.m.Vision, 0)
+			if err != nil {
+				yield(-1, err)
+				return
+			}
+			prompt, emb, err = generate.MultimodalWith(b.m, tw, prompt, images, imageio.Limits{})
+			tw.Close()
+			if err != nil {
+				yield(-1, err)
+				return
+			}
 		}
 		if err := b.r.Reset(); err != nil {
 			yield(-1, err)
@@ -180,7 +190,11 @@ func (b *gpuBackend) Generate(prompt []int, images [][]byte, opt generate.Option
 		}
 		sess := generate.NewSessionOn(b.r, len(prompt)+opt.MaxTokens)
 		last, pos := time.Now(), 0
-		for tok, err := range sess.Generate(prompt, opt) {
+		seq := sess.Generate(prompt, opt)
+		if emb != nil {
+			seq = sess.GenerateEmbedded(prompt, emb, opt)
+		}
+		for tok, err := range seq {
 			if err != nil {
 				yield(-1, err)
 				return
