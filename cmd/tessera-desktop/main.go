@@ -111,8 +111,7 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 
 // openBackend picks the backend: "cpu", "gpu" (the WebGPU runner) or
 // "auto" (GPU when an adapter is found, else the CPU with a notice saying
-// why). Models with a vision tower stay on the CPU under "auto", since
-// image input runs there.
+// why).
 func openBackend(name string, m *model.Model, chunk int) (desk.Backend, error) {
 	switch name {
 	case "cpu":
@@ -120,9 +119,6 @@ func openBackend(name string, m *model.Model, chunk int) (desk.Backend, error) {
 	case "gpu", "auto":
 	default:
 		return nil, fmt.Errorf("--backend %q: want cpu, gpu or auto", name)
-	}
-	if name == "auto" && m.Vision != nil {
-		return desk.NewCPUBackend(m, chunk, "CPU backend · image input runs on the CPU"), nil
 	}
 	d, err := native.Open()
 	if err == nil {
