@@ -97,7 +97,7 @@ func TestScriptedUnderXvfb(t *testing.T) {
 			[]string{"--max-tokens", "40", "--temperature", "0.9", "--top-p", "0.8", "--top-k", "40", "--seed", "7", "--repetition-penalty", "1.1"}, true},
 		// The image goes through the vision tower: the text must equal
 		// `tessera run --image`.
-		{"vision", vdir, "auto", map[string]any{"prompt": "What is in the picture?", "max_tokens": 16},
+		{"vision", vdir, "cpu", map[string]any{"prompt": "What is in the picture?", "max_tokens": 16},
 			[]string{"--max-tokens", "16", "--image", filepath.Join(dir, "in.png")}, true},
 		// The WebGPU runner (lavapipe here) gives the CPU's greedy text.
 		{"gpu", mdir, "gpu", map[string]any{"prompt": "The quick brown fox", "max_tokens": 24},
