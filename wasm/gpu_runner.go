@@ -11,6 +11,8 @@ import (
 	"github.com/cogentcore/webgpu/wgpu"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/wasm/engine"
 	"github.com/tessera-llm/tessera/wgsl"
@@ -75,6 +77,21 @@ func (g *gpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) e
 }
 func (g *gpuBackend) Reset() error { return g.r.Reset() }
 
+// gpuEncoder is the model's vision tower on the GPU (wgsl.VisionTower,
+// on the runner's device), each image encoded inside error scopes.
+type gpuEncoder struct {
+	t   *wgsl.VisionTower
+	dev js.Value
+}
+
+func (g gpuEncoder) Encode(px *imageio.Patches) (out []float32, err error) {
+	err = scoped(g.dev, "vision tower", func() (err error) {
+		out, err = g.t.Encode(px)
+		return err
+	})
+	return out, err
+}
+
 // useGPU moves e onto WebGPU: it acquires a device (requestDevice), uploads
 // the weights once and makes every generation reset and reuse that runner.
 // On failure e stays on the CPU.
@@ -135,8 +152,33 @@ func useGPU(e *engine.Engine) (gpuInfo, error) {
 		}
 		return engine.BackendRunner(b, maxContext)
 	}
+	// The vision tower (if any) is uploaded on the first image and kept.
+	var tower *wgsl.VisionTower
+	e.NewEncoder = func(m *model.Model) (generate.Encoder, func(), error) {
+		if m.Vision == nil {
+			return nil, nil, errors.New("the model has no vision tower")
+		}
+		if tower == nil {
+			var t *wgsl.VisionTower
+			err := scoped(jsDev, "vision tower upload", func() (err error) {
+				t, err = wgsl.NewVisionTower(d, m.Vision, 0)
+				return err
+			})
+			if err != nil {
+				if t != nil {
+					t.Close()
+				}
+				return nil, nil, fmt.Errorf("uploading the vision tower to the GPU: %w", err)
+			}
+			tower = t
+		}
+		return gpuEncoder{t: tower, dev: jsDev}, nil, nil
+	}
 	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
 	e.OnClose = func() {
+		if tower != nil {
+			tower.Close()
+		}
 		r.Close()
 		d.Close()
 	}

@@ -9,7 +9,10 @@
 //	                                         tokenizer.json (if any) and the
 //	                                         safetensors files; backend "cpu"
 //	                                         (default), "gpu" or "auto"
-//	generate(request, onToken)      → stats  onToken(id, text) per token
+//	generate(request, onToken)      → stats  onToken(id, text) per token;
+//	                                         request.images: [{rgba, width,
+//	                                         height}] decoded images placed
+//	                                         before the prompt
 //	cancel()                                 stop the running generation
 //	info()                          → info   model facts, backend, adapter
 //	dispose()                                free the model
@@ -20,6 +23,12 @@
 // of null when the model has no such file; the worker's implementation
 // streams with progress, keeps files in Cache Storage and checks their
 // sha256. Without it load fetches baseURL+name directly.
+//
+// Images arrive decoded (the worker draws them to an OffscreenCanvas and
+// reads the pixels back): rgba is a Uint8Array or Uint8ClampedArray of
+// width·height·4 non-premultiplied bytes. They are encoded by the vision
+// tower of the backend (the GPU tower on WebGPU) and fused into the prompt
+// as `tessera run --image` does.
 //
 // With backend "gpu" the model runs on package wgsl's Runner over a WebGPU
 // device from requestDevice (gpu.go, gpu_runner.go; left out of bundles
@@ -45,6 +54,7 @@ import (
 	"syscall/js"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/wasm/engine"
 )
@@ -195,7 +205,8 @@ func copyBytes(v js.Value, name string) ([]byte, error) {
 }
 
 // generate(request, onToken) → Promise<stats>. request: {prompt | tokens,
-// maxTokens, temperature, topK, topP, minP, repetitionPenalty, seed}.
+// images, maxTokens, temperature, topK, topP, minP, repetitionPenalty,
+// seed}.
 func (h *host) generate(_ js.Value, args []js.Value) any {
 	req, onToken := arg(args, 0), arg(args, 1)
 	return promise(func() (any, error) {
@@ -268,6 +279,12 @@ func parseRequest(req js.Value) (engine.Options, error) {
 			o.Tokens = append(o.Tokens, v.Int())
 		}
 	}
+	if im := req.Get("images"); !im.IsUndefined() && !im.IsNull() {
+		var err error
+		if o.Images, err = parseImages(im); err != nil {
+			return o, err
+		}
+	}
 	fields := []struct {
 		name string
 		def  float64
@@ -292,6 +309,45 @@ func parseRequest(req js.Value) (engine.Options, error) {
 		f.set(v)
 	}
 	return o, nil
+}
+
+// parseImages reads request.images: [{rgba, width, height}], checking each
+// size against engine.ImageLimits before copying its pixels.
+func parseImages(v js.Value) ([]engine.Image, error) {
+	if !js.Global().Get("Array").Call("isArray", v).Bool() {
+		return nil, fmt.Errorf("generate: images must be an array of {rgba, width, height}, got %s", v.Type())
+	}
+	u8, u8c := js.Global().Get("Uint8Array"), js.Global().Get("Uint8ClampedArray")
+	n := v.Length()
+	out := make([]engine.Image, n)
+	for i := range n {
+		im := v.Index(i)
+		if im.Type() != js.TypeObject {
+			return nil, fmt.Errorf("generate: images[%d] must be an object {rgba, width, height}, got %s", i, im.Type())
+		}
+		var wh [2]int
+		for j, name := range []string{"width", "height"} {
+			d := im.Get(name)
+			if d.Type() != js.TypeNumber || d.Float() != math.Trunc(d.Float()) || d.Float() < 1 || d.Float() > math.MaxInt32 {
+				return nil, fmt.Errorf("generate: images[%d].%s must be a positive integer, got %s", i, name, js.Global().Call("String", d).String())
+			}
+			wh[j] = d.Int()
+		}
+		w, h := wh[0], wh[1]
+		if err := imageio.CheckLimits(w, h, engine.ImageLimits); err != nil {
+			return nil, fmt.Errorf("generate: images[%d]: %w", i, err)
+		}
+		px := im.Get("rgba")
+		if !px.InstanceOf(u8) && !px.InstanceOf(u8c) {
+			return nil, fmt.Errorf("generate: images[%d].rgba must be a Uint8Array or Uint8ClampedArray of RGBA pixels", i)
+		}
+		if got := px.Length(); got != w*h*4 {
+			return nil, fmt.Errorf("generate: images[%d].rgba has %d bytes, a %dx%d RGBA image needs %d", i, got, w, h, w*h*4)
+		}
+		out[i] = engine.Image{Width: w, Height: h, RGBA: make([]byte, w*h*4)}
+		js.CopyBytesToGo(out[i].RGBA, px)
+	}
+	return out, nil
 }
 
 // cancel() stops the running generation (if any) after its current token.

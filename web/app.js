@@ -1,13 +1,18 @@
 // The demo page: loads the model served under ./model/ (or ?model=URL),
 // shows progress and model facts, streams generations with live TTFT and
-// tokens/s.
+// tokens/s. A vision model (info().vision) takes an image: chosen, dropped
+// or pasted, shown as a preview and sent before the prompt.
 //
 // Test mode (?test=1, used by the browser E2E test): runs one greedy
 // generation of ?prompt= (default "Hello, tessera!") for ?max= tokens,
 // prints "RESULT <json>" to the console and POSTs the JSON (ids, text,
 // stats, info, cache use) to ?report= (a same-origin path). With
 // ?phases=N it then reloads itself as phase 2…N, which must load the model
-// from Cache Storage.
+// from Cache Storage. With ?vision=URL&image=URL it also loads the vision
+// model at ?vision on the CPU-only bundle and on ?gpuwasm (WebGPU),
+// generates greedily with the image and the prompt on both, and reports the
+// ids with the image's RGBA (base64) as the engine received it; ?decode=
+// URL,URL… adds the RGBA the browser decodes for more images.
 import { Tessera } from './tessera.js';
 
 const $ = (id) => document.getElementById(id);
@@ -15,6 +20,8 @@ const params = new URLSearchParams(location.search);
 const testMode = params.get('test') === '1';
 let engine = null;
 let aborter = null;
+let image = null; // the Blob sent with the prompt, if any
+let previewURL = null;
 
 function fmtBytes(n) {
   if (n >= 1 << 30) return (n / (1 << 30)).toFixed(2) + ' GiB';
@@ -49,6 +56,7 @@ function showFacts(info) {
     ['state', `${fmtBytes(info.stateBytes)} KDA state + ${info.cacheBytesPerTok} B/token MLA cache`],
     ['context', `${info.context.toLocaleString()} tokens`],
     ['tokenizer', info.tokenizer],
+    ['images', visionFact(info)],
     ['backend', info.backend],
     ['WebGPU adapter', adapter],
   ];
@@ -61,6 +69,13 @@ function showFacts(info) {
     dd.textContent = v;
     dl.append(dt, dd);
   }
+}
+
+function visionFact(info) {
+  const t = info.imageTokens;
+  if (!info.vision) return 'no (text-only model)';
+  if (!t) return 'yes';
+  return `yes: ${t.sample} tokens for a ${t.sampleWidth}×${t.sampleHeight} image, at most ${t.max} (patch ${t.patchSize} px)`;
 }
 
 function gpuNotice(info) {
@@ -108,12 +123,90 @@ async function load() {
   return info;
 }
 
+// setImage shows blob (an image File/Blob) as the image of the next
+// generation, or clears it (null).
+function setImage(blob) {
+  if (previewURL) URL.revokeObjectURL(previewURL);
+  previewURL = null;
+  image = null;
+  const img = $('preview');
+  const hint = $('drop-hint');
+  if (!blob) {
+    img.hidden = true;
+    img.removeAttribute('src');
+    $('image-clear').hidden = true;
+    $('image').value = '';
+    hint.textContent = hint.dataset.idle || '';
+    return;
+  }
+  if (blob.type && !blob.type.startsWith('image/')) {
+    hint.textContent = `${blob.name || 'That file'} is not an image (${blob.type}).`;
+    return;
+  }
+  image = blob;
+  previewURL = URL.createObjectURL(blob);
+  img.onload = () => {
+    hint.textContent = `${blob.name || 'pasted image'} · ${img.naturalWidth}×${img.naturalHeight} · ${fmtBytes(blob.size)}`;
+  };
+  img.onerror = () => {
+    hint.textContent = `${blob.name || 'This image'} cannot be shown by this browser; it will likely fail to decode.`;
+  };
+  img.src = previewURL;
+  img.hidden = false;
+  $('image-clear').hidden = false;
+}
+
+// wireImage enables the image input (choose, drop, paste) for a vision
+// model; for a text-only model it says why it is off.
+function wireImage(info) {
+  const drop = $('drop');
+  const hint = $('drop-hint');
+  if (!info.vision) {
+    hint.textContent = 'This model is text-only (no vision tower): image input is off.';
+    return;
+  }
+  const t = info.imageTokens;
+  hint.dataset.idle = 'Drop, paste or choose an image; it goes before the prompt' +
+    (t ? ` (${t.sample} tokens for ${t.sampleWidth}×${t.sampleHeight}).` : '.');
+  hint.textContent = hint.dataset.idle;
+  drop.classList.remove('disabled');
+  drop.removeAttribute('aria-disabled');
+  const input = $('image');
+  input.disabled = false;
+  input.addEventListener('change', () => setImage(input.files[0] || null));
+  $('image-clear').addEventListener('click', () => setImage(null));
+  const firstImage = (items) => {
+    for (const it of items || []) {
+      const f = it.kind === 'file' ? it.getAsFile() : it;
+      if (f && f.type && f.type.startsWith('image/')) return f;
+    }
+    return null;
+  };
+  drop.addEventListener('dragover', (ev) => { ev.preventDefault(); drop.classList.add('over'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (ev) => {
+    ev.preventDefault();
+    drop.classList.remove('over');
+    const f = firstImage(ev.dataTransfer.files);
+    if (f) setImage(f);
+    else hint.textContent = 'Drop an image file (PNG, JPEG, WebP, GIF…).';
+  });
+  document.addEventListener('paste', (ev) => {
+    const f = firstImage(ev.clipboardData && ev.clipboardData.items);
+    if (f) {
+      ev.preventDefault();
+      setImage(f);
+    }
+  });
+}
+
 // run generates into the output box and returns {ids, text, stats}.
 async function run(prompt, opts) {
   const out = $('output');
   out.textContent = '';
   $('ttft').textContent = $('tps').textContent = '–';
   $('ntok').textContent = '0';
+  $('img-tok-wrap').hidden = true;
   const ids = [];
   let text = '';
   const t0 = performance.now();
@@ -145,19 +238,24 @@ async function run(prompt, opts) {
   if (s) {
     $('ttft').textContent = `${s.ttftMs.toFixed(0)} ms`;
     if (s.tokens > 1) $('tps').textContent = `${s.decodeTokPerS.toFixed(1)} tok/s`;
+    if (s.images && s.images.length) {
+      $('img-tok').textContent = s.images.map((im) => `${im.tokens} tok`).join(' + ') + ` (${s.encodeMs.toFixed(0)} ms)`;
+      $('img-tok-wrap').hidden = false;
+    }
   }
   return { ids, text, stats: s };
 }
 
-function wireForm() {
+function wireForm(info) {
   $('prompt').disabled = false;
   $('go').disabled = false;
+  wireImage(info);
   $('form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const num = (id) => Number($(id).value);
     try {
       await run($('prompt').value, {
-        maxTokens: num('max-tokens'), temperature: num('temperature'), topP: num('top-p'), seed: num('seed'),
+        maxTokens: num('max-tokens'), temperature: num('temperature'), topP: num('top-p'), seed: num('seed'), image,
       });
     } catch (e) {
       $('output').textContent += `\n\n[error] ${e.message}`;
@@ -230,6 +328,67 @@ async function gpuCheck() {
   return out;
 }
 
+function base64(bytes) {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+async function fetchBlob(url) {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`fetching ${url}: HTTP ${r.status}`);
+  return r.blob();
+}
+
+// visionCheck generates with ?image before the prompt on the vision model
+// at ?vision: on the CPU-only bundle, then on ?gpuwasm with backend auto
+// (WebGPU). It reports ids, stats and the image's RGBA as decoded here.
+async function visionCheck() {
+  const out = {};
+  const prompt = params.get('vprompt') || 'Describe the image.';
+  const max = Number(params.get('max') || '16');
+  try {
+    const blob = await fetchBlob(params.get('image'));
+    for (const [name, wasmUrl] of [['cpu', undefined], ['gpu', params.get('gpuwasm') || undefined]]) {
+      const r = out[name] = {};
+      try {
+        const e = await Tessera.load(params.get('vision'), { backend: 'auto', wasmUrl });
+        const info = await e.info();
+        Object.assign(r, { backend: info.backend, vision: info.vision, imageTokens: info.imageTokens, ids: [] });
+        for await (const p of e.generate(prompt, { image: blob, maxTokens: max, temperature: 0, hashImages: true })) {
+          if (p.id >= 0) r.ids.push(p.id);
+        }
+        r.stats = e.lastStats;
+        if (!out.pixels) {
+          const px = await e.imagePixels(blob);
+          out.pixels = { width: px.width, height: px.height, sha256: px.sha256, rgba: base64(px.rgba) };
+          out.decoded = {};
+          for (const url of (params.get('decode') || '').split(',').filter(Boolean)) {
+            try {
+              const d = await e.imagePixels(await fetchBlob(url));
+              out.decoded[url] = { width: d.width, height: d.height, rgba: base64(d.rgba) };
+            } catch (err) {
+              out.decoded[url] = { error: err.message };
+            }
+          }
+          // Bad input is a clear error, not a crash.
+          try {
+            for await (const p of e.generate('x', { image: new Blob(['not an image'], { type: 'image/png' }), maxTokens: 1 })) void p;
+          } catch (err) {
+            out.badImage = err.message;
+          }
+        }
+        e.dispose();
+      } catch (err) {
+        r.error = err.message;
+      }
+    }
+  } catch (err) {
+    out.error = err.message;
+  }
+  return out;
+}
+
 async function testRun() {
   const phase = Number(params.get('phase') || '1');
   const phases = Number(params.get('phases') || '1');
@@ -246,6 +405,7 @@ async function testRun() {
     Object.assign(result, r, { ok: true });
     if (params.get('abort') === '1' && phase === 1) result.abort = await abortCheck();
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
+    if (params.get('vision') && phase === 1) result.vision = await visionCheck();
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
   } catch (e) {
@@ -268,7 +428,7 @@ async function testRun() {
 if (testMode) {
   testRun();
 } else {
-  load().then(wireForm, (e) => {
+  load().then((info) => wireForm(info), (e) => {
     $('load-label').textContent = 'Could not load the model';
     const err = $('load-error');
     err.textContent = e.message;

@@ -2,7 +2,8 @@
 // thread. Started by tessera.js; speaks the message protocol below.
 //
 //   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend}
-//                  {type: 'generate', id, request}   {type: 'cancel'}
+//                  {type: 'generate', id, request, images, hashImages}
+//                  {type: 'pixels', id, image}       {type: 'cancel'}
 //                  {type: 'info', id}                {type: 'dispose', id}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
@@ -16,6 +17,14 @@
 // against the manifest and only then stored, so an interrupted or corrupt
 // download never becomes a cache entry. When the network is unreachable the
 // cached manifest is used, so a model loaded once works offline.
+//
+// Images: a Blob is decoded by the browser (createImageBitmap, EXIF
+// orientation applied, no colour-space conversion, no premultiplication)
+// after its header is checked against the engine's size caps; Blobs,
+// ImageBitmaps and ImageData are drawn to an sRGB OffscreenCanvas and read
+// back with getImageData; the RGBA pixels go to the Go engine, which
+// composites transparency over white, resizes and normalises them as
+// `tessera run --image` does.
 'use strict';
 
 const MANIFEST = 'model.manifest.json';
@@ -211,6 +220,111 @@ async function openModel(modelUrl, cacheName) {
   return { base, fetchFile, stats };
 }
 
+// Image size caps: the engine's (Go engine.ImageLimits =
+// imageio.DefaultLimits), checked here before any pixel is decoded.
+const IMAGE_MAX_PIXELS = 40_000_000;
+const IMAGE_MAX_SIDE = 16384;
+const IMAGE_MAX_BYTES = 64 << 20;
+
+function checkImageSize(w, h, what) {
+  if (!(w > 0 && h > 0)) throw new Error(`${what} has invalid size ${w}x${h}`);
+  if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE) {
+    throw new Error(`${what} is too large: ${w}x${h} has a side over the ${IMAGE_MAX_SIDE} px cap`);
+  }
+  if (w * h > IMAGE_MAX_PIXELS) {
+    throw new Error(`${what} is too large: ${w}x${h} = ${w * h} pixels exceeds the cap of ${IMAGE_MAX_PIXELS}`);
+  }
+}
+
+// headerSize reads the width and height from the header of a PNG, GIF,
+// JPEG or WebP file (null for other formats or a header it cannot find:
+// then the size is checked after decoding).
+function headerSize(b) {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const ascii = (o, n) => String.fromCharCode(...b.subarray(o, o + n));
+  if (b.length >= 24 && ascii(1, 3) === 'PNG' && ascii(12, 4) === 'IHDR') {
+    return [dv.getUint32(16), dv.getUint32(20)];
+  }
+  if (b.length >= 10 && ascii(0, 4) === 'GIF8') return [dv.getUint16(6, true), dv.getUint16(8, true)];
+  if (b.length >= 30 && ascii(0, 4) === 'RIFF' && ascii(8, 4) === 'WEBP') {
+    const kind = ascii(12, 4);
+    if (kind === 'VP8 ') return [dv.getUint16(26, true) & 0x3fff, dv.getUint16(28, true) & 0x3fff];
+    if (kind === 'VP8L') {
+      const v = dv.getUint32(21, true);
+      return [(v & 0x3fff) + 1, ((v >>> 14) & 0x3fff) + 1];
+    }
+    if (kind === 'VP8X') return [(dv.getUint32(24, true) & 0xffffff) + 1, (dv.getUint32(27, true) & 0xffffff) + 1];
+    return null;
+  }
+  if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8) { // JPEG: find the SOF segment
+    let o = 2;
+    while (o + 9 <= b.length) {
+      if (b[o] !== 0xff) return null;
+      const m = b[o + 1];
+      if (m === 0xff) { o++; continue; }
+      if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { o += 2; continue; }
+      if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) {
+        return [dv.getUint16(o + 7), dv.getUint16(o + 5)];
+      }
+      o += 2 + dv.getUint16(o + 2);
+    }
+  }
+  return null;
+}
+
+async function sha256hex(bytes) {
+  return hex(await crypto.subtle.digest('SHA-256', bytes));
+}
+
+// decodeImage turns a Blob, ImageBitmap, ImageData or {rgba, width,
+// height} into {rgba, width, height}: non-premultiplied sRGB pixels.
+async function decodeImage(image, what) {
+  if (image && !(image instanceof Blob) && (image.rgba instanceof Uint8Array || image.rgba instanceof Uint8ClampedArray)) {
+    const { rgba, width, height } = image;
+    if (!Number.isInteger(width) || !Number.isInteger(height)) throw new Error(`${what}: width and height must be integers`);
+    checkImageSize(width, height, what);
+    if (rgba.length !== width * height * 4) {
+      throw new Error(`${what}: rgba has ${rgba.length} bytes, a ${width}x${height} RGBA image needs ${width * height * 4}`);
+    }
+    return { rgba, width, height };
+  }
+  if (typeof ImageData !== 'undefined' && image instanceof ImageData && (image.colorSpace || 'srgb') === 'srgb') {
+    checkImageSize(image.width, image.height, what);
+    return { rgba: image.data, width: image.width, height: image.height };
+  }
+  if (typeof OffscreenCanvas === 'undefined') {
+    throw new Error(`${what}: this browser has no OffscreenCanvas in workers, needed to read image pixels; pass an ImageData instead`);
+  }
+  let src = image;
+  let owned = false;
+  if (image instanceof Blob) {
+    if (image.size > IMAGE_MAX_BYTES) throw new Error(`${what} is too large: ${image.size} bytes exceeds the cap of ${IMAGE_MAX_BYTES}`);
+    const size = headerSize(new Uint8Array(await image.slice(0, 256 << 10).arrayBuffer()));
+    if (size) checkImageSize(size[0], size[1], what);
+    try {
+      src = await createImageBitmap(image, { imageOrientation: 'from-image', premultiplyAlpha: 'none', colorSpaceConversion: 'none' });
+    } catch (e) {
+      throw new Error(`${what}: this browser cannot decode the ${image.type || 'file'} (${e.message})`);
+    }
+    owned = true;
+  } else if (!(typeof ImageBitmap !== 'undefined' && image instanceof ImageBitmap) && !(typeof ImageData !== 'undefined' && image instanceof ImageData)) {
+    throw new Error(`${what} must be a Blob/File, an ImageBitmap, an ImageData or {rgba, width, height}`);
+  }
+  try {
+    const { width, height } = src;
+    checkImageSize(width, height, what);
+    const canvas = new OffscreenCanvas(width, height);
+    const ctx = canvas.getContext('2d', { colorSpace: 'srgb', willReadFrequently: true });
+    if (!ctx) throw new Error(`${what}: could not get a 2D context of ${width}x${height}`);
+    if (src instanceof ImageData) ctx.putImageData(src, 0, 0); // another colour space: converted to sRGB
+    else ctx.drawImage(src, 0, 0);
+    const data = ctx.getImageData(0, 0, width, height, { colorSpace: 'srgb' });
+    return { rgba: data.data, width, height };
+  } finally {
+    if (owned) src.close();
+  }
+}
+
 let loadStats = null;
 
 async function handle(msg) {
@@ -228,7 +342,17 @@ async function handle(msg) {
     }
     case 'generate': {
       const go = await started;
-      return go.generate(msg.request, (tokenId, text) => post({ type: 'token', id: msg.id, tokenId, text }));
+      const images = [];
+      for (const [i, im] of (msg.images || []).entries()) images.push(await decodeImage(im, `image ${i + 1}`));
+      const hashes = msg.hashImages ? await Promise.all(images.map((im) => sha256hex(im.rgba))) : null;
+      const request = images.length ? { ...msg.request, images } : msg.request;
+      const stats = await go.generate(request, (tokenId, text) => post({ type: 'token', id: msg.id, tokenId, text }));
+      if (hashes && stats.images) stats.images.forEach((im, i) => { im.sha256 = hashes[i]; });
+      return stats;
+    }
+    case 'pixels': {
+      const px = await decodeImage(msg.image, 'the image');
+      return { ...px, sha256: await sha256hex(px.rgba) };
     }
     case 'info':
       return (await started).info();

@@ -6,6 +6,9 @@
 //     out.textContent += piece.text;            // piece: {id, text}
 //   }
 //   console.log(engine.lastStats, await engine.info());
+//   // A vision model (info().vision) takes images: a Blob/File (decoded by
+//   // the browser), an ImageBitmap or an ImageData, placed before the text.
+//   for await (const piece of engine.generate('Describe it.', { image: file })) { … }
 //   engine.dispose();
 //
 // The engine (Go compiled to WebAssembly) runs in a dedicated Web Worker, so
@@ -23,6 +26,15 @@ export class TesseraError extends Error {
 }
 
 const here = (name) => new URL(name, import.meta.url).href;
+
+// checkImage throws unless image is something the worker can decode.
+function checkImage(image, what) {
+  const is = (name, v) => typeof globalThis[name] === 'function' && v instanceof globalThis[name];
+  if (is('Blob', image) || is('ImageBitmap', image) || is('ImageData', image)) return;
+  if (image && typeof image === 'object' && (is('Uint8Array', image.rgba) || is('Uint8ClampedArray', image.rgba))) return;
+  throw new TesseraError(`${what} must be a Blob/File, an ImageBitmap, an ImageData or {rgba, width, height}, got ${
+    image === null ? 'null' : (image && image.constructor && image.constructor.name) || typeof image}`);
+}
 
 /** A loaded model running in its own worker. Create it with Tessera.load. */
 export class Tessera {
@@ -150,10 +162,24 @@ export class Tessera {
   /**
    * Model facts: params total/active, weight and state bytes, backend,
    * adapter ({available, reason, vendor, architecture, fallback, features,
-   * limits}), tokenizer, context.
+   * limits}), tokenizer, context; vision (the model takes images) and
+   * imageTokens ({sampleWidth, sampleHeight, sample: tokens of a sample
+   * image, max: tokens of the largest image after resizing, patchSize,
+   * minPixels, maxPixels}) for a vision model.
    */
   async info() {
     return this.#call({ type: 'info' });
+  }
+
+  /**
+   * Returns the pixels generate() feeds the model for image (see
+   * generate's image option): {width, height, rgba (Uint8ClampedArray,
+   * non-premultiplied sRGB), sha256 (hex, of rgba)}. For previews and
+   * debugging.
+   */
+  async imagePixels(image) {
+    checkImage(image, 'imagePixels: image');
+    return this.#call({ type: 'pixels', image });
   }
 
   /**
@@ -161,17 +187,25 @@ export class Tessera {
    * {id, text} per token. options: maxTokens (default 128), temperature
    * (0 = greedy), topK, topP, minP, repetitionPenalty, seed, signal (an
    * AbortSignal: aborting stops after the current token and ends the
-   * iteration), image (not supported yet: throws).
+   * iteration), image or images (an array): for a vision model
+   * (info().vision), a Blob/File (decoded by the browser, EXIF orientation
+   * applied), an ImageBitmap, an ImageData or {rgba, width, height}, placed
+   * before the prompt; hashImages (debugging: lastStats.images[i].sha256 is
+   * the SHA-256 of the RGBA pixels the model was given).
    * Breaking out of the loop also stops the generation. When text is held
    * back at the end (an incomplete UTF-8 character) a last piece with id -1
-   * carries it. Statistics (TTFT, tokens/s, why it stopped) are in
-   * engine.lastStats afterwards.
+   * carries it. Statistics (TTFT, tokens/s, why it stopped, tokens per
+   * image in images[i].tokens) are in engine.lastStats afterwards.
    */
   async *generate(prompt, options = {}) {
-    if (options.image !== undefined && options.image !== null) {
-      throw new TesseraError('image input is not supported yet: this model build has no vision path');
-    }
     if (this.#busy) throw new TesseraError('a generation is already running on this engine; wait for it or abort it');
+    let images = [];
+    if (options.images !== undefined && options.images !== null) {
+      if (!Array.isArray(options.images)) throw new TesseraError('generate: images must be an array');
+      images = options.images.slice();
+    }
+    if (options.image !== undefined && options.image !== null) images.unshift(options.image);
+    images.forEach((im, i) => checkImage(im, `generate: image ${i + 1}`));
     const request = {};
     if (typeof prompt === 'string') request.prompt = prompt;
     else if (Array.isArray(prompt)) request.tokens = prompt;
@@ -194,7 +228,8 @@ export class Tessera {
     const cancel = () => this.#worker.postMessage({ type: 'cancel' });
     this.#busy = true;
     this.lastStats = null;
-    const done = this.#call({ type: 'generate', request }, (piece) => { queue.push(piece); poke(); })
+    const msg = { type: 'generate', request, images, hashImages: !!options.hashImages };
+    const done = this.#call(msg, (piece) => { queue.push(piece); poke(); })
       .then((stats) => { this.lastStats = stats; if (stats.tail) queue.push({ id: -1, text: stats.tail }); },
         (err) => { failure = err; })
       .finally(() => { finished = true; this.#busy = false; poke(); });

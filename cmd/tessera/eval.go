@@ -1,24 +1,162 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 func init() {
-	register("eval", "evaluate a model: held-out perplexity (eval ppl)", cmdEval)
+	register("eval", "evaluate a model: held-out perplexity (eval ppl) and caption accuracy (eval caption)", cmdEval)
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "ppl") {
-		fmt.Fprintln(stderr, "usage: tessera eval ppl --model DIR --file TEXT [--ctx N] [--bos]")
-		return fmt.Errorf("eval: want the subcommand ppl: %w", errUsage)
+	if len(args) > 0 {
+		switch args[0] {
+		case "ppl":
+			return cmdEvalPPL(args[1:], stdout, stderr)
+		case "caption":
+			return cmdEvalCaption(args[1:], stdout, stderr)
+		}
 	}
-	return cmdEvalPPL(args[1:], stdout, stderr)
+	fmt.Fprintln(stderr, "usage: tessera eval ppl --model DIR --file TEXT [--ctx N] [--bos]")
+	fmt.Fprintln(stderr, "       tessera eval caption --model DIR --data captions.jsonl [--limit N]")
+	return fmt.Errorf("eval: want the subcommand ppl or caption: %w", errUsage)
+}
+
+// captionItem is one line of a captions.jsonl file.
+type captionItem struct {
+	Image  string `json:"image"` // relative to the file
+	Prompt string `json:"prompt"`
+	Answer string `json:"answer"`
+	Set    string `json:"set"`
+}
+
+// cmdEvalCaption measures exact-match accuracy of greedy answers about
+// images, per set, as documented in its usage.
+func cmdEvalCaption(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval caption", `--model DIR --data captions.jsonl [--limit N] [--backend cpu|gpu|auto]
+
+Accuracy of greedy answers about images. Each line of the JSONL file is
+{"image": PATH (relative to the file), "prompt": TEXT, "answer": TEXT, "set": NAME}.
+The prompt is the Kimi chat rendering of one user turn holding the image
+and the text (default system turn included, generation prompt added); the
+image's placeholder is expanded and fused as in run; decoding is greedy;
+an answer is correct only when the generated text equals "answer" exactly
+and generation ended on <|im_end|> or an eos token (not on --max-tokens).
+Accuracy is reported per set and overall.`, stderr)
+	dir := fs.String("model", "", "model directory (with a vision tower and a chat tokenizer)")
+	data := fs.String("data", "", "captions.jsonl")
+	limit := fs.Int("limit", 0, "evaluate at most N items per set (0: all)")
+	maxTok := fs.Int("max-tokens", 32, "longest answer generated")
+	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || *data == "" {
+		fs.Usage()
+		return fmt.Errorf("need --model and --data: %w", errUsage)
+	}
+	raw, err := os.ReadFile(*data)
+	if err != nil {
+		return err
+	}
+	var items []captionItem
+	for i, line := range strings.Split(string(raw), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var it captionItem
+		if err := json.Unmarshal([]byte(line), &it); err != nil {
+			return fmt.Errorf("%s line %d: %w", *data, i+1, err)
+		}
+		if it.Image == "" || it.Answer == "" {
+			return fmt.Errorf("%s line %d: needs image and answer", *data, i+1)
+		}
+		items = append(items, it)
+	}
+	lm, err := openModel(*dir)
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	m, codec := lm.m, lm.codec
+	if m.Vision == nil {
+		return fmt.Errorf("%s: the model has no vision tower", *dir)
+	}
+	stop := append([]int(nil), m.Cfg.EOSTokenIDs...)
+	if id, ok := codec.TokenID(tokenizer.KimiEnd); ok {
+		stop = append(stop, id)
+	}
+	e, err := newEngine(m, *backend, 64, 4096, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	enc, err := e.encoder()
+	if err != nil {
+		return err
+	}
+	type score struct{ ok, n int }
+	sets := map[string]*score{}
+	var order []string
+	base := filepath.Dir(*data)
+	for _, it := range items {
+		sc := sets[it.Set]
+		if sc == nil {
+			sc = &score{}
+			sets[it.Set] = sc
+			order = append(order, it.Set)
+		}
+		if *limit > 0 && sc.n >= *limit {
+			continue
+		}
+		img, err := os.ReadFile(filepath.Join(base, it.Image))
+		if err != nil {
+			return err
+		}
+		ids, err := codec.Encode(tokenizer.RenderKimi([]tokenizer.Message{{Role: "user", Content: it.Prompt, Images: 1}}, true))
+		if err != nil {
+			return err
+		}
+		full, emb, err := generate.MultimodalWith(m, enc, ids, [][]byte{img}, imageio.Limits{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", it.Image, err)
+		}
+		sess := e.session(len(full) + *maxTok)
+		var out []int
+		for tok, err := range sess.GenerateEmbedded(full, emb, generate.Options{MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}) {
+			if err != nil {
+				return err
+			}
+			out = append(out, tok)
+		}
+		text, err := codecDecode(codec, out)
+		if err != nil {
+			return err
+		}
+		sc.n++
+		if len(out) < *maxTok && text == it.Answer {
+			sc.ok++
+		}
+	}
+	var ok, n int
+	for _, name := range order {
+		sc := sets[name]
+		ok, n = ok+sc.ok, n+sc.n
+		fmt.Fprintf(stdout, "%-12s %3d / %3d  %5.1f%%\n", name, sc.ok, sc.n, 100*float64(sc.ok)/float64(max(sc.n, 1)))
+	}
+	fmt.Fprintf(stdout, "%-12s %3d / %3d  %5.1f%%\n", "all", ok, n, 100*float64(ok)/float64(max(n, 1)))
+	return nil
 }
 
 // cmdEvalPPL computes perplexity exactly as documented in its usage, so an

@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tessera-llm/tessera/core/imageio"
 )
 
 // chromiumBaseFlags are the flags of webgpu.md §9 for a quiet, isolated
@@ -63,6 +70,7 @@ type testReport struct {
 		ModelMs         float64 `json:"modelMs"`
 	} `json:"cache"`
 	Info struct {
+		Vision       bool   `json:"vision"`
 		Backend      string `json:"backend"`
 		ParamsTotal  int64  `json:"paramsTotal"`
 		ParamsActive int64  `json:"paramsActive"`
@@ -121,12 +129,75 @@ type testReport struct {
 		Tokens  int    `json:"tokens"`
 		Stopped string `json:"stopped"`
 	} `json:"abort"`
+	Vision *visionReport `json:"vision"`
+}
+
+// visionReport is what the page's visionCheck posts: a greedy image+text
+// generation on the CPU-only bundle and on WebGPU, and the RGBA pixels the
+// browser decoded.
+type visionReport struct {
+	Error    string     `json:"error"`
+	CPU, GPU *visionRun `json:"-"`
+	Pixels   struct {
+		Width  int    `json:"width"`
+		Height int    `json:"height"`
+		SHA256 string `json:"sha256"`
+		RGBA   string `json:"rgba"` // base64
+	} `json:"pixels"`
+	Decoded map[string]struct {
+		Width  int    `json:"width"`
+		Height int    `json:"height"`
+		RGBA   string `json:"rgba"`
+		Error  string `json:"error"`
+	} `json:"decoded"`
+	BadImage string `json:"badImage"`
+}
+
+type visionRun struct {
+	Backend     string `json:"backend"`
+	Vision      bool   `json:"vision"`
+	Error       string `json:"error"`
+	IDs         []int  `json:"ids"`
+	ImageTokens struct {
+		Sample int `json:"sample"`
+		Max    int `json:"max"`
+	} `json:"imageTokens"`
+	Stats struct {
+		PromptTokens int     `json:"promptTokens"`
+		TTFTMs       float64 `json:"ttftMs"`
+		EncodeMs     float64 `json:"encodeMs"`
+		DecodeTokS   float64 `json:"decodeTokPerS"`
+		Images       []struct {
+			Width, Height, Tokens int
+			SHA256                string `json:"sha256"`
+		} `json:"images"`
+	} `json:"stats"`
+}
+
+func (v *visionReport) UnmarshalJSON(b []byte) error {
+	type plain visionReport
+	var runs struct {
+		CPU *visionRun `json:"cpu"`
+		GPU *visionRun `json:"gpu"`
+	}
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &runs); err != nil {
+		return err
+	}
+	v.CPU, v.GPU = runs.CPU, runs.GPU
+	return nil
 }
 
 // TestBrowserE2E builds the wasm engine, serves the page and a random
 // k3-nano, and checks in headless Chromium that greedy generation in the
 // browser yields exactly the ids of `tessera run --backend cpu`, then that
 // a reload loads the model from Cache Storage with the model URL offline.
+// With a random k3-nano-vision and a fixed PNG it checks that image+text
+// greedy ids (CPU-only bundle and WebGPU) equal `tessera run --image` on
+// the RGBA the browser fed the engine, and that this RGBA equals Go's
+// decode of the PNG.
 // It saves a screenshot of the page. Without Chromium it skips, except
 // under CI=true, where it fails.
 func TestBrowserE2E(t *testing.T) {
@@ -152,6 +223,7 @@ func TestBrowserE2E(t *testing.T) {
 	e2eGoBuild(t, gpuWasm, "-tags=conformance")
 	tBuild := time.Since(start)
 
+	var logBuf syncBuffer // the servers' log
 	// A random k3-nano and the native CPU ids for the prompt.
 	modelDir := filepath.Join(dir, "k3-nano")
 	const prompt, maxTok = "Hello, tessera!", 16
@@ -162,10 +234,32 @@ func TestBrowserE2E(t *testing.T) {
 	if len(native) == 0 {
 		t.Fatal("native run produced no tokens")
 	}
+	// A random k3-nano-vision, served under /vision/, and a fixed PNG
+	// without alpha (served under /__test/img/ with testdata/images).
+	visionDir := filepath.Join(dir, "k3-nano-vision")
+	const vprompt = "Describe the image."
+	e2eRun(t, "init-random", "--config", "k3-nano-vision", "--seed", "1", "--layout", "kimi_k3", "--out", visionDir)
+	e2eRun(t, "manifest", "--model", visionDir)
+	imgDir := filepath.Join(dir, "img")
+	pngData := e2eTestPNG(t, filepath.Join(imgDir, "e2e.png"))
+	decodeNames := []string{"quadrants.jpg", "quadrants-exif6.jpg", "alpha.png", "gray.png", "checker.gif", "blue-purple-pink.lossy.webp"}
+	for _, n := range decodeNames {
+		b, err := os.ReadFile(testImage(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(imgDir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vsrv, err := newServer(serveConfig{ModelDir: visionDir, Loopback: true, Log: &logBuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vsrv.Close()
 
 	// The server of `tessera serve`, plus a report endpoint and a switch
 	// that takes /model/ offline for the second phase.
-	var logBuf bytes.Buffer
 	srv, err := newServer(serveConfig{ModelDir: modelDir, WasmDir: wasmDir, Loopback: true, Log: &logBuf})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +271,7 @@ func TestBrowserE2E(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /__test/report", func(w http.ResponseWriter, r *http.Request) {
 		var rep testReport
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&rep); err != nil {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&rep); err != nil {
 			rep = testReport{Error: "bad report: " + err.Error()}
 		}
 		if rep.Phase == 1 {
@@ -211,6 +305,11 @@ func TestBrowserE2E(t *testing.T) {
 		w.Header().Set("Content-Type", "application/wasm")
 		http.ServeFile(w, r, gpuWasm)
 	})
+	mux.Handle("/__test/img/", http.StripPrefix("/__test/img/", http.FileServer(http.Dir(imgDir))))
+	mux.HandleFunc("/vision/", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/vision/")
+		vsrv.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, p := range []string{"/corrupt/", "/cut/"} {
 			if rest, ok := strings.CutPrefix(r.URL.Path, p); ok {
@@ -235,7 +334,12 @@ func TestBrowserE2E(t *testing.T) {
 	defer hs.Close()
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
-		"failures": {"/nope/,/corrupt/,/cut/"}}
+		"failures": {"/nope/,/corrupt/,/cut/"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"}}
+	var decodeURLs []string
+	for _, n := range decodeNames {
+		decodeURLs = append(decodeURLs, "/__test/img/"+n)
+	}
+	q.Set("decode", strings.Join(decodeURLs, ","))
 	pageURL := "http://" + ln.Addr().String() + "/?" + q.Encode()
 
 	b := startChromium(t, chrome, dir)
@@ -327,6 +431,12 @@ func TestBrowserE2E(t *testing.T) {
 			}
 		}
 	}
+	if r1.Info.Vision {
+		t.Errorf("k3-nano info says vision: true")
+	}
+	tVision := time.Now()
+	e2eCheckVision(t, r1.Vision, pngData, visionDir, vprompt, maxTok, dir, decodeNames)
+	tVisionNative := time.Since(tVision)
 	hitsAfter1 := modelHits.Load()
 	r2 := wait(2)
 	if !slices.Equal(r2.IDs, native) {
@@ -355,8 +465,155 @@ func TestBrowserE2E(t *testing.T) {
 	t.Logf("adapter: %s %s fallback=%v features=%v", a.Vendor, a.Architecture, a.Fallback, a.Features)
 	t.Logf("load %.0f ms (engine start %.0f ms, model %.0f ms), TTFT %.1f ms, decode %.0f tok/s; reload %.0f ms from cache (offline)",
 		r1.LoadMs, r1.Cache.EngineStartMs, r1.Cache.ModelMs, r1.Stats.TTFTMs, r1.Stats.DecodeTokS, r2.LoadMs)
-	t.Logf("timings: wasm build %v, browser %v, total %v; screenshot %s", tBuild.Round(time.Millisecond),
-		time.Since(tLaunch).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), shot)
+	t.Logf("timings: wasm build %v, browser %v (native vision checks %v), total %v; screenshot %s", tBuild.Round(time.Millisecond),
+		time.Since(tLaunch).Round(time.Millisecond), tVisionNative.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), shot)
+}
+
+// e2eTestPNG writes a fixed 200×150 RGB PNG (no alpha channel) to path and
+// returns its bytes.
+func e2eTestPNG(t *testing.T, path string) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 200, 150))
+	for y := 0; y < 150; y++ {
+		for x := 0; x < 200; x++ {
+			c := color.RGBA{uint8(x * 255 / 199), uint8(y * 255 / 149), uint8((x*x + 3*y) % 251), 255}
+			if (x/25+y/25)%2 == 0 {
+				c.B = 255 - c.B
+			}
+			img.SetRGBA(x, y, c)
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil { // opaque: colour type 2 (RGB)
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// e2eCheckVision checks the page's image+text generations: the RGBA the
+// browser fed the engine equals Go's decode of the PNG, and the greedy
+// ids on the CPU-only bundle and on WebGPU equal `tessera run --backend
+// cpu --image` on a PNG of exactly that RGBA. It logs how the browser's
+// decode of the testdata images compares with core/imageio's.
+func e2eCheckVision(t *testing.T, v *visionReport, pngData []byte, modelDir, prompt string, maxTok int, dir string, decodeNames []string) {
+	t.Helper()
+	if v == nil || v.Error != "" || v.CPU == nil || v.GPU == nil {
+		t.Errorf("vision check: %+v", v)
+		return
+	}
+	px := v.Pixels
+	rgba, err := base64.StdEncoding.DecodeString(px.RGBA)
+	if err != nil || len(rgba) != px.Width*px.Height*4 || px.Width == 0 {
+		t.Errorf("browser RGBA: %d×%d, %d bytes, %v", px.Width, px.Height, len(rgba), err)
+		return
+	}
+	sum := sha256.Sum256(rgba)
+	if got := hex.EncodeToString(sum[:]); got != px.SHA256 {
+		t.Errorf("sha256 of the reported RGBA %s, page says %s", got, px.SHA256)
+	}
+	// Go's decode of the same PNG.
+	goImg, err := png.Decode(bytes.NewReader(pngData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := goImg.Bounds()
+	goRGBA := image.NewNRGBA(b)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			goRGBA.Set(x, y, goImg.At(x, y))
+		}
+	}
+	if px.Width != b.Dx() || px.Height != b.Dy() || !bytes.Equal(rgba, goRGBA.Pix) {
+		n, worst := rgbaDiff(rgba, goRGBA.Pix)
+		t.Errorf("the browser decoded the PNG as %d×%d RGBA differing from Go's image/png in %d values (max |Δ| %d)", px.Width, px.Height, n, worst)
+	} else {
+		t.Logf("browser RGBA of the %d×%d PNG equals Go's image/png decode byte for byte (sha256 %s…)", px.Width, px.Height, px.SHA256[:12])
+	}
+	// Native ids from exactly the RGBA the browser fed the engine.
+	fed := &image.NRGBA{Pix: rgba, Stride: 4 * px.Width, Rect: image.Rect(0, 0, px.Width, px.Height)}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, fed); err != nil {
+		t.Fatal(err)
+	}
+	fedPath := filepath.Join(dir, "browser-rgba.png")
+	if err := os.WriteFile(fedPath, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	native := e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", modelDir, "--image", fedPath, "--prompt", prompt,
+		"--max-tokens", strconv.Itoa(maxTok), "--ids"))
+	for name, r := range map[string]*visionRun{"CPU-only bundle": v.CPU, "WebGPU": v.GPU} {
+		switch {
+		case r.Error != "":
+			t.Errorf("image generation on the %s: %s", name, r.Error)
+		case !r.Vision || r.ImageTokens.Sample == 0:
+			t.Errorf("%s: info says vision %v, image tokens %+v", name, r.Vision, r.ImageTokens)
+		case len(r.Stats.Images) != 1 || r.Stats.Images[0].SHA256 != px.SHA256 || r.Stats.Images[0].Tokens == 0:
+			t.Errorf("%s: the engine was fed %+v, want one image with sha256 %s", name, r.Stats.Images, px.SHA256)
+		case !slices.Equal(r.IDs, native):
+			t.Errorf("%s (%s): browser image+text greedy ids %v\nnative tessera run --image ids %v", name, r.Backend, r.IDs, native)
+		default:
+			t.Logf("image+text on the %s (%s): ids match native; %d image tokens of %d, encode %.0f ms, TTFT %.0f ms, decode %.1f tok/s",
+				name, r.Backend, r.Stats.Images[0].Tokens, r.Stats.PromptTokens, r.Stats.EncodeMs, r.Stats.TTFTMs, r.Stats.DecodeTokS)
+		}
+	}
+	if !strings.HasPrefix(v.CPU.Backend, "cpu") || !strings.HasPrefix(v.GPU.Backend, "gpu") {
+		t.Errorf("backends: CPU-only bundle %q, default bundle %q; want cpu and gpu", v.CPU.Backend, v.GPU.Backend)
+	}
+	if !strings.Contains(v.BadImage, "cannot decode") {
+		t.Errorf("generate with a Blob that is not an image: %q, want a decode error", v.BadImage)
+	}
+	// How the browser's decoders compare with core/imageio's (after
+	// compositing over white, as the engine does). Measured with Chromium
+	// 156: lossless images (PNG with and without alpha, GIF) are byte-exact;
+	// JPEG and lossy WebP differ (chroma upsampling: up to ±122 at the sharp
+	// colour edges of quadrants.jpg, ±38 for WebP), so ids for those files
+	// differ between the browser and `tessera run --image`. Opaque lossless
+	// files must match; the rest is logged.
+	for _, n := range decodeNames {
+		d, ok := v.Decoded["/__test/img/"+n]
+		if !ok || d.Error != "" {
+			t.Errorf("browser decode of %s: %+v", n, d)
+			continue
+		}
+		data, _ := os.ReadFile(testImage(n))
+		want, _, err := imageio.Decode(data, imageio.Limits{})
+		if err != nil {
+			t.Errorf("Go decode of %s: %v", n, err)
+			continue
+		}
+		raw, _ := base64.StdEncoding.DecodeString(d.RGBA)
+		got, err := imageio.FromRGBA(d.Width, d.Height, raw, imageio.Limits{})
+		if err != nil || got.W != want.W || got.H != want.H {
+			t.Errorf("browser decode of %s: %d×%d (%v), Go %d×%d", n, d.Width, d.Height, err, want.W, want.H)
+			continue
+		}
+		diff, worst := rgbaDiff(got.Pix, want.Pix)
+		if diff != 0 && (n == "gray.png" || n == "checker.gif") { // lossless and opaque: must be exact
+			t.Errorf("browser decode of %s differs from core/imageio in %d values (max |Δ| %d)", n, diff, worst)
+		}
+		t.Logf("decode %-28s %3d×%-3d browser vs core/imageio: %5d of %5d RGB values differ, max |Δ| %d", n, d.Width, d.Height, diff, len(want.Pix), worst)
+	}
+}
+
+// rgbaDiff counts differing bytes of a and b and the largest difference.
+func rgbaDiff(a, b []byte) (n, worst int) {
+	if len(a) != len(b) {
+		return max(len(a), len(b)), 255
+	}
+	for i := range a {
+		d := int(a[i]) - int(b[i])
+		if d != 0 {
+			n++
+			worst = max(worst, d, -d)
+		}
+	}
+	return n, worst
 }
 
 // e2eBuildWasm builds the bundle into dir as make wasm does: tessera.wasm,

@@ -6,10 +6,12 @@
 // the logic here lets native tests check that the browser path yields
 // exactly the tokens of `tessera run --backend cpu`.
 //
-// The model runs on a Runner. Today that is the CPU reference compiled to
-// WebAssembly (NewCPURunner); the WebGPU runner of package wgsl plugs in
-// through the same Runner interface once it runs whole models in the
-// browser.
+// The model runs on a Runner: the CPU reference compiled to WebAssembly
+// (NewCPURunner), or the WebGPU runner of package wgsl through
+// BackendRunner. Images (RGBA pixels the browser decoded) are encoded by
+// the engine's vision Encoder (the CPU tower by default, the GPU tower when
+// the model runs on WebGPU) and fused into the prompt exactly as
+// `tessera run --image` does.
 package engine
 
 import (
@@ -18,10 +20,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"time"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/core/tokenizer"
@@ -40,6 +44,10 @@ type Runner interface {
 	// Generate yields sampled tokens for prompt as generate.Session does;
 	// the error, if any, comes last with token −1.
 	Generate(prompt []int, opt generate.Options) func(yield func(int, error) bool)
+	// GenerateEmbedded is Generate for a prompt given with its input
+	// embeddings [len(ids), hidden] (images fused in), as
+	// generate.Session.GenerateEmbedded.
+	GenerateEmbedded(ids []int, emb []float32, opt generate.Options) func(yield func(int, error) bool)
 	// Close frees what the runner allocated for this generation.
 	Close()
 }
@@ -54,6 +62,10 @@ type Engine struct {
 	// NewRunner makes the runner of one generation with room for
 	// maxContext tokens; NewCPURunner by default.
 	NewRunner func(m *model.Model, maxContext int) (Runner, error)
+	// NewEncoder returns the vision encoder of one generation with images
+	// and a function that frees what it allocated (may be nil);
+	// NewCPUEncoder by default.
+	NewEncoder func(m *model.Model) (generate.Encoder, func(), error)
 	// Backend names where the model runs.
 	Backend string
 	// OnClose, if set, is called by Close (a GPU runner frees its device).
@@ -79,7 +91,7 @@ func Load(open safetensors.Opener) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
 	}
-	e := &Engine{Cfg: cfg, busy: make(chan struct{}, 1), NewRunner: NewCPURunner, Backend: CPUBackend}
+	e := &Engine{Cfg: cfg, busy: make(chan struct{}, 1), NewRunner: NewCPURunner, NewEncoder: NewCPUEncoder, Backend: CPUBackend}
 	tj, err := readFile(open, TokenizerFile, 1<<30)
 	switch {
 	case err == nil:
@@ -159,6 +171,33 @@ type Options struct {
 	Tokens    []int
 	MaxTokens int // new tokens at most (> 0)
 	Sampler   generate.SamplerOptions
+	// Images are placed before the prompt, in order, as `tessera run
+	// --image` places them (generate.ImagePrompt, then
+	// generate.FusePatches).
+	Images []Image
+}
+
+// Image is one decoded image: non-premultiplied RGBA pixels, 4 bytes per
+// pixel, row-major (a browser's ImageData). Transparent pixels are
+// composited over white (imageio.FromRGBA).
+type Image struct {
+	Width, Height int
+	RGBA          []byte
+}
+
+// ImageLimits bound the images Generate accepts (imageio.DefaultLimits:
+// 40 megapixels, 16384 pixels per side).
+var ImageLimits = imageio.DefaultLimits
+
+// ImageStats describe one input image of a generation.
+type ImageStats struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	// GridW×GridH patches after the smart resize; Tokens placeholder
+	// tokens in the prompt.
+	GridW  int `json:"gridW"`
+	GridH  int `json:"gridH"`
+	Tokens int `json:"tokens"`
 }
 
 // Piece is one generated token with the text it completes (empty while a
@@ -178,6 +217,10 @@ type Stats struct {
 	Stopped      string  `json:"stopped"`    // "length", "stop", "cancelled" or "context"
 	Tail         string  `json:"tail"`       // text held back at the end (flushed)
 	StateBytes   int64   `json:"stateBytes"` // KDA state + MLA cache of the sequence at the end
+	// Images: one entry per input image; EncodeMs: preprocessing and the
+	// vision tower (part of TTFT).
+	Images   []ImageStats `json:"images,omitempty"`
+	EncodeMs float64      `json:"encodeMs,omitempty"`
 }
 
 // ErrBusy reports a Generate call while another generation runs.
@@ -219,6 +262,15 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			return st, fmt.Errorf("prompt token %d at position %d is outside the vocabulary [0, %d)", id, i, e.Cfg.VocabSize)
 		}
 	}
+	t0 := time.Now()
+	var emb []float32
+	if len(opt.Images) > 0 {
+		var err error
+		if ids, emb, st.Images, err = e.fuseImages(ids, opt.Images); err != nil {
+			return st, err
+		}
+		st.EncodeMs = ms(time.Since(t0))
+	}
 	if len(ids) >= e.Cfg.MaxPositions {
 		return st, fmt.Errorf("prompt of %d tokens does not fit the model's context of %d", len(ids), e.Cfg.MaxPositions)
 	}
@@ -229,11 +281,14 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	}
 	defer r.Close()
 	stream := e.codec.Stream()
-	t0 := time.Now()
 	var tFirst time.Time
 	st.Stopped = "stop"
 	gopt := generate.Options{Sampler: opt.Sampler, MaxTokens: opt.MaxTokens, Stop: e.Cfg.EOSTokenIDs, Vocab: e.codec.Vocab()}
-	for tok, err := range r.Generate(ids, gopt) {
+	seq := r.Generate(ids, gopt)
+	if emb != nil {
+		seq = r.GenerateEmbedded(ids, emb, gopt)
+	}
+	for tok, err := range seq {
 		if err != nil {
 			return st, err
 		}
@@ -272,6 +327,47 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// fuseImages builds the input of an image+text prompt as `tessera run
+// --image` does: one media placeholder per image before the prompt ids
+// (generate.ImagePrompt), each image composited over white, resized to the
+// patch grid and normalised (imageio.FromRGBA, imageio.Preprocess),
+// encoded by the engine's vision encoder and fused (generate.FusePatches).
+// It returns the expanded ids and their input embeddings.
+func (e *Engine) fuseImages(prompt []int, images []Image) ([]int, []float32, []ImageStats, error) {
+	m := e.Model
+	if m.Vision == nil || m.VisionCfg == nil {
+		return nil, nil, nil, errors.New("this model has no vision tower (no vision_config in config.json): it cannot take images")
+	}
+	pxs := make([]*imageio.Patches, len(images))
+	stats := make([]ImageStats, len(images))
+	for i, im := range images {
+		img, err := imageio.FromRGBA(im.Width, im.Height, im.RGBA, ImageLimits)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("image %d: %w", i+1, err)
+		}
+		if pxs[i], err = imageio.Preprocess(img, m.VisionCfg.Preprocess()); err != nil {
+			return nil, nil, nil, fmt.Errorf("image %d (%dx%d): %w", i+1, im.Width, im.Height, err)
+		}
+		stats[i] = ImageStats{Width: im.Width, Height: im.Height, GridW: pxs[i].GridW, GridH: pxs[i].GridH, Tokens: pxs[i].Merged()}
+	}
+	ids, err := generate.ImagePrompt(e.codec, e.Cfg.MediaPlaceholderTokenID, len(images), prompt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	enc, free, err := e.NewEncoder(m)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("vision encoder: %w", err)
+	}
+	if free != nil {
+		defer free()
+	}
+	full, emb, err := generate.FusePatches(m, enc, ids, pxs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return full, emb, stats, nil
+}
+
 // Info describes the loaded model for engine.info().
 type Info struct {
 	Summary          string `json:"summary"`
@@ -289,7 +385,41 @@ type Info struct {
 	ExpertsActive    int    `json:"expertsActive"`
 	Context          int    `json:"context"`
 	Tokenizer        string `json:"tokenizer"`
-	Vision           bool   `json:"vision"` // image input available (not yet)
+	// Vision: the model takes images (it has a vision tower).
+	Vision bool `json:"vision"`
+	// ImageTokens: what images cost in the prompt, for a vision model.
+	ImageTokens *ImageTokens `json:"imageTokens,omitempty"`
+}
+
+// ImageTokens gives the prompt tokens of a sample image size and the
+// bounds of the smart resize, so a page can tell users what an image
+// costs.
+type ImageTokens struct {
+	SampleWidth  int `json:"sampleWidth"`
+	SampleHeight int `json:"sampleHeight"`
+	Sample       int `json:"sample"` // tokens of a SampleWidth×SampleHeight image
+	Max          int `json:"max"`    // tokens of the largest image after resizing (max_pixels)
+	PatchSize    int `json:"patchSize"`
+	MinPixels    int `json:"minPixels"`
+	MaxPixels    int `json:"maxPixels"`
+}
+
+// SampleImage is the side of the square image Info reports the token
+// count of (as `tessera inspect` does).
+const SampleImage = 448
+
+// imageTokens describes the image cost of a vision model, nil without one.
+func (e *Engine) imageTokens() *ImageTokens {
+	if e.Model == nil || e.Model.VisionCfg == nil {
+		return nil
+	}
+	v := e.Model.VisionCfg
+	t := &ImageTokens{SampleWidth: SampleImage, SampleHeight: SampleImage, PatchSize: v.PatchSize, MinPixels: v.MinPixels, MaxPixels: v.MaxPixels}
+	t.Sample, _ = v.TokensPerImage(SampleImage, SampleImage)
+	// The largest grid: a square image far over max_pixels.
+	side := max(SampleImage, 4*int(math.Sqrt(float64(v.MaxPixels))))
+	t.Max, _ = v.TokensPerImage(side, side)
+	return t
 }
 
 // Info describes the model.
@@ -302,6 +432,7 @@ func (e *Engine) Info() Info {
 		StateBytes: s.KDAStateBytes, CacheBytesPerTok: s.CacheBytesPerTok,
 		VocabSize: c.VocabSize, Layers: c.NumHiddenLayers, HiddenSize: c.HiddenSize,
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
+		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
 	}
 }
 
@@ -318,6 +449,10 @@ func (r *sessionRunner) Generate(prompt []int, opt generate.Options) func(yield 
 	return r.s.Generate(prompt, opt)
 }
 
+func (r *sessionRunner) GenerateEmbedded(ids []int, emb []float32, opt generate.Options) func(yield func(int, error) bool) {
+	return r.s.GenerateEmbedded(ids, emb, opt)
+}
+
 func (r *sessionRunner) Close() {
 	if r.close != nil {
 		r.close()
@@ -330,6 +465,16 @@ func (r *sessionRunner) Close() {
 func NewCPURunner(m *model.Model, maxContext int) (Runner, error) {
 	r := model.NewRunner(m, model.Options{MaxChunk: 64})
 	return &sessionRunner{s: generate.NewSession(r, maxContext), close: r.Close}, nil
+}
+
+// NewCPUEncoder returns the model's CPU vision tower (generate.CPUEncoder)
+// on a runner of its own, freed by the returned function.
+func NewCPUEncoder(m *model.Model) (generate.Encoder, func(), error) {
+	if m.Vision == nil {
+		return nil, nil, errors.New("the model has no vision tower")
+	}
+	r := model.NewRunner(m, model.Options{MaxChunk: 1})
+	return generate.CPUEncoder(r), r.Close, nil
 }
 
 // BackendRunner returns a Runner over b, a backend that lives as long as
