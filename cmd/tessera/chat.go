@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/tokenizer"
 )
@@ -21,7 +21,7 @@ func init() {
 var chatInput io.Reader = os.Stdin
 
 func cmdChat(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chat", "--model DIR [--system TEXT] [sampling flags]", stderr)
+	fs := newFlags("chat", "--model DIR [--system TEXT] [sampling flags]\n\nIn the chat: /image PATH attaches an image to the next message, /reset, /exit.", stderr)
 	dir := fs.String("model", "", "model directory with a tokenizer (tokenizer.json or tiktoken.model)")
 	system := fs.String("system", tokenizer.DefaultKimiSystemPrompt, "system prompt")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
@@ -56,7 +56,9 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	msgs := []tokenizer.Message{{Role: "system", Content: *system}}
 	in := bufio.NewScanner(chatInput)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
-	fmt.Fprintln(stderr, "tessera chat — /reset clears the conversation, /exit quits")
+	fmt.Fprintln(stderr, "tessera chat — /image PATH attaches an image to your next message, /reset clears the conversation, /exit quits")
+	var pending [][]byte // images for the next user message
+	rendered := ""       // the conversation as fed so far (RenderKimi text)
 	for {
 		fmt.Fprint(stdout, "> ")
 		if !in.Scan() {
@@ -70,40 +72,71 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		case line == "/exit" || line == "/quit":
 			return nil
 		case line == "/reset":
-			msgs = msgs[:1]
+			msgs, pending, rendered = msgs[:1], nil, ""
 			if err := sess.Reset(); err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, "(conversation cleared)")
 			continue
-		case strings.HasPrefix(line, "/image"):
-			fmt.Fprintln(stdout, "(this model has no vision tower: images are not supported yet)")
+		case line == "/image" || strings.HasPrefix(line, "/image "):
+			path := strings.TrimSpace(strings.TrimPrefix(line, "/image"))
+			switch {
+			case m.Vision == nil:
+				fmt.Fprintln(stdout, "(this model has no vision tower: it cannot take images)")
+			case path == "":
+				fmt.Fprintln(stdout, "(usage: /image PATH)")
+			default:
+				b, err := os.ReadFile(path)
+				if err != nil {
+					fmt.Fprintf(stdout, "(%v)\n", err)
+					continue
+				}
+				if _, err := imageio.Probe(b, imageio.Limits{}); err != nil {
+					fmt.Fprintf(stdout, "(%s: %v)\n", path, err)
+					continue
+				}
+				pending = append(pending, b)
+				fmt.Fprintf(stdout, "(image %d attached to your next message)\n", len(pending))
+			}
 			continue
 		case strings.HasPrefix(line, "/"):
-			fmt.Fprintf(stdout, "(unknown command %s; try /reset or /exit)\n", strings.Fields(line)[0])
+			fmt.Fprintf(stdout, "(unknown command %s; try /image, /reset or /exit)\n", strings.Fields(line)[0])
 			continue
 		}
-		msgs = append(msgs, tokenizer.Message{Role: "user", Content: line})
-		ids, err := codec.Encode(tokenizer.RenderKimi(msgs, true))
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: line, Images: len(pending)})
+		// Feed only what the model has not seen. The Kimi rendering is a
+		// concatenation of turns, so the new text is the rendering's suffix
+		// after what was fed: the <|im_end|> that closed the last reply
+		// (sampled, never fed), the user turn and the generation prompt.
+		// Turns start and end with special tokens, so tokenizing the suffix
+		// alone gives the same ids as tokenizing the whole.
+		full := tokenizer.RenderKimi(msgs, true)
+		deltaText := full
+		if rendered != "" {
+			deltaText = full[len(rendered)-len(tokenizer.KimiEnd):]
+		}
+		delta, err := codec.Encode(deltaText)
 		if err != nil {
 			return err
 		}
-		// Feed only what the model has not seen: the conversation so far is
-		// a prefix of the new rendering; if tokenisation moved a boundary,
-		// start the sequence over.
-		fed := sess.History()
-		delta := ids
-		if len(fed) <= len(ids) && slices.Equal(fed, ids[:len(fed)]) {
-			delta = ids[len(fed):]
-		} else {
-			if err := sess.Reset(); err != nil {
-				return err
+		var emb []float32
+		if len(pending) > 0 {
+			if delta, emb, err = generate.Multimodal(r, delta, pending, imageio.Limits{}); err != nil {
+				msgs = msgs[:len(msgs)-1]
+				fmt.Fprintf(stdout, "(%v)\n", err)
+				continue
 			}
+			pending = nil
+		}
+		gopt := generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}
+		seq := sess.Generate(delta, gopt)
+		if emb != nil {
+			seq = sess.GenerateEmbedded(delta, emb, gopt)
 		}
 		stream := codec.Stream()
 		var reply []int
 		w := bufio.NewWriter(stdout)
-		for tok, err := range sess.Generate(delta, generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}) {
+		for tok, err := range seq {
 			if err != nil {
 				return err
 			}
@@ -120,6 +153,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		w.Flush()
 		text, _ := codecDecode(codec, reply)
 		msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: text})
+		rendered = tokenizer.RenderKimi(msgs, false)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,9 +41,15 @@ func byteLevelTokenizer(t *testing.T, dir string) {
 		vocab[string(sym[b])] = b
 	}
 	var added []map[string]any
-	for i, s := range []string{"<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_system|>", "<|im_middle|>"} {
-		vocab[s] = 256 + i
-		added = append(added, map[string]any{"id": 256 + i, "content": s, "special": true,
+	specials := map[string]int{"<|im_end|>": 256, "<|im_user|>": 257, "<|im_assistant|>": 258, "<|im_system|>": 259,
+		"<|im_middle|>": 260, "<|media_start|>": 261, "<|media_content|>": 262, "<|media_end|>": 263,
+		"<|media_pad|>": 511} // k3-nano-vision's media_placeholder_token_id
+	for id := 264; id < 511; id++ { // reserved ids fill the gap up to the placeholder
+		specials[fmt.Sprintf("<|reserved_%d|>", id)] = id
+	}
+	for s, id := range specials {
+		vocab[s] = id
+		added = append(added, map[string]any{"id": id, "content": s, "special": true,
 			"single_word": false, "lstrip": false, "rstrip": false, "normalized": false})
 	}
 	tj := map[string]any{
@@ -76,7 +83,7 @@ func TestChatREPL(t *testing.T) {
 	require.Zero(t, code, errs)
 	require.Equal(t, 6, strings.Count(out, "> "), out)
 	require.Contains(t, out, "(conversation cleared)")
-	require.Contains(t, out, "images are not supported yet")
+	require.Contains(t, out, "this model has no vision tower: it cannot take images")
 
 	// run --prompt now goes through the tokenizer: a special token in the
 	// prompt is one id.
@@ -86,4 +93,21 @@ func TestChatREPL(t *testing.T) {
 	require.Zero(t, code, errs)
 	require.Equal(t, "257,104,105\n", tok)
 	_ = out
+}
+
+// With a vision model, /image attaches an image to the next message; later
+// turns feed only their own tokens.
+func TestChatImages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano-vision", "--out", dir)
+	require.Zero(t, code, errs)
+	byteLevelTokenizer(t, dir)
+	img := filepath.Join("..", "..", "testdata", "images", "gray.png")
+	chatInput = strings.NewReader("/image " + img + "\nwhat is this\n/image nope.png\nand now\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out, errs := tessera(t, "chat", "--model", dir, "--max-tokens", "3", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "(image 1 attached to your next message)")
+	require.Contains(t, out, "nope.png")
+	require.Equal(t, 5, strings.Count(out, "> "), out)
 }
