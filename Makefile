@@ -19,12 +19,17 @@ build: setup
 	$(GO) build -o $(BIN) ./cmd/tessera
 	$(GO) build -o bin/tessera-desktop ./cmd/tessera-desktop
 
-# The main job: native inference. Until the trained demo model lands this
-# writes a random k3-nano checkpoint, summarises it and generates from it.
+# The main job: native inference of the bundled demo model k3-micro (trained
+# here, models/k3-micro/MODEL_CARD.md) on an image + prompt and on a text
+# prompt, on the GPU when an adapter is found, else on the CPU.
+DEMO    ?= models/k3-micro
+IMAGE   ?= $(DEMO)/eval/scenes/001.png
 run: build
-	@test -f $(OUT)/$(PRESET)/config.json || $(BIN) init-random --config $(PRESET) --seed 1 --layout kimi_k3 --out $(OUT)/$(PRESET)
-	$(BIN) inspect $(OUT)/$(PRESET)
-	$(BIN) run --model $(OUT)/$(PRESET) --prompt "$(PROMPT)" --max-tokens 32 --ids
+	$(BIN) inspect $(DEMO)
+	@echo "--- caption of $(IMAGE):"
+	$(BIN) run --model $(DEMO) --backend auto --image $(IMAGE) --prompt "Describe the image." --max-tokens 16
+	@echo "--- text continuation:"
+	$(BIN) run --model $(DEMO) --backend auto --prompt "And God said" --max-tokens 48 --repetition-penalty 1.3
 
 test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 	@echo "make test: all passed"

@@ -554,13 +554,19 @@ class K3Ref:
         return self.mla(i, x, mla_mode)
 
     # ---- full forward (§4.3 / §5.1) ----
-    def forward(self, input_ids, kda_mode="chunk", chunk=64, mla_mode="naive", moe_mode="routed", capture=None):
+    def forward(self, input_ids, kda_mode="chunk", chunk=64, mla_mode="naive", moe_mode="routed", capture=None,
+                embeds=None):
         """input_ids: list/1-D tensor of length T (batch 1).  Returns logits [T,V].
-        capture (dict) receives layer_in.i, mixer_out.i, ffn_in.i, ffn_out.i, final_hidden, logits."""
+        embeds: optional [T,d] input embeddings used instead of embedding input_ids (early fusion,
+        see k3vision.fuse).  capture (dict) receives layer_in.i, mixer_out.i, ffn_in.i, ffn_out.i,
+        final_hidden, logits."""
         cfg, w = self.cfg, self.w
         cap = capture if capture is not None else {}
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
-        h = w["model.embed_tokens.weight"][ids]
+        if embeds is not None:
+            h = embeds.to(self.dtype)
+        else:
+            ids = torch.as_tensor(input_ids, dtype=torch.long)
+            h = w["model.embed_tokens.weight"][ids]
         if cfg.attn_res:
             h = self._forward_attn_res(h, kda_mode, chunk, mla_mode, moe_mode, cap)
         else:

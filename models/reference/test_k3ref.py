@@ -227,3 +227,44 @@ class TestGoldens(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class VisionTests(unittest.TestCase):
+    """k3vision: preprocessing invariants and the committed multimodal golden."""
+
+    def test_resize_identity_and_grid(self):
+        import numpy as np
+        import k3vision
+        c = k3vision.VisionConfig({"vt_hidden_size": 32, "vt_num_hidden_layers": 1, "vt_num_attention_heads": 4,
+                                   "vt_intermediate_size": 64, "min_pixels": 3136, "max_pixels": 12544}, 64)
+        self.assertEqual(k3vision.smart_resize(112, 112, 28, 3136, 12544), (112, 112))
+        self.assertEqual(k3vision.smart_resize(28, 28, 28, 3136, 12544), (56, 56))
+        self.assertEqual(k3vision.smart_resize(38, 50, 28, 3136, 12544), (56, 84))
+        img = np.random.RandomState(0).randint(0, 256, size=(56, 56, 3)).astype(np.uint8)
+        px, grid = k3vision.preprocess(img, c, np.float64)
+        self.assertEqual(grid, (4, 4))
+        # patch 1 in merge-window order is (row 0, col 1)
+        want = (img[0:14, 14:28].transpose(2, 0, 1).reshape(-1) / 255.0 - 0.5) / 0.5
+        self.assertLess(abs(px[1] - want).max(), 1e-12)
+        Wm = k3vision.resample_matrix(28, 56)
+        self.assertLess(abs(Wm.sum(1) - 1).max(), 1e-12)
+
+    def test_vision_golden(self):
+        import os
+        import numpy as np
+        import k3vision
+        d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "golden", "k3-nano-vision")
+        if not os.path.exists(os.path.join(d, "golden.safetensors")):
+            self.skipTest("no golden")
+        import json
+        from PIL import Image
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        vc = k3vision.VisionConfig(cfg["vision_config"], 64)
+        W, _, _ = k3ref.load_safetensors(os.path.join(d, "model.safetensors"))
+        W = {k: v.double() for k, v in W.items()}
+        G, meta, _ = k3ref.load_safetensors(os.path.join(d, "golden.safetensors"))
+        img = np.asarray(Image.open(os.path.join(d, "image.png")).convert("RGB"))
+        px, grid = k3vision.preprocess(img, vc, np.float64)
+        self.assertEqual("%d,%d" % grid, meta["grid"])
+        out = k3vision.encode(W, vc, torch.tensor(px), grid)
+        self.assertLess((out.float() - G["projector_out"]).abs().max().item(), 1e-5)
