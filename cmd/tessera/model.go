@@ -360,7 +360,11 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "residuals    %s\n", pick(cfg.AttnResBlockSize > 0, fmt.Sprintf("Block AttnRes, block %d layers", cfg.AttnResBlockSize), "pre-norm"))
-	fmt.Fprintf(w, "parameters   %s total, %s active per token\n", human(s.TotalParams), human(s.ActiveParams))
+	vis := ""
+	if s.VisionParams > 0 {
+		vis = fmt.Sprintf(" (vision tower %s)", human(s.VisionParams))
+	}
+	fmt.Fprintf(w, "parameters   %s total%s, %s active per text token\n", human(s.TotalParams), vis, human(s.ActiveParams))
 	fmt.Fprintf(w, "weights      %s on disk %v\n", bytesStr(weightBytes), dtypes)
 	fmt.Fprintf(w, "decode read  %s of weights per token\n", bytesStr(int64(float64(s.DecodeReadParams)*bytesPerParam)))
 	fmt.Fprintf(w, "KDA state    %s (constant in context)\n", bytesStr(s.KDAStateBytes))

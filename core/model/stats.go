@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 // Stats are size figures of a configuration, derived from its tensor list.
@@ -15,6 +16,7 @@ type Stats struct {
 	DecodeReadParams int64
 	KDAStateBytes    int64 // all KDA layers: recurrent state + conv tails (fp32), constant in context
 	CacheBytesPerTok int64 // all MLA layers: latent cache per token (fp32)
+	VisionParams     int64 // vision tower + projector (included in TotalParams, not in ActiveParams)
 }
 
 // ComputeStats derives Stats for cfg.
@@ -44,6 +46,18 @@ func ComputeStats(cfg *config.Config) Stats {
 		per := n / int64(cfg.NumExperts)
 		s.ActiveParams += per * int64(cfg.TopK)
 		s.DecodeReadParams += per * int64(cfg.TopK)
+	}
+	if cfg.Vision != nil {
+		if vc, err := vision.ParseConfig(cfg.Vision, cfg.HiddenSize); err == nil {
+			for _, t := range vision.Spec(vc) {
+				n := int64(1)
+				for _, d := range t.Shape {
+					n *= int64(d)
+				}
+				s.VisionParams += n
+			}
+			s.TotalParams += s.VisionParams
+		}
 	}
 	for _, k := range cfg.Kinds {
 		if k == config.KDA {
