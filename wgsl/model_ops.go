@@ -116,6 +116,14 @@ func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
 	if E == 0 || len(up) != E || len(down) != E {
 		return nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
 	}
+	widen := func(ms []*tensor.Mat) []*tensor.Mat {
+		out := make([]*tensor.Mat, len(ms))
+		for i, m := range ms {
+			out[i] = gpuWeights(m)
+		}
+		return out
+	}
+	gate, up, down = widen(gate), widen(up), widen(down)
 	g0 := gate[0]
 	if g0 == nil || down[0] == nil {
 		return nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
@@ -60,6 +61,7 @@ func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 	if m == nil || m.Rows <= 0 || m.Cols <= 0 {
 		return nil, fmt.Errorf("wgsl: UploadMat: empty matrix")
 	}
+	m = gpuWeights(m)
 	if m.DType > tensor.BF16 {
 		return nil, fmt.Errorf("wgsl: UploadMat: unsupported dtype %v", m.DType)
 	}
@@ -68,6 +70,18 @@ func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 		return nil, fmt.Errorf("wgsl: UploadMat %dx%d %v: %w", m.Rows, m.Cols, m.DType, err)
 	}
 	return &Mat{View: b.At(0), Rows: m.Rows, Cols: m.Cols, DType: m.DType, Stride: matStride(m.Cols, m.DType)}, nil
+}
+
+// gpuWeights returns m in a dtype the kernels read. There are no int8
+// kernels yet: Q8 weights are widened to f16 on upload (half the memory of
+// f32; ≤ 2^-11 relative error per weight).
+func gpuWeights(m *tensor.Mat) *tensor.Mat {
+	if m == nil || m.DType != tensor.Q8 {
+		return m
+	}
+	u := make([]uint16, m.Rows*m.Cols)
+	half.EncodeF16(u, m.Float32())
+	return tensor.NewHalf(m.Rows, m.Cols, tensor.F16, u)
 }
 
 func (m *Mat) check(what string) error {

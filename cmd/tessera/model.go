@@ -423,6 +423,7 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	layoutArg := fs.String("layout", "", "kimi_linear or kimi_k3 (default: as the config says)")
 	dtArg := fs.String("dtype", "f32", "weight dtype: f32, f16 or bf16")
 	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
+	quant := fs.String("quant", "", "q8: int8 linear weights with per-row scales (compressed-tensors format)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -455,7 +456,17 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("--dtype %q: want f32, f16 or bf16", *dtArg)
 	}
+	if *quant != "" && *quant != "q8" {
+		return fmt.Errorf("--quant %q: want q8", *quant)
+	}
 	cfg.Layout = layout
+	ts, err := model.RandomCheckpoint(cfg, *seed, dt)
+	if err != nil {
+		return err
+	}
+	if *quant == "q8" {
+		ts = model.QuantizeQ8(cfg, ts)
+	}
 	js, err := cfg.Marshal(layout)
 	if err != nil {
 		return err
@@ -464,10 +475,6 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(*out, "config.json"), js, 0o644); err != nil {
-		return err
-	}
-	ts, err := model.RandomCheckpoint(cfg, *seed, dt)
-	if err != nil {
 		return err
 	}
 	meta := map[string]string{"format": "pt", "generator": fmt.Sprintf("tessera init-random seed=%d", *seed)}

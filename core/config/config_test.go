@@ -87,9 +87,15 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"rope mla", func(m map[string]any) { m["mla_use_nope"] = false }, "mla_use_nope"},
 		{"groups", func(m map[string]any) { m["num_expert_group"] = 3 }, "num_expert_group: 3 does not divide num_experts 8"},
 		{"positive bound", func(m map[string]any) { la(m)["gate_lower_bound"] = 1.0 }, "gate_lower_bound: must be negative"},
-		{"quantized", func(m map[string]any) {
+		{"quant groups", func(m map[string]any) {
 			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors"}
-		}, "quantization_config: quantized checkpoints are not supported"},
+		}, "quantization_config.config_groups: missing"},
+		{"mxfp4", func(m map[string]any) { m["quantization_config"] = map[string]any{"quant_method": "mxfp4"} }, "quantization_config.quant_method: mxfp4 is not supported"},
+		{"group-wise", func(m map[string]any) {
+			q := Q8Config()
+			q["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["strategy"] = "group"
+			m["quantization_config"] = q
+		}, "only {num_bits: 8, type: int, symmetric: true, strategy: channel} is supported"},
 		{"no linear attn", func(m map[string]any) { delete(m, "linear_attn_config") }, "linear_attn_config: missing"},
 	}
 	for _, c := range cases {
@@ -157,4 +163,20 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestQ8ConfigRoundTrip(t *testing.T) {
+	require.NoError(t, mutate(t, func(m map[string]any) { m["quantization_config"] = Q8Config() }))
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(preset(t, "k3-nano"), &m))
+	m["quantization_config"] = Q8Config()
+	b, _ := json.Marshal(m)
+	c, err := Parse(b)
+	require.NoError(t, err)
+	require.Equal(t, "q8", c.Quant)
+	out, err := c.Marshal(LayoutKimiK3)
+	require.NoError(t, err)
+	d, err := Parse(out)
+	require.NoError(t, err)
+	require.Equal(t, "q8", d.Quant)
 }

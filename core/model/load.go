@@ -21,7 +21,7 @@ import (
 // tensors of a memory-mapped checkpoint are used in place; F16/BF16 matrices
 // stay half precision.
 func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
-	b := &binder{ck: ck, used: map[string]bool{}}
+	b := &binder{ck: ck, used: map[string]bool{}, q8: cfg.Quant == "q8"}
 	if cfg.Layout == config.LayoutKimiK3 {
 		b.prefix = "language_model."
 	}
@@ -93,6 +93,7 @@ type binder struct {
 	used   map[string]bool
 	err    error
 	spec   []TensorSpec
+	q8     bool // int8 weights with per-row scales are allowed
 }
 
 // TensorSpec is one tensor a configuration expects.
@@ -143,8 +144,13 @@ func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
 	}
 	switch t.DType {
 	case "F32", "F16", "BF16":
+	case "I8":
+		if !b.q8 {
+			b.err = fmt.Errorf("tensor %s: dtype I8 needs a quantization_config (compressed-tensors int8) in config.json", full)
+			return nil
+		}
 	default:
-		b.err = fmt.Errorf("tensor %s: dtype %s is not supported (want F32, F16 or BF16)", full, t.DType)
+		b.err = fmt.Errorf("tensor %s: dtype %s is not supported (want F32, F16, BF16, or I8 with quantization_config)", full, t.DType)
 		return nil
 	}
 	return t
@@ -166,6 +172,13 @@ func (b *binder) mat(name string, rows, cols int) *tensor.Mat {
 	switch t.DType {
 	case "F32":
 		return tensor.NewF32(rows, cols, asF32(raw))
+	case "I8":
+		// compressed-tensors: NAME.weight (int8) + NAME.weight_scale [rows, 1].
+		scale := b.vecAny(name+"_scale", rows)
+		if b.err != nil {
+			return nil
+		}
+		return tensor.NewQ8(rows, cols, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)), scale)
 	case "F16":
 		return tensor.NewHalf(rows, cols, tensor.F16, asU16(raw))
 	default:

@@ -13,6 +13,7 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/models/presets"
 )
 
@@ -323,4 +324,57 @@ func TestLoadErrors(t *testing.T) {
 	err = load(base)
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "language_model.model.embed_tokens.weight: missing"), err.Error())
+}
+
+// A q8 checkpoint loads as int8 matrices and its logits stay close to the
+// float model's; the loader refuses int8 tensors without a
+// quantization_config.
+func TestQ8Checkpoint(t *testing.T) {
+	for _, preset := range []string{"k3-nano", "kimi-linear-nano"} {
+		raw, _ := presets.Read(preset)
+		cfg, err := config.Parse(raw)
+		require.NoError(t, err)
+		ts := RandomTensors(cfg, 4, "F32")
+		var fb, qb bytes.Buffer
+		require.NoError(t, safetensors.Write(&fb, ts, nil))
+		qcfg, err := config.Parse(raw)
+		require.NoError(t, err)
+		qts := QuantizeQ8(qcfg, ts)
+		require.Equal(t, "q8", qcfg.Quant)
+		require.NoError(t, safetensors.Write(&qb, qts, nil))
+		open := func(b []byte) *safetensors.Checkpoint {
+			ck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": b}))
+			require.NoError(t, err)
+			return ck
+		}
+		fm, err := Load(cfg, open(fb.Bytes()))
+		require.NoError(t, err)
+		qm, err := Load(qcfg, open(qb.Bytes()))
+		require.NoError(t, err)
+		require.Equal(t, tensor.Q8, qm.Layers[0].KDA.QProj.DType)
+		require.Equal(t, tensor.F32, qm.LMHead.DType)
+		ids := testIDs(24, 512)
+		want := fullLogits(t, fm, ids, Options{MaxChunk: 8})
+		got := fullLogits(t, qm, ids, Options{MaxChunk: 8})
+		e := relErr(got, want)
+		require.Less(t, e, 0.2, preset) // int8 rounding noise, amplified by random weights
+		require.Greater(t, e, 0.0, preset)
+		// Exactly the float model holding the dequantized values.
+		deq := make([]safetensors.WriteTensor, 0, len(ts))
+		for _, tt := range ts {
+			if QuantizableQ8(tt.Name, tt.Shape) {
+				q := tensor.Quantize(tensor.NewF32(tt.Shape[0], tt.Shape[1], tt.Data))
+				tt = safetensors.WriteTensor{Name: tt.Name, DType: "F32", Shape: tt.Shape, Data: q.Float32()}
+			}
+			deq = append(deq, tt)
+		}
+		var db bytes.Buffer
+		require.NoError(t, safetensors.Write(&db, deq, nil))
+		dm, err := Load(cfg, open(db.Bytes()))
+		require.NoError(t, err)
+		require.Less(t, relErr(got, fullLogits(t, dm, ids, Options{MaxChunk: 8})), 1e-5, preset)
+		// Same tensors without the quantization_config: refused by name.
+		_, err = Load(cfg, open(qb.Bytes()))
+		require.ErrorContains(t, err, "dtype I8 needs a quantization_config")
+	}
 }

@@ -75,3 +75,28 @@ func gemmTileGeneric(w []float32, ldw int, x []float32, ldx, n int, out []float3
 	out[2*ldo], out[2*ldo+1], out[2*ldo+2] = s20, s21, s22
 	out[3*ldo], out[3*ldo+1], out[3*ldo+2] = s30, s31, s32
 }
+
+// dotQ8Generic is scale·Σ float32(w[i])·x[i].
+func dotQ8Generic(w []int8, scale float32, x []float32) float32 {
+	x = x[:len(w)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(w); i += 4 {
+		s0 += float32(w[i]) * x[i]
+		s1 += float32(w[i+1]) * x[i+1]
+		s2 += float32(w[i+2]) * x[i+2]
+		s3 += float32(w[i+3]) * x[i+3]
+	}
+	for ; i < len(w); i++ {
+		s0 += float32(w[i]) * x[i]
+	}
+	return scale * ((s0 + s1) + (s2 + s3))
+}
+
+// widenQ8Generic writes scale·float32(src[i]) into dst.
+func widenQ8Generic(dst []float32, src []int8, scale float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = scale * float32(v)
+	}
+}

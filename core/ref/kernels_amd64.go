@@ -130,3 +130,30 @@ func gemmTileHalf(w []uint16, ldw int, x []float32, ldx, n int, out []float32, l
 		}
 	}
 }
+
+//go:noescape
+func dotQ8AVX2(w *int8, x *float32, n int) float32
+
+//go:noescape
+func widenQ8AVX2(dst *float32, src *int8, scale float32, n int)
+
+// dotQ8 is scale·Σ float32(w[i])·x[i] for int8 weights w.
+func dotQ8(w []int8, scale float32, x []float32) float32 {
+	n := len(w)
+	if n == 0 || !useAVX2 {
+		return dotQ8Generic(w, scale, x)
+	}
+	x = x[:n]
+	return scale * dotQ8AVX2(&w[0], &x[0], n)
+}
+
+// widenQ8 writes scale·float32(src[i]) into dst[:len(src)].
+func widenQ8(dst []float32, src []int8, scale float32) {
+	n := len(src)
+	if n == 0 || !useAVX2 {
+		widenQ8Generic(dst, src, scale)
+		return
+	}
+	dst = dst[:n]
+	widenQ8AVX2(&dst[0], &src[0], scale, n)
+}

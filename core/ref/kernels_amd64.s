@@ -575,3 +575,102 @@ gemm3x4Fstore:
 	HSTORE(Y11, X11, 8(DI))
 	VZEROUPPER
 	RET
+
+// func dotQ8AVX2(w *int8, x *float32, n int) float32
+// Σ float32(w[i])·x[i]: int8 weights sign-extended and converted in
+// registers (the per-row scale is applied by the caller).
+TEXT ·dotQ8AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+qdot32:
+	CMPQ CX, $32
+	JL   qdot8
+	VPMOVSXBD (SI), Y4
+	VPMOVSXBD 8(SI), Y5
+	VPMOVSXBD 16(SI), Y6
+	VPMOVSXBD 24(SI), Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $32, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  qdot32
+
+qdot8:
+	CMPQ CX, $8
+	JL   qdotfold
+	VPMOVSXBD (SI), Y4
+	VCVTDQ2PS Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $8, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  qdot8
+
+qdotfold:
+	REDUCE4
+	TESTQ CX, CX
+	JE    qdotdone
+
+qdot1:
+	MOVBLSX (SI), AX
+	VCVTSI2SSL AX, X4, X4
+	VFMADD231SS (DI), X4, X0
+	INCQ SI
+	ADDQ $4, DI
+	DECQ CX
+	JNE  qdot1
+
+qdotdone:
+	HSUMX0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func widenQ8AVX2(dst *float32, src *int8, scale float32, n int)
+// dst[i] = scale·float32(src[i]).
+TEXT ·widenQ8AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	VBROADCASTSS scale+16(FP), Y1
+	MOVQ n+24(FP), CX
+
+wq8:
+	CMPQ CX, $8
+	JL   wq1
+	VPMOVSXBD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  wq8
+
+wq1:
+	TESTQ CX, CX
+	JE    wqdone
+	MOVBLSX (SI), AX
+	VCVTSI2SSL AX, X0, X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (DI)
+	INCQ SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  wq1
+
+wqdone:
+	VZEROUPPER
+	RET

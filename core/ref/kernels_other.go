@@ -24,3 +24,7 @@ func fusedHalf() bool { return false }
 func gemmTileHalf(w []uint16, ldw int, x []float32, ldx, n int, out []float32, ldo int, dt tensor.DType) {
 	panic("ref: gemmTileHalf without fused kernels")
 }
+
+func dotQ8(w []int8, scale float32, x []float32) float32 { return dotQ8Generic(w, scale, x) }
+
+func widenQ8(dst []float32, src []int8, scale float32) { widenQ8Generic(dst, src, scale) }

@@ -57,9 +57,12 @@ func (j *linearJob) Run(w, lo, hi int) {
 		for o := lo; o < hi; o++ {
 			for t := 0; t < T; t++ {
 				xt := j.x[t*in : (t+1)*in]
-				if j.W.DType == tensor.F32 {
+				switch j.W.DType {
+				case tensor.F32:
 					j.out[t*outN+o] = dot(j.W.F32[o*in:(o+1)*in], xt)
-				} else {
+				case tensor.Q8:
+					j.out[t*outN+o] = dotQ8(j.W.I8[o*in:(o+1)*in], j.W.Scale[o], xt)
+				default:
 					j.out[t*outN+o] = dotHalf(j.W.U16[o*in:(o+1)*in], xt, j.W.DType, buf)
 				}
 			}
@@ -68,16 +71,22 @@ func (j *linearJob) Run(w, lo, hi int) {
 	}
 	// Widening in registers costs a shift or convert per weight vector per
 	// tile; widening rows once into scratch wins when many tokens share it.
-	if j.W.DType != tensor.F32 && T < fusedHalfMaxT && fusedHalf() {
+	if (j.W.DType == tensor.F16 || j.W.DType == tensor.BF16) && T < fusedHalfMaxT && fusedHalf() {
 		j.runHalfFused(lo, hi, buf)
 		return
 	}
 	for o0 := lo; o0 < hi; o0 += gemmRows {
 		nr := min(gemmRows, hi-o0)
 		var rows []float32
-		if j.W.DType == tensor.F32 {
+		switch j.W.DType {
+		case tensor.F32:
 			rows = j.W.F32[o0*in : (o0+nr)*in]
-		} else {
+		case tensor.Q8:
+			rows = buf[:nr*in]
+			for r := 0; r < nr; r++ {
+				widenQ8(rows[r*in:(r+1)*in], j.W.I8[(o0+r)*in:(o0+r+1)*in], j.W.Scale[o0+r])
+			}
+		default:
 			rows = buf[:nr*in]
 			widen(rows, j.W.U16[o0*in:(o0+nr)*in], j.W.DType)
 		}

@@ -25,7 +25,7 @@ type WriteTensor struct {
 	Name  string
 	DType DType
 	Shape []int
-	Data  []float32
+	Data  []float32 // encoded as DType on write (I8: integers in [-128, 127])
 }
 
 // byteSize validates t and returns its encoded size.
@@ -41,8 +41,14 @@ func (t *WriteTensor) byteSize() (int64, error) {
 	}
 	switch t.DType {
 	case F32, F16, BF16:
+	case I8:
+		for i, v := range t.Data {
+			if v != float32(int8(v)) || v < -128 || v > 127 {
+				return 0, fmt.Errorf("safetensors: write: tensor %q: value %d (%g) is not an int8", t.Name, i, v)
+			}
+		}
 	default:
-		return 0, fmt.Errorf("safetensors: write: tensor %q: dtype %q cannot be written (supported: F32, F16, BF16)", t.Name, string(t.DType))
+		return 0, fmt.Errorf("safetensors: write: tensor %q: dtype %q cannot be written (supported: F32, F16, BF16, I8)", t.Name, string(t.DType))
 	}
 	n := int64(1)
 	for i, d := range t.Shape {
@@ -159,6 +165,10 @@ func writeSorted(w io.Writer, ts []*WriteTensor, sizes []int64, metadata map[str
 			for _, v := range t.Data {
 				binary.LittleEndian.PutUint16(scratch[:], half.F32ToBF16(v))
 				bw.Write(scratch[:2])
+			}
+		case I8:
+			for _, v := range t.Data {
+				bw.WriteByte(byte(int8(v)))
 			}
 		}
 	}

@@ -18,6 +18,10 @@ const (
 	F32 DType = iota
 	F16
 	BF16
+	// Q8 is symmetric int8 with one float32 scale per row:
+	// W[r, c] = Scale[r] · I8[r·Cols + c] (compressed-tensors "int-quantized",
+	// channel strategy).
+	Q8
 )
 
 // String returns the safetensors spelling of the type.
@@ -29,26 +33,72 @@ func (d DType) String() string {
 		return "F16"
 	case BF16:
 		return "BF16"
+	case Q8:
+		return "Q8"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
-// Size is the number of bytes of one element.
+// Size is the number of bytes of one element (Q8: without its row scale).
 func (d DType) Size() int {
-	if d == F32 {
+	switch d {
+	case F32:
 		return 4
+	case Q8:
+		return 1
 	}
 	return 2
 }
 
-// Mat is a Rows×Cols row-major matrix. Exactly one of F32 and U16 is set:
-// F32 for DType F32, U16 (raw bits) for F16 and BF16. A linear layer's
-// weight W ∈ R^{out×in} is stored with Rows = out, Cols = in, as in PyTorch.
+// Mat is a Rows×Cols row-major matrix. Exactly one of F32, U16 and I8 is
+// set: F32 for DType F32, U16 (raw bits) for F16 and BF16, I8 with Scale
+// (one per row) for Q8. A linear layer's weight W ∈ R^{out×in} is stored
+// with Rows = out, Cols = in, as in PyTorch.
 type Mat struct {
 	Rows, Cols int
 	DType      DType
 	F32        []float32
 	U16        []uint16
+	I8         []int8
+	Scale      []float32
+}
+
+// NewQ8 wraps int8 data (len rows*cols) with per-row scales (len rows).
+func NewQ8(rows, cols int, data []int8, scale []float32) *Mat {
+	if len(data) != rows*cols || len(scale) != rows {
+		panic(fmt.Sprintf("tensor: NewQ8 %dx%d with %d values and %d scales", rows, cols, len(data), len(scale)))
+	}
+	return &Mat{Rows: rows, Cols: cols, DType: Q8, I8: data, Scale: scale}
+}
+
+// Quantize returns m as Q8: per row, scale = max|W[r,:]| / 127 and
+// I8 = round(W / scale) (symmetric, round half away from zero).
+func Quantize(m *Mat) *Mat {
+	w := m.Float32()
+	q := make([]int8, len(w))
+	sc := make([]float32, m.Rows)
+	for r := 0; r < m.Rows; r++ {
+		row := w[r*m.Cols : (r+1)*m.Cols]
+		var mx float32
+		for _, v := range row {
+			mx = max(mx, v, -v)
+		}
+		if mx == 0 {
+			continue
+		}
+		s := mx / 127
+		sc[r] = s
+		for c, v := range row {
+			x := v / s
+			if x >= 0 {
+				x += 0.5
+			} else {
+				x -= 0.5
+			}
+			q[r*m.Cols+c] = int8(max(-127, min(127, int32(x))))
+		}
+	}
+	return NewQ8(m.Rows, m.Cols, q, sc)
 }
 
 // NewF32 wraps data (len rows*cols) as a float32 matrix.
@@ -78,6 +128,11 @@ func (m *Mat) Row(i int, dst []float32) []float32 {
 		half.DecodeF16(dst[:m.Cols], m.U16[lo:hi])
 	case BF16:
 		half.DecodeBF16(dst[:m.Cols], m.U16[lo:hi])
+	case Q8:
+		s := m.Scale[i]
+		for c, v := range m.I8[lo:hi] {
+			dst[c] = s * float32(v)
+		}
 	}
 	return dst[:m.Cols]
 }
@@ -89,23 +144,37 @@ func (m *Mat) Float32() []float32 {
 		return m.F32
 	}
 	out := make([]float32, m.Rows*m.Cols)
-	if m.DType == F16 {
+	switch m.DType {
+	case F16:
 		half.DecodeF16(out, m.U16)
-	} else {
+	case BF16:
 		half.DecodeBF16(out, m.U16)
+	case Q8:
+		for r := 0; r < m.Rows; r++ {
+			m.Row(r, out[r*m.Cols:(r+1)*m.Cols])
+		}
 	}
 	return out
 }
 
-// Bytes is the storage size of the matrix in bytes.
-func (m *Mat) Bytes() int64 { return int64(m.Rows) * int64(m.Cols) * int64(m.DType.Size()) }
+// Bytes is the storage size of the matrix in bytes (Q8: with its scales).
+func (m *Mat) Bytes() int64 {
+	n := int64(m.Rows) * int64(m.Cols) * int64(m.DType.Size())
+	if m.DType == Q8 {
+		n += 4 * int64(m.Rows)
+	}
+	return n
+}
 
 // SliceRows returns rows [lo, hi) as a matrix sharing storage with m.
 func (m *Mat) SliceRows(lo, hi int) *Mat {
 	s := &Mat{Rows: hi - lo, Cols: m.Cols, DType: m.DType}
-	if m.DType == F32 {
+	switch m.DType {
+	case F32:
 		s.F32 = m.F32[lo*m.Cols : hi*m.Cols]
-	} else {
+	case Q8:
+		s.I8, s.Scale = m.I8[lo*m.Cols:hi*m.Cols], m.Scale[lo:hi]
+	default:
 		s.U16 = m.U16[lo*m.Cols : hi*m.Cols]
 	}
 	return s

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+)
+
+func init() {
+	register("quantize", "write an int8 (q8) copy of a model: linear weights with per-row scales", cmdQuantize)
+}
+
+func cmdQuantize(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("quantize", "--model DIR --out DIR [--shard-bytes N]", stderr)
+	dir := fs.String("model", "", "model directory (F32, F16 or BF16 weights)")
+	out := fs.String("out", "", "output directory")
+	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || *out == "" {
+		fs.Usage()
+		return fmt.Errorf("need --model and --out: %w", errUsage)
+	}
+	if abs1, _ := filepath.Abs(*dir); abs1 != "" {
+		if abs2, _ := filepath.Abs(*out); abs1 == abs2 {
+			return fmt.Errorf("--out must differ from --model")
+		}
+	}
+	cfg, err := config.Load(*dir)
+	if err != nil {
+		return err
+	}
+	if cfg.Quant != "" {
+		return fmt.Errorf("%s is already quantized (%s)", *dir, cfg.Quant)
+	}
+	ck, err := safetensors.OpenDir(*dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *dir, err)
+	}
+	defer ck.Close()
+	if _, err := model.Load(cfg, ck); err != nil { // validate before converting
+		return fmt.Errorf("%s: %w", *dir, err)
+	}
+	var ts []safetensors.WriteTensor
+	for _, n := range ck.Names() {
+		t, _ := ck.Tensor(n)
+		v, err := ck.Float32(n)
+		if err != nil {
+			return err
+		}
+		ts = append(ts, safetensors.WriteTensor{Name: n, DType: t.DType, Shape: t.Shape, Data: v})
+	}
+	ts = model.QuantizeQ8(cfg, ts)
+	js, err := cfg.Marshal(cfg.Layout)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "config.json"), js, 0o644); err != nil {
+		return err
+	}
+	if err := safetensors.WriteDir(*out, ts, map[string]string{"format": "pt", "quantized_by": "tessera quantize (q8)"}, *shard); err != nil {
+		return err
+	}
+	// Everything else of the model directory (tokenizer, card) comes along.
+	ents, err := os.ReadDir(*dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || n == "config.json" || strings.HasSuffix(n, ".safetensors") || n == "model.safetensors.index.json" || n == "model.manifest.json" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(*dir, n))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*out, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	var before, after int64
+	for _, n := range ck.Names() {
+		t, _ := ck.Tensor(n)
+		before += t.Size
+	}
+	for _, t := range ts {
+		after += int64(len(t.Data)) * int64(dtypeBytes(t.DType))
+	}
+	fmt.Fprintf(stdout, "wrote %s: weights %s → %s (q8)\n", *out, bytesStr(before), bytesStr(after))
+	return nil
+}
+
+func dtypeBytes(d safetensors.DType) int {
+	switch d {
+	case "F32":
+		return 4
+	case "I8":
+		return 1
+	}
+	return 2
+}
