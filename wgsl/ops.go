@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
