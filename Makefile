@@ -51,11 +51,10 @@ test-browser: setup
 wasm:
 	scripts/browser/build-wasm.sh bin/wasm
 
-# The demo page on loopback: http://127.0.0.1:8080/
+# The demo page with k3-micro on loopback: http://127.0.0.1:8080/
 serve: build wasm
-	@test -f $(OUT)/$(PRESET)/config.json || $(BIN) init-random --config $(PRESET) --seed 1 --layout kimi_k3 --out $(OUT)/$(PRESET)
-	$(BIN) manifest --model $(OUT)/$(PRESET)
-	$(BIN) serve --model $(OUT)/$(PRESET)
+	$(BIN) manifest --model $(DEMO)
+	$(BIN) serve --model $(DEMO)
 
 # The desktop app under Xvfb: scripted mode must print what `tessera run`
 # prints and leave a screenshot that is not blank and shows the heatmap.
