@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -117,6 +117,11 @@ bench: build
 	@test -f $(OUT)/k3-nano/config.json || $(BIN) init-random --config k3-nano --seed 1 --layout kimi_k3 --out $(OUT)/k3-nano
 	$(BIN) bench --model $(OUT)/k3-mini --prompt-len 128 --gen 32 --json $(OUT)/bench/k3-mini.json --plot $(OUT)/bench/k3-mini
 	$(BIN) bench --model $(OUT)/k3-nano --prompt-len 128 --gen 16 --ctx-sweep 1k,8k,64k,256k,1M --json $(OUT)/bench/k3-nano.json --plot $(OUT)/bench/k3-nano
+
+# tessera vs PyTorch eager (models/reference) on k3-mini, same run.
+bench-compare: build
+	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
+	scripts/bench-compare.sh $(OUT)/k3-mini 64 16 3
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl
