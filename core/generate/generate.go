@@ -202,8 +202,30 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 		if opt.Vocab > 0 && opt.Vocab < len(logits) {
 			logits = logits[:opt.Vocab]
 		}
+		// Plain greedy decoding on a backend that can take the argmax itself
+		// reads back one token id per step instead of the logits.
+		dev, onDevice := s.B.(Greedier)
+		onDevice = onDevice && opt.Sampler.greedy() && len(logits) == len(s.logits)
+		tok := smp.Sample(logits, s.history)
 		for n := 0; opt.MaxTokens <= 0 || n < opt.MaxTokens; n++ {
-			tok := smp.Sample(logits, s.history)
+			if n > 0 {
+				if onDevice {
+					s.one[0] = tok
+					next, err := dev.Greedy(s.one[:])
+					if err != nil {
+						yield(-1, err)
+						return
+					}
+					s.history = append(s.history, tok)
+					tok = next
+				} else {
+					if err := s.Step(tok); err != nil {
+						yield(-1, err)
+						return
+					}
+					tok = smp.Sample(logits, s.history)
+				}
+			}
 			for _, st := range opt.Stop {
 				if tok == st {
 					return
@@ -215,12 +237,15 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 			if s.B.Pos() >= ctx {
 				return
 			}
-			if err := s.Step(tok); err != nil {
-				yield(-1, err)
-				return
-			}
 		}
 	}
+}
+
+// Greedier is implemented by backends that can take the argmax of the
+// next token's logits on the device (wgsl.Runner): Greedy feeds tokens and
+// returns the most likely next id, the lowest on ties, as Argmax does.
+type Greedier interface {
+	Greedy(tokens []int) (int, error)
 }
 
 // History returns every token fed to the sequence so far (prompt pieces

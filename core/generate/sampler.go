@@ -29,6 +29,11 @@ type SamplerOptions struct {
 	Seed uint64
 }
 
+// greedy reports plain argmax decoding (no temperature, no penalty).
+func (o SamplerOptions) greedy() bool {
+	return o.Temperature == 0 && (o.RepetitionPenalty == 0 || o.RepetitionPenalty == 1)
+}
+
 // Validate reports options out of range, naming the option.
 func (o SamplerOptions) Validate() error {
 	switch {
