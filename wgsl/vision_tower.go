@@ -221,18 +221,10 @@ func (v *VisionTower) Encode(px *imageio.Patches) ([]float32, error) {
 	}
 	c, d := v.t.Cfg, v.d
 	D, H, hd, Q, I := c.Hidden, c.Heads, c.HeadDim(), c.QKVHidden, c.Intermediate
-	switch {
-	case px == nil:
-		return nil, fmt.Errorf("vision encode: no patches")
-	case px.PatchSize != c.PatchSize || px.Dim != 3*c.PatchSize*c.PatchSize:
-		return nil, fmt.Errorf("vision encode: patches of size %d (dim %d), the tower wants patch_size %d (dim %d)", px.PatchSize, px.Dim, c.PatchSize, 3*c.PatchSize*c.PatchSize)
-	case px.MergeH != c.MergeH || px.MergeW != c.MergeW:
-		return nil, fmt.Errorf("vision encode: patches merged %dx%d, the tower wants merge_kernel_size %dx%d", px.MergeH, px.MergeW, c.MergeH, c.MergeW)
-	case px.GridH <= 0 || px.GridW <= 0 || px.GridH%c.MergeH != 0 || px.GridW%c.MergeW != 0:
-		return nil, fmt.Errorf("vision encode: patch grid %dx%d is not a positive multiple of the merge kernel %dx%d", px.GridH, px.GridW, c.MergeH, c.MergeW)
-	case len(px.Data) != px.N()*px.Dim:
-		return nil, fmt.Errorf("vision encode: %d patch values, a %dx%d grid needs %d", len(px.Data), px.GridH, px.GridW, px.N()*px.Dim)
-	case px.N() > v.maxN:
+	if err := c.CheckPatches(px); err != nil {
+		return nil, err
+	}
+	if px.N() > v.maxN {
 		return nil, fmt.Errorf("vision encode: %d patches (%dx%d grid) exceed the GPU tower's %d (max_pixels)", px.N(), px.GridH, px.GridW, v.maxN)
 	}
 	N := px.N()

@@ -254,17 +254,8 @@ func bind(c *Config, got map[string]any) *Tower {
 func (t *Tower) Encode(p *ref.Pool, px *imageio.Patches) ([]float32, error) {
 	c := t.Cfg
 	D, H, hd, Q := c.Hidden, c.Heads, c.HeadDim(), c.QKVHidden
-	switch {
-	case px == nil:
-		return nil, fmt.Errorf("vision encode: no patches")
-	case px.PatchSize != c.PatchSize || px.Dim != 3*c.PatchSize*c.PatchSize:
-		return nil, fmt.Errorf("vision encode: patches of size %d (dim %d), the tower wants patch_size %d (dim %d)", px.PatchSize, px.Dim, c.PatchSize, 3*c.PatchSize*c.PatchSize)
-	case px.MergeH != c.MergeH || px.MergeW != c.MergeW:
-		return nil, fmt.Errorf("vision encode: patches merged %dx%d, the tower wants merge_kernel_size %dx%d", px.MergeH, px.MergeW, c.MergeH, c.MergeW)
-	case px.GridH <= 0 || px.GridW <= 0 || px.GridH%c.MergeH != 0 || px.GridW%c.MergeW != 0:
-		return nil, fmt.Errorf("vision encode: patch grid %dx%d is not a positive multiple of the merge kernel %dx%d", px.GridH, px.GridW, c.MergeH, c.MergeW)
-	case len(px.Data) != px.N()*px.Dim:
-		return nil, fmt.Errorf("vision encode: %d patch values, a %dx%d grid needs %d", len(px.Data), px.GridH, px.GridW, px.N()*px.Dim)
+	if err := c.CheckPatches(px); err != nil {
+		return nil, err
 	}
 	N := px.N()
 	x := make([]float32, N*D)
@@ -340,4 +331,23 @@ func (t *Tower) Project(p *ref.Pool, x []float32, N int) ([]float32, error) {
 		t.PostNorm.Apply(out, out)
 	}
 	return out, nil
+}
+
+// CheckPatches reports patches the tower cannot encode: the wrong patch
+// size or merge kernel, a grid that is not a multiple of the merge kernel,
+// or a data length that does not match the grid.
+func (c *Config) CheckPatches(px *imageio.Patches) error {
+	switch {
+	case px == nil:
+		return fmt.Errorf("vision encode: no patches")
+	case px.PatchSize != c.PatchSize || px.Dim != 3*c.PatchSize*c.PatchSize:
+		return fmt.Errorf("vision encode: patches of size %d (dim %d), the tower wants patch_size %d (dim %d)", px.PatchSize, px.Dim, c.PatchSize, 3*c.PatchSize*c.PatchSize)
+	case px.MergeH != c.MergeH || px.MergeW != c.MergeW:
+		return fmt.Errorf("vision encode: patches merged %dx%d, the tower wants merge_kernel_size %dx%d", px.MergeH, px.MergeW, c.MergeH, c.MergeW)
+	case px.GridH <= 0 || px.GridW <= 0 || px.GridH%c.MergeH != 0 || px.GridW%c.MergeW != 0:
+		return fmt.Errorf("vision encode: patch grid %dx%d is not a positive multiple of the merge kernel %dx%d", px.GridH, px.GridW, c.MergeH, c.MergeW)
+	case len(px.Data) != px.N()*px.Dim:
+		return fmt.Errorf("vision encode: %d patch values, a %dx%d grid needs %d", len(px.Data), px.GridH, px.GridW, px.N()*px.Dim)
+	}
+	return nil
 }
