@@ -207,25 +207,10 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 		dev, onDevice := s.B.(Greedier)
 		onDevice = onDevice && opt.Sampler.greedy() && len(logits) == len(s.logits)
 		tok := smp.Sample(logits, s.history)
+		// Every emitted token is fed back (so the state and History cover
+		// prompt + output, and a conversation can continue); stop tokens
+		// are neither emitted nor fed.
 		for n := 0; opt.MaxTokens <= 0 || n < opt.MaxTokens; n++ {
-			if n > 0 {
-				if onDevice {
-					s.one[0] = tok
-					next, err := dev.Greedy(s.one[:])
-					if err != nil {
-						yield(-1, err)
-						return
-					}
-					s.history = append(s.history, tok)
-					tok = next
-				} else {
-					if err := s.Step(tok); err != nil {
-						yield(-1, err)
-						return
-					}
-					tok = smp.Sample(logits, s.history)
-				}
-			}
 			for _, st := range opt.Stop {
 				if tok == st {
 					return
@@ -237,6 +222,22 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 			if s.B.Pos() >= ctx {
 				return
 			}
+			if onDevice {
+				s.one[0] = tok
+				next, err := dev.Greedy(s.one[:])
+				if err != nil {
+					yield(-1, err)
+					return
+				}
+				s.history = append(s.history, tok)
+				tok = next
+				continue
+			}
+			if err := s.Step(tok); err != nil {
+				yield(-1, err)
+				return
+			}
+			tok = smp.Sample(logits, s.history)
 		}
 	}
 }

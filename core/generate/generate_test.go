@@ -200,3 +200,22 @@ func TestRestoreClone(t *testing.T) {
 	c := collect(t, fresh, append(append([]int(nil), prompt...), 5), Options{MaxTokens: 6})
 	require.Equal(t, a, c)
 }
+
+// Every emitted token is fed back: History is prompt + output, so a
+// conversation continues from exactly what was shown.
+func TestHistoryCoversOutput(t *testing.T) {
+	m := presetModel(t, "k3-nano", 1, "F32")
+	r := model.NewRunner(m, model.Options{})
+	defer r.Close()
+	s := NewSession(r, 0)
+	prompt := bytesOf("Hello, tessera!")
+	out := collect(t, s, prompt, Options{MaxTokens: 5})
+	require.Len(t, out, 5)
+	require.Equal(t, append(append([]int(nil), prompt...), out...), s.History())
+	require.Equal(t, len(prompt)+5, s.State.Pos)
+	// A stop token is neither emitted nor fed.
+	s2 := NewSession(r, 0)
+	out = collect(t, s2, prompt, Options{MaxTokens: 16, Stop: []int{0}})
+	require.Equal(t, []int{18}, out)
+	require.Equal(t, len(prompt)+1, s2.State.Pos)
+}
