@@ -43,7 +43,9 @@
 // weight once and allocates all activations, KDA states, conv tails, MLA
 // latent caches (for RunnerOptions.MaxContext) and attention scratch;
 // Forward mirrors model.Runner.Forward (logits of the last token, or of all
-// T tokens when the slice holds T·V) and Greedy returns the GPU argmax,
+// T tokens when the slice holds T·V); SampleNext picks the next token on
+// the GPU — the argmax (Greedy), or a seeded draw with temperature, top-k,
+// top-p and min-p (sample.wgsl, given generate.Sampler's uniform draws) —
 // reading back one word per decoded token. A step is one command buffer;
 // decoding creates no GPU object (TestRunnerMatchesCPU checks it) and
 // Stats reports the dispatches of the last step. Choices:

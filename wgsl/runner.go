@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/tensor"
@@ -71,6 +72,7 @@ type Runner struct {
 	beta, fa, qa, kva               *Buffer
 	lat, racc, elog, idx, wts, hb   *Buffer
 	logits, outTok                  *Buffer
+	weights                         *Buffer // [V] sampling scratch
 
 	zeros []float32
 	last  RunnerStats
@@ -413,6 +415,7 @@ func (r *Runner) load(m *model.Model) error {
 	r.hb = L.buf(T * maxI)
 	r.logits = L.buf(T * c.VocabSize)
 	r.outTok = L.buf(1)
+	r.weights = L.buf(c.VocabSize)
 	if L.err != nil {
 		return L.err
 	}
@@ -556,15 +559,47 @@ func (r *Runner) readLogits(T int, logits []float32) error {
 // token's logits, computed on the GPU: only the token id (one word) is
 // read back. Decoding calls it with one token per step.
 func (r *Runner) Greedy(tokens []int) (int, error) {
+	return r.SampleNext(tokens, generate.SamplerOptions{}, r.cfg.VocabSize, 0)
+}
+
+// SamplesOnDevice reports whether SampleNext can pick from vocab logits
+// with opt on the GPU (generate.DeviceSampler): greedy always; sampling
+// when vocab fits the sampling kernel's loop budget (SampleOnGPU).
+func (r *Runner) SamplesOnDevice(opt generate.SamplerOptions, vocab int) bool {
+	if vocab <= 0 || vocab > r.cfg.VocabSize {
+		return false
+	}
+	return opt.Temperature == 0 || SampleOnGPU(vocab)
+}
+
+// SampleNext runs tokens like Forward and returns the next token picked on
+// the GPU from the first vocab logits of the last token: the argmax when
+// opt.Temperature is 0, else the token generate.Sampler.SampleDraw picks
+// for the draw u (Device.Sample). Only the token id is read back; the
+// repetition penalty is not supported (sample on the host for it).
+func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
+	if !r.SamplesOnDevice(opt, vocab) {
+		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
+	}
+	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
+		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	}
 	if err := r.begin(tokens); err != nil {
 		return 0, err
 	}
 	defer r.end()
-	T, V, d := len(tokens), r.cfg.VocabSize, r.cfg.HiddenSize
+	T, d := len(tokens), r.cfg.HiddenSize
 	if err := r.d.Linear(r.logits.At(0), r.xn.At((T-1)*d), 1, r.lmHead); err != nil {
 		return 0, err
 	}
-	if err := r.d.Argmax(r.outTok.At(0), r.logits.At(0), V); err != nil {
+	var err error
+	if opt.Temperature == 0 {
+		err = r.d.Argmax(r.outTok.At(0), r.logits.At(0), vocab)
+	} else {
+		err = r.d.Sample(r.outTok.At(0), r.logits.At(0), r.weights.At(0), vocab, SampleParams{
+			Temperature: opt.Temperature, TopK: opt.TopK, TopP: opt.TopP, MinP: opt.MinP, U: u})
+	}
+	if err != nil {
 		return 0, err
 	}
 	var id [1]uint32

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -162,5 +163,54 @@ func TestRunnerMatchesCPU(t *testing.T) {
 					worst, s.Dispatches, s.Submits, time.Since(t0).Round(time.Millisecond))
 			})
 		}
+	}
+}
+
+// TestSessionSamplesOnGPU pins seeded sampling on the GPU (only token ids
+// read back) to the CPU session with the same seed: the GPU sampler takes
+// the CPU sampler's draws, so temperature, top-k, top-p and min-p pick the
+// same tokens. A repetition penalty falls back to host sampling (also
+// equal).
+func TestSessionSamplesOnGPU(t *testing.T) {
+	d := device(t)
+	m := presetModel(t, "k3-nano", 3, "F32")
+	prompt := []int{5, 17, 200, 3, 99, 42, 7}
+	for _, o := range []generate.SamplerOptions{
+		{Temperature: 1, Seed: 1},
+		{Temperature: 0.8, TopK: 20, TopP: 0.9, Seed: 2},
+		{Temperature: 1.2, MinP: 0.02, Seed: 3},
+		{Temperature: 0.9, TopK: 50, RepetitionPenalty: 1.3, Seed: 4},
+	} {
+		t.Run(fmt.Sprintf("T=%g/k=%d/p=%g/min-p=%g/rep=%g", o.Temperature, o.TopK, o.TopP, o.MinP, o.RepetitionPenalty), func(t *testing.T) {
+			opt := generate.Options{MaxTokens: 40, Sampler: o}
+			run := func(s *generate.Session) []int {
+				var out []int
+				for tok, err := range s.Generate(prompt, opt) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, tok)
+				}
+				return out
+			}
+			g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 16, MaxContext: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if !g.SamplesOnDevice(o, m.Cfg.VocabSize) {
+				t.Fatalf("k3-nano's %d logits should be sampled on the GPU", m.Cfg.VocabSize)
+			}
+			cpu := model.NewRunner(m, model.Options{MaxChunk: 16})
+			defer cpu.Close()
+			gt := run(generate.NewSessionOn(g, 128))
+			ct := run(generate.NewSession(cpu, 128))
+			if !slices.Equal(gt, ct) {
+				t.Fatalf("sampled tokens differ:\nGPU %v\nCPU %v", gt, ct)
+			}
+			if slices.Equal(gt[:10], gt[10:20]) {
+				t.Fatalf("sampling looks degenerate: %v", gt)
+			}
+		})
 	}
 }

@@ -202,10 +202,12 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 		if opt.Vocab > 0 && opt.Vocab < len(logits) {
 			logits = logits[:opt.Vocab]
 		}
-		// Plain greedy decoding on a backend that can take the argmax itself
-		// reads back one token id per step instead of the logits.
-		dev, onDevice := s.B.(Greedier)
-		onDevice = onDevice && opt.Sampler.greedy() && len(logits) == len(s.logits)
+		// A backend that samples on the device reads back one token id per
+		// step instead of the logits (not with a repetition penalty, which
+		// needs the history on the host).
+		dev, onDevice := s.B.(DeviceSampler)
+		penalty := opt.Sampler.RepetitionPenalty > 0 && opt.Sampler.RepetitionPenalty != 1
+		onDevice = onDevice && !penalty && dev.SamplesOnDevice(opt.Sampler, len(logits))
 		tok := smp.Sample(logits, s.history)
 		// Every emitted token is fed back (so the state and History cover
 		// prompt + output, and a conversation can continue); stop tokens
@@ -224,7 +226,11 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 			}
 			if onDevice {
 				s.one[0] = tok
-				next, err := dev.Greedy(s.one[:])
+				var u float64
+				if opt.Sampler.Temperature > 0 {
+					u = smp.Draw()
+				}
+				next, err := dev.SampleNext(s.one[:], opt.Sampler, len(logits), u)
 				if err != nil {
 					yield(-1, err)
 					return
@@ -242,11 +248,16 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 	}
 }
 
-// Greedier is implemented by backends that can take the argmax of the
-// next token's logits on the device (wgsl.Runner): Greedy feeds tokens and
-// returns the most likely next id, the lowest on ties, as Argmax does.
-type Greedier interface {
-	Greedy(tokens []int) (int, error)
+// DeviceSampler is implemented by backends that sample the next token on
+// the device (wgsl.Runner), so a decode step reads back one token id:
+// SampleNext feeds tokens and returns the token a Sampler with opt would
+// pick (SampleDraw; no repetition penalty) from the last position's logits
+// restricted to the first vocab ids, given the draw u (Sampler.Draw; unused
+// when greedy). SamplesOnDevice reports whether it can for these options
+// and vocab logits.
+type DeviceSampler interface {
+	SamplesOnDevice(opt SamplerOptions, vocab int) bool
+	SampleNext(tokens []int, opt SamplerOptions, vocab int, u float64) (int, error)
 }
 
 // History returns every token fed to the sequence so far (prompt pieces

@@ -29,11 +29,6 @@ type SamplerOptions struct {
 	Seed uint64
 }
 
-// greedy reports plain argmax decoding (no temperature, no penalty).
-func (o SamplerOptions) greedy() bool {
-	return o.Temperature == 0 && (o.RepetitionPenalty == 0 || o.RepetitionPenalty == 1)
-}
-
 // Validate reports options out of range, naming the option.
 func (o SamplerOptions) Validate() error {
 	switch {
@@ -97,6 +92,28 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	if o.Temperature == 0 {
 		return Argmax(logits)
 	}
+	return s.pick(logits, s.Draw())
+}
+
+// Draw returns the sampler's next uniform draw in [0, 1): Sample takes one
+// per sampled token (none when greedy); a backend that samples on the
+// device (DeviceSampler) is given the same draws, so a seed picks the
+// same tokens on every backend.
+func (s *Sampler) Draw() float64 { return s.rng.Float64() }
+
+// SampleDraw is Sample with the draw given (u in [0, 1)) instead of taken
+// from the sampler's generator; the repetition penalty is not applied.
+// It is the reference a device sampler is tested against.
+func (s *Sampler) SampleDraw(logits []float32, u float64) int {
+	if s.Opt.Temperature == 0 {
+		return Argmax(logits)
+	}
+	return s.pick(logits, u)
+}
+
+// pick draws from logits (temperature, top-k, min-p, top-p) with draw u.
+func (s *Sampler) pick(logits []float32, u float64) int {
+	o := s.Opt
 	c := s.cands[:len(logits)]
 	for i, v := range logits {
 		c[i] = cand{int32(i), v / o.Temperature}
@@ -145,7 +162,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	for i := 0; i < n; i++ {
 		total += float64(c[i].v)
 	}
-	u := s.rng.Float64() * total
+	u *= total
 	for i := 0; i < n; i++ {
 		u -= float64(c[i].v)
 		if u < 0 {

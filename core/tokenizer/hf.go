@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/text/cases"
-	"golang.org/x/text/language"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -273,8 +271,7 @@ func buildNormalizer(raw json.RawMessage) (func(string) string, error) {
 	case "NFKD":
 		return norm.NFKD.String, nil
 	case "Lowercase":
-		lc := cases.Lower(language.Und)
-		return lc.String, nil
+		return lowerFull, nil
 	case "Prepend":
 		p := c.Prepend
 		return func(s string) string {

@@ -5,7 +5,7 @@
 #   tessera.wasm.gz   gzip -9 of it (served when the client accepts gzip)
 #   wasm_exec.js      the Go toolchain's loader, matching the compiler
 # and prints the raw and gzip sizes. The bundle has the WebGPU runner
-# (~2.0 MB gzip; the page's backend 'auto' uses it whenever the browser
+# (~1.9 MB gzip; the page's backend 'auto' uses it whenever the browser
 # offers an adapter, else the CPU path). WASM_TAGS=cpuonly leaves it out
 # (~1.76 MB); WASM_TAGS=conformance adds the in-browser kernel conformance
 # cases (tests).
