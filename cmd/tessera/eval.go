@@ -44,7 +44,7 @@ type captionItem struct {
 // cmdEvalCaption measures exact-match accuracy of greedy answers about
 // images, per set, as documented in its usage.
 func cmdEvalCaption(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("eval caption", `--model DIR --data captions.jsonl [--limit N] [--backend cpu|gpu|auto]
+	fs := newFlags("eval caption", `--model DIR --data captions.jsonl [--limit N] [--backend cpu|gpu|auto] [--predictions FILE]
 
 Accuracy of greedy answers about images. Each line of the JSONL file is
 {"image": PATH (relative to the file), "prompt": TEXT, "answer": TEXT, "set": NAME}.
@@ -59,6 +59,7 @@ Accuracy is reported per set and overall.`, stderr)
 	limit := fs.Int("limit", 0, "evaluate at most N items per set (0: all)")
 	maxTok := fs.Int("max-tokens", 32, "longest answer generated")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	predPath := fs.String("predictions", "", "also write each item with its generated answer to this JSONL file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -106,6 +107,15 @@ Accuracy is reported per set and overall.`, stderr)
 	if err != nil {
 		return err
 	}
+	var pred *json.Encoder
+	if *predPath != "" {
+		f, err := os.Create(*predPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pred = json.NewEncoder(f)
+	}
 	type score struct{ ok, n int }
 	sets := map[string]*score{}
 	var order []string
@@ -145,8 +155,18 @@ Accuracy is reported per set and overall.`, stderr)
 			return err
 		}
 		sc.n++
-		if len(out) < *maxTok && text == it.Answer {
+		correct := len(out) < *maxTok && text == it.Answer
+		if correct {
 			sc.ok++
+		}
+		if pred != nil {
+			if err := pred.Encode(struct {
+				captionItem
+				Output  string `json:"output"`
+				Correct bool   `json:"correct"`
+			}{it, text, correct}); err != nil {
+				return fmt.Errorf("%s: %w", *predPath, err)
+			}
 		}
 	}
 	var ok, n int

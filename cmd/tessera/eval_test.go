@@ -87,9 +87,29 @@ func TestEvalMatchesReference(t *testing.T) {
 	for _, s := range ref.Caption {
 		limit = max(limit, s.Total)
 	}
+	pred := filepath.Join(t.TempDir(), "pred.jsonl")
 	code, out, errs := tessera(t, "eval", "caption", "--model", dir, "--data", filepath.Join(dir, "eval", "captions.jsonl"),
-		"--limit", strconv.Itoa(limit))
+		"--limit", strconv.Itoa(limit), "--predictions", pred)
 	require.Zero(t, code, errs)
+	// --predictions: one line per item evaluated, correct exactly when the
+	// output equals the answer, and the counts agree with the table.
+	pr, err := os.ReadFile(pred)
+	require.NoError(t, err)
+	right := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(pr)), "\n") {
+		var p struct {
+			Set, Answer, Output string
+			Correct             bool
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &p), line)
+		require.Equal(t, p.Answer == p.Output, p.Correct, line)
+		if p.Correct {
+			right[p.Set]++
+		}
+	}
+	for name, s := range ref.Caption {
+		require.InDelta(t, s.Correct, right[name], float64(s.Total)/200, "set %s in --predictions", name)
+	}
 	for name, s := range ref.Caption {
 		var ok, n int
 		var acc float64

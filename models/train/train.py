@@ -35,11 +35,13 @@ torch.set_num_threads(int(os.environ.get("K3_THREADS", "2")))
 torch.set_flush_denormal(True)
 
 
-def stages(total, smoke):
-    """[(first_step, batch, seq)]: 80 % of steps at 128, 12 % at 512, 8 % at 2048."""
+def stages(total, smoke, start=0):
+    """[(first_step, batch, seq)]: 80 % of steps at 128, 12 % at 512, 8 % at 2048 (of the steps
+    from start, the first step of this phase, to total)."""
+    n = total - start
     if smoke:
-        return [(0, 4, 128), (total - 4, 1, 512), (total - 2, 1, 2048)]
-    return [(0, 16, 128), (int(total * 0.80), 4, 512), (int(total * 0.92), 1, 2048)]
+        return [(start, 4, 128), (total - 4, 1, 512), (total - 2, 1, 2048)]
+    return [(start, 16, 128), (start + int(n * 0.80), 4, 512), (start + int(n * 0.92), 1, 2048)]
 
 
 def stage_at(st, step):
@@ -51,8 +53,9 @@ def stage_at(st, step):
 
 
 class Batcher:
-    def __init__(self, tok, vcfg, seed, work):
+    def __init__(self, tok, vcfg, seed, work, image_frac=0.5, fashion_frac=0.4):
         self.tok, self.vcfg, self.seed = tok, vcfg, seed
+        self.image_frac, self.fashion_frac = image_frac, fashion_frac
         cache = os.path.join(work, "text_train.npy")
         if not os.path.exists(cache):
             tr, _ = data.text_splits()
@@ -84,7 +87,7 @@ class Batcher:
         """-> (ids, loss mask, (patches, grid))"""
         u = rng.rand()
         system = True if u < 0.55 else (False if u < 0.8 else "raw")  # 55 % / 25 % / 20 %
-        if rng.rand() < 0.4:
+        if rng.rand() < self.fashion_frac:
             j = rng.randint(len(self.fx))
             img = np.repeat(self.fx[j][:, :, None], 3, axis=2)
             prompt = data.CAPTION_PROMPTS[rng.randint(len(data.CAPTION_PROMPTS))]
@@ -106,7 +109,7 @@ class Batcher:
         ids, mask, imgs = [], [], []
         while len(ids) < L + 1:
             rem = L + 1 - len(ids)
-            if rng.rand() < 0.5:
+            if rng.rand() < self.image_frac:
                 d, m, im = self.image_doc(rng)
                 if len(d) <= rem:
                     ids += d
@@ -135,7 +138,9 @@ class Batcher:
         return x, y, imgs
 
 
-def lr_at(step, total, peak, warm=100):
+def lr_at(step, total, peak, warm=100, start=0):
+    """Linear warm-up, then cosine from peak to peak/10 over the steps from start to total."""
+    step, total = step - start, total - start
     if step < warm:
         return peak * (step + 1) / warm
     t = (step - warm) / max(1, total - warm)
@@ -162,6 +167,12 @@ def main():
     ap.add_argument("--ckpt-every", type=int, default=150)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--stop-after", type=int, default=None, help="checkpoint and exit at this step (resume test)")
+    ap.add_argument("--phase-start", type=int, default=0,
+                    help="first step of this training phase: the LR schedule and the context curriculum run "
+                         "from here to --steps (a continuation phase resumes from WORK/ckpt.pt at this step)")
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--image-frac", type=float, default=0.5, help="share of row pieces that are image documents")
+    ap.add_argument("--fashion-frac", type=float, default=0.4, help="share of image documents from Fashion-MNIST")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     torch.manual_seed(a.seed)
@@ -182,17 +193,19 @@ def main():
         opt.load_state_dict(st["opt"])
         step = st["step"]
         print("resumed at step", step, flush=True)
-    batcher = Batcher(tok, model.vcfg, a.seed, a.work)
-    sts = stages(a.steps, a.smoke)
+    if step < a.phase_start:
+        sys.exit("train.py: --phase-start %d but the checkpoint in %s is at step %d" % (a.phase_start, a.work, step))
+    batcher = Batcher(tok, model.vcfg, a.seed, a.work, a.image_frac, a.fashion_frac)
+    sts = stages(a.steps, a.smoke, a.phase_start)
     logf = open(os.path.join(a.work, "log.jsonl"), "a")
-    if step == 0:
+    if step == a.phase_start:
         logf.write(json.dumps({"event": "start", "params": pc, "stages": sts, "args": vars(a)}) + "\n")
     k, E = model.cfg.topk, model.cfg.E
     qb_buf = {i: [] for i in model.moe_layers}
     t_last = time.time()
     while step < a.steps:
         _, B, L = stage_at(sts, step)
-        lr = lr_at(step, a.steps, a.lr)
+        lr = lr_at(step, a.steps, a.lr, a.warmup, a.phase_start)
         for gparams in opt.param_groups:
             gparams["lr"] = lr
         x, y, imgs = batcher.batch(step, B, L)
