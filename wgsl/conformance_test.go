@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,8 +48,21 @@ func TestConformanceGridSplit(t *testing.T) {
 	runCases(t, false)
 }
 
-func runCases(t *testing.T, record bool) {
+// TestConformanceSplitMatrices reruns the Linear and Embed cases with
+// matrices split into row parts of at most 1000 words, so the transparent
+// split of tensors larger than one 128 MiB binding is covered by small
+// shapes (including parts of one row and a remainder part).
+func TestConformanceSplitMatrices(t *testing.T) {
+	device(t)
+	defer wgsl.SetMatPartWordsForTest(1000)()
+	runCases(t, false, "Linear", "Embed")
+}
+
+func runCases(t *testing.T, record bool, ops ...string) {
 	for _, c := range conformance.Cases() {
+		if len(ops) > 0 && !slices.Contains(ops, c.Op) {
+			continue
+		}
 		t.Run(c.Name(), func(t *testing.T) {
 			g := conformance.NewGPU(t, device(t))
 			defer g.Release()

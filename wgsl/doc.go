@@ -66,6 +66,13 @@
 //     free and one AttnRes dispatch reads all sources.
 //   - Matrix-vector kernels compute 8 rows per workgroup (8 threads per
 //     row): the workgroup count is what CPU Vulkan drivers pay for.
+//   - A weight matrix larger than one storage binding (128 MiB, the
+//     WebGPU default) is uploaded as row-range parts, one buffer each
+//     (Mat.Parts); Linear runs a dispatch per part into its rows of the
+//     output and Embed gathers part by part, so an lm_head or embedding
+//     table of any size works on every device (TestRunnerSplitWeights,
+//     TestConformanceSplitMatrices). Expert stacks and the other kernels'
+//     matrices must fit one binding and say so when they do not.
 //
 // # Workarounds for v0.23.0 (see docs/webgpu.md in the shared docs)
 //

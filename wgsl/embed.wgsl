@@ -1,10 +1,15 @@
 // Embedding gather (tensor.Mat.Row for each token id): out[t, c] =
 // table[ids[t], c] for a table of f32, or f16 / bf16 packed two per u32
 // (element 2j in the low half). One invocation per output element; ids
-// outside [0, V) give a zero row (the host validates ids first).
+// outside the table give a zero row (the host validates ids first). A table
+// split over bindings is gathered part by part: this part holds rows
+// [row0, row0 + V) of total (total 0: the table is whole); ids outside it
+// are left to the other parts, and the first part (row0 = 0) writes the
+// zero rows of ids ≥ total.
 struct P {
   n: u32, T: u32, dtype: u32, V: u32,
   w_off: u32, w_stride: u32, t_off: u32, o_off: u32, o_stride: u32,
+  row0: u32, total: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -17,7 +22,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (i >= p.n * p.T) { return; }
   let t = i / p.n;
   let c = i % p.n;
-  let id = TOK[p.t_off + t];
+  let id = TOK[p.t_off + t] - p.row0;
+  if (p.total > 0u && id >= p.V && !(p.row0 == 0u && id >= p.total)) { return; }
   var v = 0.0;
   if (id < p.V) {
     let base = p.w_off + id * p.w_stride;

@@ -27,3 +27,12 @@ func (d *Device) TraceBindingsForTest(f func(kernel string, binds []BindingForTe
 	d.trace = f
 	return func() { d.trace = nil }
 }
+
+// SetMatPartWordsForTest lowers the largest matrix part UploadMat keeps in
+// one buffer (normally one 128 MiB binding), so small matrices are split,
+// and returns a function restoring it.
+func SetMatPartWordsForTest(n int) func() {
+	old := matPartWords
+	matPartWords = n
+	return func() { matPartWords = old }
+}

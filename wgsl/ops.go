@@ -19,12 +19,34 @@ const loopBudget = 32768
 // Mat is a weight matrix on the GPU: Rows×Cols elements of DType, row r at
 // word Off + r·Stride. F32 uses one word per element; F16 and BF16 pack two
 // elements per word (element 2j in the low half), rows padded to a word.
+//
+// A matrix larger than one storage binding (128 MiB by default) is split
+// by rows: Parts hold consecutive row ranges, each in its own buffer, and
+// View is Parts[0]'s. Linear and Embed read split matrices; other kernels
+// refuse them with an error naming the matrix.
 type Mat struct {
 	View
 	Rows, Cols int
 	DType      tensor.DType
 	Stride     int
+	Parts      []*Mat
 }
+
+// Buffers returns the buffers holding m (one per part).
+func (m *Mat) Buffers() []*Buffer {
+	if len(m.Parts) == 0 {
+		return []*Buffer{m.Buf}
+	}
+	var bs []*Buffer
+	for _, p := range m.Parts {
+		bs = append(bs, p.Buf)
+	}
+	return bs
+}
+
+// matPartWords is the largest matrix part UploadMat puts in one buffer:
+// one binding, lowered by tests to split small matrices.
+var matPartWords = maxBindingWords
 
 // MatWords is the number of words a Rows×Cols matrix of dt takes on the GPU.
 func MatWords(rows, cols int, dt tensor.DType) int { return rows * matStride(cols, dt) }
@@ -55,7 +77,8 @@ func PackMat(m *tensor.Mat) []uint32 {
 	return out
 }
 
-// UploadMat copies a weight matrix (F32, F16 or BF16) into a new buffer.
+// UploadMat copies a weight matrix (F32, F16 or BF16) into a new buffer, or
+// into row-range parts when it is larger than one binding (see Mat).
 // Half-precision matrices stay half precision on the GPU.
 func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 	if m == nil || m.Rows <= 0 || m.Cols <= 0 {
@@ -65,11 +88,36 @@ func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 	if m.DType > tensor.BF16 {
 		return nil, fmt.Errorf("wgsl: UploadMat: unsupported dtype %v", m.DType)
 	}
-	b, err := d.UploadU32(PackMat(m))
-	if err != nil {
-		return nil, fmt.Errorf("wgsl: UploadMat %dx%d %v: %w", m.Rows, m.Cols, m.DType, err)
+	st := matStride(m.Cols, m.DType)
+	words := PackMat(m)
+	upload := func(rows []uint32, n int) (*Mat, error) {
+		b, err := d.UploadU32(rows)
+		if err != nil {
+			return nil, fmt.Errorf("wgsl: UploadMat %dx%d %v: %w", m.Rows, m.Cols, m.DType, err)
+		}
+		return &Mat{View: b.At(0), Rows: n, Cols: m.Cols, DType: m.DType, Stride: st}, nil
 	}
-	return &Mat{View: b.At(0), Rows: m.Rows, Cols: m.Cols, DType: m.DType, Stride: matStride(m.Cols, m.DType)}, nil
+	if len(words) <= matPartWords {
+		return upload(words, m.Rows)
+	}
+	per := matPartWords / st
+	if per == 0 {
+		return nil, fmt.Errorf("wgsl: UploadMat: one row of %d %v columns exceeds a binding", m.Cols, m.DType)
+	}
+	w := &Mat{Rows: m.Rows, Cols: m.Cols, DType: m.DType, Stride: st}
+	for r0 := 0; r0 < m.Rows; r0 += per {
+		n := min(per, m.Rows-r0)
+		p, err := upload(words[r0*st:(r0+n)*st], n)
+		if err != nil {
+			for _, q := range w.Parts {
+				q.Buf.Release()
+			}
+			return nil, err
+		}
+		w.Parts = append(w.Parts, p)
+	}
+	w.View = w.Parts[0].View
+	return w, nil
 }
 
 // gpuWeights returns m in a dtype the kernels read. There are no int8
@@ -87,6 +135,10 @@ func gpuWeights(m *tensor.Mat) *tensor.Mat {
 func (m *Mat) check(what string) error {
 	if m == nil {
 		return fmt.Errorf("wgsl: %s: nil matrix", what)
+	}
+	if len(m.Parts) > 0 {
+		return fmt.Errorf("wgsl: %s: a %dx%d %v matrix split over %d bindings (only Linear and Embed read split matrices)",
+			what, m.Rows, m.Cols, m.DType, len(m.Parts))
 	}
 	if m.Stride < matStride(m.Cols, m.DType) {
 		return fmt.Errorf("wgsl: %s: row stride %d too small for %d %v columns", what, m.Stride, m.Cols, m.DType)
@@ -114,6 +166,16 @@ func (d *Device) Linear(out, x View, T int, W *Mat) error {
 // LinearStrided is Linear with explicit row strides (in words) for x and out,
 // e.g. to read the c_kv part of latent-cache rows.
 func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W *Mat) error {
+	if W != nil && len(W.Parts) > 0 {
+		r0 := 0
+		for _, p := range W.Parts {
+			if err := d.LinearStrided(View{out.Buf, out.Off + r0}, oStride, x, xStride, T, p); err != nil {
+				return err
+			}
+			r0 += p.Rows
+		}
+		return nil
+	}
 	if err := W.check("Linear"); err != nil {
 		return err
 	}

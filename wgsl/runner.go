@@ -212,15 +212,11 @@ func (r *Runner) mat(m *tensor.Mat, name string) (*Mat, error) {
 	if m == nil {
 		return nil, nil
 	}
-	if MatWords(m.Rows, m.Cols, m.DType) > maxBindingWords {
-		return nil, fmt.Errorf("wgsl: runner: %s (%dx%d %v) exceeds one 128 MiB binding (splitting is not implemented yet)",
-			name, m.Rows, m.Cols, m.DType)
-	}
 	g, err := r.d.UploadMat(m)
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: runner: upload %s: %w", name, err)
 	}
-	r.bufs = append(r.bufs, g.Buf)
+	r.bufs = append(r.bufs, g.Buffers()...)
 	return g, nil
 }
 

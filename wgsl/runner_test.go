@@ -214,3 +214,47 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerSplitWeights runs k3-nano with the embedding table and lm_head
+// split over several buffers (as tensors larger than one 128 MiB binding
+// are): logits and greedy tokens equal the CPU's.
+func TestRunnerSplitWeights(t *testing.T) {
+	d := device(t)
+	m := presetModel(t, "k3-nano", 1, "F32")
+	c := m.Cfg
+	defer wgsl.SetMatPartWordsForTest(c.VocabSize * c.HiddenSize / 3)()
+	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cpu := model.NewRunner(m, model.Options{MaxChunk: 8})
+	defer cpu.Close()
+	st := m.NewState()
+	V := c.VocabSize
+	prompt := []int{1, V - 1, V / 3, V/3 - 1, 2*V/3 + 1, 7}
+	want, got := make([]float32, len(prompt)*V), make([]float32, len(prompt)*V)
+	if err := cpu.Forward(st, prompt, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Forward(prompt, got); err != nil {
+		t.Fatal(err)
+	}
+	if e := maxRelErr(got, want); e > wholeModelTol {
+		t.Fatalf("prefill with split weights: max relative error %.3g", e)
+	}
+	tok := generate.Argmax(want[(len(prompt)-1)*V:])
+	for step := range 8 {
+		if err := cpu.Forward(st, []int{tok}, want[:V]); err != nil {
+			t.Fatal(err)
+		}
+		next, err := g.Greedy([]int{tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := generate.Argmax(want[:V]); next != w {
+			t.Fatalf("step %d: GPU token %d, CPU %d", step, next, w)
+		}
+		tok = next
+	}
+}

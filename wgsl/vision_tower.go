@@ -132,7 +132,7 @@ func (v *VisionTower) load() error {
 			err = fmt.Errorf("wgsl: vision tower: upload %s: %w", name, err)
 			return nil
 		}
-		v.bufs = append(v.bufs, g.Buf)
+		v.bufs = append(v.bufs, g.Buffers()...)
 		return g
 	}
 	vec := func(x []float32, name string) View {

@@ -314,12 +314,17 @@ func modelCases() []Case {
 				want := make([]float32, 0, T*n)
 				for t := range ids {
 					ids[t] = uint32(r.IntN(V))
+					if t == 2 {
+						ids[t] = uint32(V + 7) // outside the table: a zero row
+						want = append(want, make([]float32, n)...)
+						continue
+					}
 					want = append(want, tab.Row(int(ids[t]), make([]float32, n))...)
 				}
 				ib, err := g.D.UploadU32(ids)
 				check(g, err)
 				g.bufs = append(g.bufs, ib)
-				out := g.Zeros(T * (n + 3)) // strided rows
+				out := g.Up(slices.Repeat([]float32{7}, T*(n+3))) // strided rows over non-zero words
 				check(g, g.D.Embed(out.Rows(n+3), g.Mat(tab), ib.At(0), T))
 				all := g.Read(out, T*(n+3))
 				var got []float32

@@ -77,7 +77,7 @@ func (g *GPU) Mat(m *tensor.Mat) *wgsl.Mat {
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	g.bufs = append(g.bufs, w.Buf)
+	g.bufs = append(g.bufs, w.Buffers()...)
 	return w
 }
 
