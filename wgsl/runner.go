@@ -5,6 +5,7 @@ package wgsl
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
@@ -73,6 +74,7 @@ type Runner struct {
 	lat, racc, elog, idx, wts, hb   *Buffer
 	logits, outTok                  *Buffer
 	weights                         *Buffer // [V] sampling scratch
+	proj                            *Buffer // one token's fused input projections
 
 	zeros []float32
 	last  RunnerStats
@@ -88,7 +90,12 @@ type gpuLayer struct {
 	resProj, resNorm, mlpProj, mlpNorm View
 }
 
+// The mixers' and MoE's projections of the same normed input are stacked
+// in one matrix (in, nil when they could not be: see loader.fuse), and
+// qp, kp, ... are views of its rows: one GEMV per decoded token computes
+// them all, multi-token pieces use the views.
 type gpuKDA struct {
+	in                                  *Mat
 	qp, kp, vp, fa, fb, b, g, ga, gb, o *Mat
 	qconv, kconv, vconv                 View
 	dtBias, aLog, oNorm                 View
@@ -98,12 +105,14 @@ type gpuKDA struct {
 }
 
 type gpuMLA struct {
+	in                        *Mat
 	q, qa, qb, kva, kvb, g, o *Mat
 	qaNorm, kvaNorm           View
 	cache                     *LatentCache
 }
 
 type gpuMoE struct {
+	in                *Mat
 	gate              *Mat
 	bias              View
 	experts, shared   *GLUWeights
@@ -252,6 +261,67 @@ func (l *loader) mat(m *tensor.Mat, name string) *Mat {
 	return g
 }
 
+// fuse uploads mats (the projections of one input; nil entries skipped)
+// as one matrix of their rows stacked, and returns it with a view of each
+// input's rows, so a decode step computes all their products in one GEMV
+// while multi-token pieces still use each view. When the mats differ in
+// dtype or width, or the stack would not fit one binding, each is uploaded
+// on its own and the fused matrix is nil.
+func (l *loader) fuse(names []string, mats ...*tensor.Mat) (*Mat, []*Mat) {
+	views := make([]*Mat, len(mats))
+	if l.err != nil {
+		return nil, views
+	}
+	var ms []*tensor.Mat
+	rows := 0
+	for i, m := range mats {
+		if m == nil {
+			continue
+		}
+		mats[i] = gpuWeights(m)
+		ms = append(ms, mats[i])
+		rows += m.Rows
+	}
+	ok := len(ms) > 1
+	for _, m := range ms {
+		ok = ok && m.DType == ms[0].DType && m.Cols == ms[0].Cols && m.DType <= tensor.BF16
+	}
+	if !ok || MatWords(rows, ms[0].Cols, ms[0].DType) > matPartWords {
+		for i, m := range mats {
+			views[i] = l.mat(m, names[i])
+		}
+		return nil, views
+	}
+	st := ms[0]
+	var stack *tensor.Mat
+	if st.DType == tensor.F32 {
+		var data []float32
+		for _, m := range ms {
+			data = append(data, m.F32...)
+		}
+		stack = tensor.NewF32(rows, st.Cols, data)
+	} else {
+		var data []uint16
+		for _, m := range ms {
+			data = append(data, m.U16...)
+		}
+		stack = tensor.NewHalf(rows, st.Cols, st.DType, data)
+	}
+	f := l.mat(stack, strings.Join(names, "+"))
+	if f == nil {
+		return nil, views
+	}
+	r0 := 0
+	for i, m := range mats {
+		if m == nil {
+			continue
+		}
+		views[i] = &Mat{View: View{f.Buf, f.Off + r0*f.Stride}, Rows: m.Rows, Cols: m.Cols, DType: f.DType, Stride: f.Stride}
+		r0 += m.Rows
+	}
+	return f, views
+}
+
 func (l *loader) vec(v []float32, name string) View {
 	if l.err != nil || v == nil {
 		return View{}
@@ -291,6 +361,7 @@ func (r *Runner) load(m *model.Model) error {
 	hdKDA := H * dk
 	maxState := 0
 	maxI := 1
+	maxIn := 1 // rows of the largest fused input projection
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layers.%d.", i)
 		g := gpuLayer{kind: l.Kind, in: L.vec(l.InputLayernorm, p+"input_layernorm"),
@@ -304,13 +375,15 @@ func (r *Runner) load(m *model.Model) error {
 		switch {
 		case l.KDA != nil:
 			w := l.KDA
-			k := &gpuKDA{qp: L.mat(w.QProj, p+"q_proj"), kp: L.mat(w.KProj, p+"k_proj"), vp: L.mat(w.VProj, p+"v_proj"),
-				fa: L.mat(w.FAProj, p+"f_a_proj"), fb: L.mat(w.FBProj, p+"f_b_proj"), b: L.mat(w.BProj, p+"b_proj"),
-				g: L.mat(w.GProj, p+"g_proj"), ga: L.mat(w.GAProj, p+"g_a_proj"), gb: L.mat(w.GBProj, p+"g_b_proj"),
+			in, v := L.fuse([]string{p + "q_proj", p + "k_proj", p + "v_proj", p + "b_proj", p + "f_a_proj", p + "g_proj", p + "g_a_proj"},
+				w.QProj, w.KProj, w.VProj, w.BProj, w.FAProj, w.GProj, w.GAProj)
+			k := &gpuKDA{in: in, qp: v[0], kp: v[1], vp: v[2], b: v[3], fa: v[4], g: v[5], ga: v[6],
+				fb: L.mat(w.FBProj, p+"f_b_proj"), gb: L.mat(w.GBProj, p+"g_b_proj"),
 				o: L.mat(w.OProj, p+"o_proj"), qconv: L.vec(w.QConv1d, p+"q_conv1d"), kconv: L.vec(w.KConv1d, p+"k_conv1d"),
 				vconv: L.vec(w.VConv1d, p+"v_conv1d"), dtBias: L.vec(w.DtBias, p+"dt_bias"), aLog: L.vec(w.ALog, p+"A_log"),
 				oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
-			if L.err == nil && (k.qp == nil || k.o == nil || (k.g == nil && (k.ga == nil || k.gb == nil))) {
+			if L.err == nil && (k.qp == nil || k.kp == nil || k.vp == nil || k.b == nil || k.fa == nil || k.fb == nil || k.o == nil ||
+				(k.g == nil && (k.ga == nil || k.gb == nil))) {
 				return fmt.Errorf("wgsl: runner: layer %d: incomplete KDA weights", i)
 			}
 			tail := (c.ConvKernel - 1) * hdKDA
@@ -321,12 +394,19 @@ func (r *Runner) load(m *model.Model) error {
 				k.convK, k.convV = k.state.At(H*dk*dk+tail), k.state.At(H*dk*dk+2*tail)
 			}
 			maxState = max(maxState, sw)
+			if in != nil {
+				maxIn = max(maxIn, in.Rows)
+			}
 			g.kda = k
 		case l.MLA != nil:
 			w := l.MLA
-			a := &gpuMLA{q: L.mat(w.QProj, p+"q_proj"), qa: L.mat(w.QAProj, p+"q_a_proj"), qb: L.mat(w.QBProj, p+"q_b_proj"),
-				kva: L.mat(w.KVAProjWithMQA, p+"kv_a_proj_with_mqa"), kvb: L.mat(w.KVBProj, p+"kv_b_proj"),
-				g: L.mat(w.GProj, p+"g_proj"), o: L.mat(w.OProj, p+"o_proj"),
+			in, v := L.fuse([]string{p + "q_proj", p + "q_a_proj", p + "kv_a_proj_with_mqa", p + "g_proj"},
+				w.QProj, w.QAProj, w.KVAProjWithMQA, w.GProj)
+			if in != nil {
+				maxIn = max(maxIn, in.Rows)
+			}
+			a := &gpuMLA{in: in, q: v[0], qa: v[1], kva: v[2], g: v[3], qb: L.mat(w.QBProj, p+"q_b_proj"),
+				kvb: L.mat(w.KVBProj, p+"kv_b_proj"), o: L.mat(w.OProj, p+"o_proj"),
 				qaNorm: L.vec(w.QALayernorm, p+"q_a_layernorm"), kvaNorm: L.vec(w.KVALayernorm, p+"kv_a_layernorm")}
 			if L.err == nil {
 				if a.kva == nil || a.kvb == nil || a.o == nil || (a.q == nil && (a.qa == nil || a.qb == nil)) {
@@ -355,8 +435,12 @@ func (r *Runner) load(m *model.Model) error {
 			}
 		case l.MoE != nil:
 			w := l.MoE
-			e := &gpuMoE{gate: L.mat(w.Gate, p+"gate"), bias: L.vec(w.EScoreCorrectionBias, p+"e_score_correction_bias"),
-				downProj: L.mat(w.RoutedExpertDownProj, p+"routed_expert_down_proj"),
+			in, v := L.fuse([]string{p + "gate", p + "routed_expert_down_proj"}, w.Gate, w.RoutedExpertDownProj)
+			if in != nil {
+				maxIn = max(maxIn, in.Rows)
+			}
+			e := &gpuMoE{in: in, gate: v[0], bias: L.vec(w.EScoreCorrectionBias, p+"e_score_correction_bias"),
+				downProj: v[1],
 				upProj:   L.mat(w.RoutedExpertUpProj, p+"routed_expert_up_proj"),
 				norm:     L.vec(w.RoutedExpertNorm, p+"routed_expert_norm")}
 			e.hasNorm, e.hasUpDwn = w.RoutedExpertNorm != nil, w.RoutedExpertUpProj != nil
@@ -411,6 +495,7 @@ func (r *Runner) load(m *model.Model) error {
 	r.hb = L.buf(T * maxI)
 	r.logits = L.buf(T * c.VocabSize)
 	r.outTok = L.buf(1)
+	r.proj = L.buf(maxIn)
 	r.weights = L.buf(c.VocabSize)
 	if L.err != nil {
 		return L.err
@@ -757,18 +842,35 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int) error {
 	xn := r.xn.At(0)
 	q, k, v, qc, kc, vc := r.q.At(0), r.k.At(0), r.v.At(0), r.qc.At(0), r.kc.At(0), r.vc.At(0)
 	beta, fa, g, o, gate := r.beta.At(0), r.fa.At(0), r.g.At(0), r.o.At(0), r.gate.At(0)
+	ga := fa // the low-rank gate's first product reuses fa's buffer
+	project := func() error {
+		return seq(
+			func() error { return dv.Linear(q, xn, T, w.qp) },
+			func() error { return dv.Linear(k, xn, T, w.kp) },
+			func() error { return dv.Linear(v, xn, T, w.vp) },
+			func() error { return dv.Linear(beta, xn, T, w.b) },
+			func() error { return dv.Linear(fa, xn, T, w.fa) })
+	}
+	fused := T == 1 && w.in != nil
+	if fused {
+		// one GEMV for all projections of xn: [q k v β f_a (g | g_a)]
+		pr := func(off int) View { return r.proj.At(off) }
+		q, k, v, beta, fa = pr(0), pr(hd), pr(2*hd), pr(3*hd), pr(3*hd+H)
+		if w.g != nil {
+			gate = pr(3*hd + H + w.fa.Rows)
+		} else {
+			ga = pr(3*hd + H + w.fa.Rows)
+		}
+		project = func() error { return dv.Linear(r.proj.At(0), xn, 1, w.in) }
+	}
 	return seq(
-		func() error { return dv.Linear(q, xn, T, w.qp) },
-		func() error { return dv.Linear(k, xn, T, w.kp) },
-		func() error { return dv.Linear(v, xn, T, w.vp) },
+		project,
 		func() error { return dv.ShortConv(qc, q, w.qconv, w.convQ, T, hd, K) },
 		func() error { return dv.ShortConv(kc, k, w.kconv, w.convK, T, hd, K) },
 		func() error { return dv.ShortConv(vc, v, w.vconv, w.convV, T, hd, K) },
 		func() error { return dv.L2Norm(qc, qc, T*H, dk, 1e-6, float32(1/math.Sqrt(float64(dk)))) },
 		func() error { return dv.L2Norm(kc, kc, T*H, dk, 1e-6, 1) },
-		func() error { return dv.Linear(beta, xn, T, w.b) },
 		func() error { return dv.Sigmoid(beta.Rows(T*H), beta.Rows(T*H), 1, T*H) },
-		func() error { return dv.Linear(fa, xn, T, w.fa) },
 		func() error { return dv.Linear(g, fa, T, w.fb) },
 		func() error {
 			return dv.KDAGate(g, g, w.dtBias, w.aLog, T, H, dk, w.perChannel, c.GateBounded, c.GateLowerBound)
@@ -777,13 +879,17 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int) error {
 			return dv.KDARecurrent(&KDAArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: w.S})
 		},
 		func() error {
-			if w.g != nil {
+			switch {
+			case w.g != nil && fused:
+				return nil
+			case w.g != nil:
 				return dv.Linear(gate, xn, T, w.g)
+			case !fused:
+				if err := dv.Linear(ga, xn, T, w.ga); err != nil {
+					return err
+				}
 			}
-			if err := dv.Linear(fa, xn, T, w.ga); err != nil {
-				return err
-			}
-			return dv.Linear(gate, fa, T, w.gb)
+			return dv.Linear(gate, ga, T, w.gb)
 		},
 		func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
 		func() error { return dv.Linear(r.mix.At(0), o, T, w.o) },
@@ -794,20 +900,45 @@ func (r *Runner) mlaMixer(w *gpuMLA, T int) error {
 	c, dv := r.cfg, r.d
 	H, dn, dr, dvh, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
 	xn, q, kva, o, gate := r.xn.At(0), r.q.At(0), r.kva.At(0), r.o.At(0), r.gate.At(0)
+	qa := r.qa.At(0)
 	cache := w.cache
 	pos0 := cache.Len
+	fused := T == 1 && w.in != nil
+	if fused {
+		// one GEMV for all projections of xn: [(q | q_a) kv_a g]
+		n := 0
+		if w.q != nil {
+			q, n = r.proj.At(0), w.q.Rows
+		} else {
+			qa, n = r.proj.At(0), w.qa.Rows
+		}
+		kva = r.proj.At(n)
+		gate = r.proj.At(n + w.kva.Rows)
+	}
 	return seq(
 		func() error {
+			if fused {
+				return dv.Linear(r.proj.At(0), xn, 1, w.in)
+			}
 			if w.q != nil {
 				return dv.Linear(q, xn, T, w.q)
 			}
-			qa := r.qa.At(0)
+			return dv.Linear(qa, xn, T, w.qa)
+		},
+		func() error {
+			if w.q != nil {
+				return nil
+			}
 			return seq(
-				func() error { return dv.Linear(qa, xn, T, w.qa) },
 				func() error { return dv.RMSNorm(qa, qa, w.qaNorm, T, c.QLoraRank, c.RMSNormEps) },
 				func() error { return dv.Linear(q, qa, T, w.qb) })
 		},
-		func() error { return dv.Linear(kva, xn, T, w.kva) },
+		func() error {
+			if fused {
+				return nil
+			}
+			return dv.Linear(kva, xn, T, w.kva)
+		},
 		func() error { return dv.Append(cache, kva, rkv+dr, T) },
 		func() error {
 			rows := cache.Buf.At(pos0 * cache.Width).Rows(cache.Width)
@@ -825,8 +956,10 @@ func (r *Runner) mlaMixer(w *gpuMLA, T int) error {
 			if w.g == nil {
 				return nil
 			}
-			if err := dv.Linear(gate, xn, T, w.g); err != nil {
-				return err
+			if !fused {
+				if err := dv.Linear(gate, xn, T, w.g); err != nil {
+					return err
+				}
 			}
 			return dv.SigmoidGate(o.Rows(T*H*dvh), gate.Rows(T*H*dvh), o.Rows(T*H*dvh), 1, T*H*dvh)
 		},
@@ -854,15 +987,27 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int) error {
 	rt := Routing{Idx: r.idx.At(0), Wts: r.wts.At(0), K: c.TopK}
 	router := ref.Router{TopK: c.TopK, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
 		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
-	z := xn
+	z, elog := xn, r.elog.At(0)
+	if w.downProj != nil {
+		z = r.lat.At(0)
+	}
+	fused := T == 1 && w.in != nil
+	if fused {
+		// one GEMV for the router logits and the latent down-projection
+		elog, z = r.proj.At(0), r.proj.At(E)
+	}
 	return seq(
-		func() error { return dv.Linear(r.elog.At(0), xn, T, w.gate) },
-		func() error { return dv.Route(rt.Idx, rt.Wts, r.elog.At(0), w.bias, T, E, router) },
 		func() error {
-			if w.downProj == nil {
+			if fused {
+				return dv.Linear(r.proj.At(0), xn, 1, w.in)
+			}
+			return dv.Linear(elog, xn, T, w.gate)
+		},
+		func() error { return dv.Route(rt.Idx, rt.Wts, elog, w.bias, T, E, router) },
+		func() error {
+			if w.downProj == nil || fused {
 				return nil
 			}
-			z = r.lat.At(0)
 			return dv.Linear(z, xn, T, w.downProj)
 		},
 		func() error { return dv.GLUGateUp(hb, z.Rows(wd), T, w.experts, rt, r.act()) },
