@@ -18,6 +18,9 @@ import (
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
+// haveGPURunner: this bundle has the WebGPU runner.
+const haveGPURunner = true
+
 // gpuBackend is the WGSL runner as a generate.Backend; the runner keeps
 // the sequence state on the device.
 type gpuBackend struct {

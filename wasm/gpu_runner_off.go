@@ -13,3 +13,6 @@ import (
 var errNoGPURunner = errors.New("this tessera.wasm was built without the WebGPU runner (-tags cpuonly); running on the CPU")
 
 func useGPU(*engine.Engine) (gpuInfo, error) { return probeGPU(), errNoGPURunner }
+
+// haveGPURunner: this bundle has no WebGPU runner.
+const haveGPURunner = false

@@ -47,6 +47,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"strings"
@@ -109,47 +110,85 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		if opts.Type() == js.TypeObject && opts.Get("fetchFile").Type() == js.TypeFunction {
 			fetchFile = opts.Get("fetchFile")
 		}
+		// The fetched files stay in JavaScript memory (jsSource): the engine
+		// reads tensors from them by range. On the GPU the matrices go from
+		// there to GPU buffers one at a time (engine.LoadDeferred), so the
+		// wasm heap (at most 4 GiB) never holds the model; on the CPU they
+		// are copied into the heap and the files released.
+		var files []*jsSource
 		open := func(name string) (safetensors.Source, error) {
-			var b []byte
+			var v js.Value
 			var err error
 			if fetchFile.IsUndefined() {
-				b, err = fetchBytes(url + name)
+				v, err = fetchArray(url + name)
 			} else {
-				b, err = callFetchFile(fetchFile, name)
+				v, err = callFetchFile(fetchFile, name)
 			}
 			if err != nil {
 				return nil, err
 			}
-			return safetensors.BytesSource(b), nil
+			f := &jsSource{v: v, n: int64(v.Get("length").Int())}
+			files = append(files, f)
+			return f, nil
 		}
-		e, err := engine.Load(open)
-		if err != nil {
-			return nil, fmt.Errorf("loading the model from %s: %w", url, err)
+		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url, err) }
+		cpuEngine := func() (*engine.Engine, error) {
+			e, err := engine.Load(open)
+			for _, f := range files {
+				f.release() // the tensors were copied into the heap
+			}
+			files = nil
+			if err != nil {
+				return nil, loadErr(err)
+			}
+			return e, nil
 		}
 		backend := "cpu"
 		if opts.Type() == js.TypeObject && opts.Get("backend").Type() == js.TypeString {
 			backend = opts.Get("backend").String()
 		}
+		var e *engine.Engine
+		var err error
 		switch backend {
 		case "cpu":
+			if e, err = cpuEngine(); err != nil {
+				return nil, err
+			}
 		case "gpu", "auto":
-			if g := probeGPU(); backend == "auto" && !g.Available {
+			g := probeGPU()
+			if backend == "auto" && !g.Available {
 				h.gpu = &g
+				if e, err = cpuEngine(); err != nil {
+					return nil, err
+				}
 				e.Backend = engine.CPUBackend + "; no WebGPU adapter: " + g.Reason
 				break
 			}
-			info, err := useGPU(e)
+			var info gpuInfo
+			var gerr error
+			if haveGPURunner {
+				if e, err = engine.LoadDeferred(open); err != nil {
+					return nil, loadErr(err)
+				}
+				info, gerr = useGPU(e)
+			} else {
+				info, gerr = useGPU(nil)
+			}
 			h.gpu = &info
-			if err != nil && backend == "auto" {
-				e.Backend = engine.CPUBackend + "; WebGPU failed: " + err.Error()
+			if gerr == nil {
 				break
 			}
-			if err != nil {
+			if e != nil {
 				e.Close()
-				return nil, fmt.Errorf("backend gpu: %w", err)
 			}
+			if backend == "gpu" {
+				return nil, fmt.Errorf("backend gpu: %w", gerr)
+			}
+			if e, err = cpuEngine(); err != nil {
+				return nil, err
+			}
+			e.Backend = engine.CPUBackend + "; WebGPU failed: " + gerr.Error()
 		default:
-			e.Close()
 			return nil, fmt.Errorf("load: backend %q: want cpu, gpu or auto", backend)
 		}
 		h.mu.Lock()
@@ -165,44 +204,65 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 
 // callFetchFile asks the worker's fetcher for a file: a Uint8Array, or null
 // when the model has no such file.
-func callFetchFile(fetchFile js.Value, name string) ([]byte, error) {
+func callFetchFile(fetchFile js.Value, name string) (js.Value, error) {
 	v, err := await(fetchFile.Invoke(name))
 	if err != nil {
-		return nil, err
+		return js.Value{}, err
 	}
 	if v.IsNull() || v.IsUndefined() {
-		return nil, &fs.PathError{Op: "fetch", Path: name, Err: fs.ErrNotExist}
+		return js.Value{}, &fs.PathError{Op: "fetch", Path: name, Err: fs.ErrNotExist}
 	}
-	return copyBytes(v, name)
+	if !v.InstanceOf(js.Global().Get("Uint8Array")) {
+		return js.Value{}, fmt.Errorf("fetchFile(%q) returned %s, want a Uint8Array or null", name, v.Type())
+	}
+	return v, nil
 }
 
-// fetchBytes fetches url with plain fetch; a 404 is fs.ErrNotExist.
-func fetchBytes(url string) ([]byte, error) {
+// fetchArray fetches url with plain fetch into a Uint8Array; a 404 is
+// fs.ErrNotExist.
+func fetchArray(url string) (js.Value, error) {
 	resp, err := await(js.Global().Call("fetch", url))
 	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", url, err)
+		return js.Value{}, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	if st := resp.Get("status").Int(); st == 404 {
-		return nil, &fs.PathError{Op: "fetch", Path: url, Err: fs.ErrNotExist}
+		return js.Value{}, &fs.PathError{Op: "fetch", Path: url, Err: fs.ErrNotExist}
 	} else if !resp.Get("ok").Bool() {
-		return nil, fmt.Errorf("fetching %s: HTTP status %d", url, st)
+		return js.Value{}, fmt.Errorf("fetching %s: HTTP status %d", url, st)
 	}
 	buf, err := await(resp.Call("arrayBuffer"))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", url, err)
+		return js.Value{}, fmt.Errorf("reading %s: %w", url, err)
 	}
-	return copyBytes(js.Global().Get("Uint8Array").New(buf), url)
+	return js.Global().Get("Uint8Array").New(buf), nil
 }
 
-// copyBytes copies a Uint8Array into Go memory.
-func copyBytes(v js.Value, name string) ([]byte, error) {
-	if !v.InstanceOf(js.Global().Get("Uint8Array")) {
-		return nil, fmt.Errorf("fetchFile(%q) returned %s, want a Uint8Array or null", name, v.Type())
-	}
-	b := make([]byte, v.Get("length").Int())
-	js.CopyBytesToGo(b, v)
-	return b, nil
+// jsSource is a fetched file kept in JavaScript memory (a Uint8Array),
+// read by range into the wasm heap (safetensors.Source).
+type jsSource struct {
+	v js.Value
+	n int64
 }
+
+func (s *jsSource) Size() int64 { return s.n }
+
+func (s *jsSource) ReadAt(p []byte, off int64) (int, error) {
+	if s.v.IsUndefined() {
+		return 0, errors.New("read of a released file")
+	}
+	if off < 0 || off > s.n {
+		return 0, fmt.Errorf("read at offset %d of a %d-byte file", off, s.n)
+	}
+	end := min(s.n, off+int64(len(p)))
+	n := js.CopyBytesToGo(p, s.v.Call("subarray", off, end))
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// release drops the reference to the file's bytes.
+func (s *jsSource) release() { s.v = js.Undefined() }
 
 // generate(request, onToken) → Promise<stats>. request: {prompt | tokens,
 // images, maxTokens, temperature, topK, topP, minP, repetitionPenalty,

@@ -320,7 +320,15 @@ async function gpuCheck() {
       if (p.id >= 0) out.ids.push(p.id);
     }
     out.stats = e.lastStats;
-    out.adapter = (await e.info()).adapter;
+    // seeded sampling, drawn on the GPU: the same ids as native CPU sampling
+    out.sampledIds = [];
+    for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'),
+      temperature: 0.8, topK: 40, topP: 0.95, seed: 11 })) {
+      if (p.id >= 0) out.sampledIds.push(p.id);
+    }
+    const info = await e.info();
+    out.adapter = info.adapter;
+    out.weightsDeferred = info.weightsDeferred;
     e.dispose();
   } catch (e) {
     out.error = e.message;

@@ -221,6 +221,10 @@ func (r *Runner) mat(m *tensor.Mat, name string) (*Mat, error) {
 	if m == nil {
 		return nil, nil
 	}
+	m, err := m.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("wgsl: runner: read %s: %w", name, err)
+	}
 	g, err := r.d.UploadMat(m)
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: runner: upload %s: %w", name, err)
@@ -234,9 +238,21 @@ func (r *Runner) glu(w *model.MLP, name string) (*GLUWeights, error) {
 }
 
 func (r *Runner) glus(ws []model.MLP, name string) (*GLUWeights, error) {
+	// one layer's experts are resolved together (deferred models): they
+	// are packed into one buffer
 	var g, u, dn []*tensor.Mat
-	for _, w := range ws {
-		g, u, dn = append(g, w.GateProj), append(u, w.UpProj), append(dn, w.DownProj)
+	for i, w := range ws {
+		for _, p := range []struct {
+			dst  *[]*tensor.Mat
+			m    *tensor.Mat
+			what string
+		}{{&g, w.GateProj, "gate_proj"}, {&u, w.UpProj, "up_proj"}, {&dn, w.DownProj, "down_proj"}} {
+			m, err := p.m.Resolve()
+			if err != nil {
+				return nil, fmt.Errorf("wgsl: runner: read %s.%d.%s: %w", name, i, p.what, err)
+			}
+			*p.dst = append(*p.dst, m)
+		}
 	}
 	gw, err := r.d.UploadGLU(g, u, dn)
 	if err != nil {
@@ -277,6 +293,11 @@ func (l *loader) fuse(names []string, mats ...*tensor.Mat) (*Mat, []*Mat) {
 	for i, m := range mats {
 		if m == nil {
 			continue
+		}
+		m, err := m.Resolve()
+		if err != nil {
+			l.err = fmt.Errorf("wgsl: runner: read %s: %w", names[i], err)
+			return nil, views
 		}
 		mats[i] = gpuWeights(m)
 		ms = append(ms, mats[i])

@@ -5,8 +5,10 @@ package wgsl_test
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,5 +258,94 @@ func TestRunnerSplitWeights(t *testing.T) {
 			t.Fatalf("step %d: GPU token %d, CPU %d", step, next, w)
 		}
 		tok = next
+	}
+}
+
+// countingSource is a checkpoint file readable only through ReadAt (as the
+// browser's JavaScript-backed files are), counting the bytes read.
+type countingSource struct {
+	b    []byte
+	read *int64
+}
+
+func (s countingSource) ReadAt(p []byte, off int64) (int, error) {
+	*s.read += int64(len(p))
+	return bytes.NewReader(s.b).ReadAt(p, off)
+}
+func (s countingSource) Size() int64 { return int64(len(s.b)) }
+
+// TestRunnerDeferredWeights builds the GPU runner from a model loaded with
+// model.LoadDeferred: loading reads only the small vectors, the upload
+// reads each matrix once and keeps none of them in host memory, and the
+// logits equal the CPU's on the eagerly loaded model. The CPU runner
+// refuses the deferred model.
+func TestRunnerDeferredWeights(t *testing.T) {
+	d := device(t)
+	raw, err := presets.Read("k3-nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, model.RandomTensors(cfg, 5, "BF16"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var read int64
+	ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
+		if name != "model.safetensors" {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		return countingSource{buf.Bytes(), &read}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.LoadDeferred(cfg, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(buf.Len())
+	if read > size/5 {
+		t.Fatalf("LoadDeferred read %d of %d bytes: matrices were loaded", read, size)
+	}
+	last := m.Layers[len(m.Layers)-1]
+	if !m.LMHead.Deferred() || last.MoE == nil || !last.MoE.Experts[0].GateProj.Deferred() {
+		t.Fatal("LoadDeferred left matrices loaded")
+	}
+	if err := model.NewRunner(m, model.Options{}).Forward(m.NewState(), []int{1}, nil); err == nil ||
+		!strings.Contains(err.Error(), "deferred") {
+		t.Fatalf("CPU forward on a deferred model: %v, want an error saying why", err)
+	}
+	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if read < size*9/10 || read > size*11/10 {
+		t.Errorf("the upload read %d bytes of a %d-byte checkpoint, want each matrix once", read, size)
+	}
+	if !m.LMHead.Deferred() || m.LMHead.U16 != nil {
+		t.Error("the upload kept lm_head in host memory")
+	}
+	eager, err := model.Load(cfg, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := model.NewRunner(eager, model.Options{MaxChunk: 8})
+	defer cpu.Close()
+	prompt := []int{3, 1, 4, 1, 5, 9, 2, 6}
+	V := cfg.VocabSize
+	want, got := make([]float32, len(prompt)*V), make([]float32, len(prompt)*V)
+	if err := cpu.Forward(eager.NewState(), prompt, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Forward(prompt, got); err != nil {
+		t.Fatal(err)
+	}
+	if e := maxRelErr(got, want); e > wholeModelTol {
+		t.Fatalf("deferred-loaded GPU logits: max relative error %.3g", e)
 	}
 }

@@ -94,10 +94,12 @@ type testReport struct {
 		CachedWeights int    `json:"cachedWeights"`
 	} `json:"failures"`
 	GPU *struct {
-		Backend string `json:"backend"`
-		IDs     []int  `json:"ids"`
-		Error   string `json:"error"`
-		Adapter struct {
+		Backend         string `json:"backend"`
+		IDs             []int  `json:"ids"`
+		SampledIDs      []int  `json:"sampledIds"`
+		WeightsDeferred bool   `json:"weightsDeferred"`
+		Error           string `json:"error"`
+		Adapter         struct {
 			Errors []string `json:"errors"`
 		} `json:"adapter"`
 		Stats struct {
@@ -234,6 +236,8 @@ func TestBrowserE2E(t *testing.T) {
 	if len(native) == 0 {
 		t.Fatal("native run produced no tokens")
 	}
+	nativeSampled := e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", modelDir, "--prompt", prompt,
+		"--max-tokens", strconv.Itoa(maxTok), "--temperature", "0.8", "--top-k", "40", "--top-p", "0.95", "--seed", "11", "--ids"))
 	// A random k3-nano-vision, served under /vision/, and a fixed PNG
 	// without alpha (served under /__test/img/ with testdata/images).
 	visionDir := filepath.Join(dir, "k3-nano-vision")
@@ -404,6 +408,14 @@ func TestBrowserE2E(t *testing.T) {
 		t.Errorf("WebGPU backend in the browser: %+v, want backend gpu and ids %v", g, native)
 	} else {
 		t.Logf("WebGPU backend (%s): ids match native; TTFT %.0f ms, decode %.1f tok/s", g.Backend, g.Stats.TTFTMs, g.Stats.DecodeTokS)
+		// seeded sampling on the GPU gives native CPU sampling's ids; the
+		// weights went to the GPU without the whole model in the wasm heap
+		if !slices.Equal(g.SampledIDs, nativeSampled) {
+			t.Errorf("sampled ids on WebGPU %v, native CPU %v", g.SampledIDs, nativeSampled)
+		}
+		if !g.WeightsDeferred {
+			t.Errorf("the WebGPU engine loaded the weights into the wasm heap (weightsDeferred false)")
+		}
 	}
 	// Kernel conformance cases on the browser's WebGPU: every op family.
 	if c := r1.Conformance; c == nil || c.Error != "" || c.Failed != 0 || c.Passed == 0 {

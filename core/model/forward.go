@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -70,6 +71,10 @@ type scratch struct {
 	tokX, tokY                    []float32 // gathered rows for one expert
 }
 
+// errDeferred is the CPU runner's answer for a model whose weights were
+// left in the checkpoint (LoadDeferred).
+var errDeferred = errors.New("forward: the model's weights were loaded deferred (for a GPU upload); load it with Load to run it on the CPU")
+
 // NewRunner allocates a runner for m.
 func NewRunner(m *Model, opt Options) *Runner {
 	if opt.MaxChunk <= 0 {
@@ -132,6 +137,9 @@ func (r *Runner) Forward(st *State, tokens []int, logits []float32) error {
 	if T == 0 {
 		return fmt.Errorf("forward: no tokens")
 	}
+	if r.M.Deferred {
+		return errDeferred
+	}
 	if T > r.Opt.MaxChunk {
 		return fmt.Errorf("forward: %d tokens exceed the runner's chunk of %d", T, r.Opt.MaxChunk)
 	}
@@ -155,6 +163,9 @@ func (r *Runner) Forward(st *State, tokens []int, logits []float32) error {
 // ForwardEmbeddings is Forward for inputs given as embeddings ([T, d]); the
 // vision path uses it to splice image features into the sequence.
 func (r *Runner) ForwardEmbeddings(st *State, emb []float32, T int, logits []float32) error {
+	if r.M.Deferred {
+		return errDeferred
+	}
 	if T < 1 || T > r.Opt.MaxChunk {
 		return fmt.Errorf("forward: %d tokens: want 1 to the runner's chunk of %d", T, r.Opt.MaxChunk)
 	}

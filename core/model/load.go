@@ -21,11 +21,28 @@ import (
 // tensors of a memory-mapped checkpoint are used in place; F16/BF16 matrices
 // stay half precision.
 func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
-	b := &binder{ck: ck, used: map[string]bool{}, q8: cfg.Quant == "q8"}
+	return load(cfg, ck, false)
+}
+
+// LoadDeferred is Load with every weight matrix deferred (tensor.Mat.Fetch):
+// shapes and dtypes are checked as by Load, vectors and the vision tower
+// are loaded, but matrix data stays in the checkpoint until something
+// resolves it. A GPU runner built from the model then uploads one matrix at
+// a time, so memory never holds the whole checkpoint (the browser reads it
+// from JavaScript memory, outside the 4 GiB wasm heap). The embedding
+// table stays loaded when the model has a vision tower (image features are
+// fused into text embeddings on the host). The CPU runner refuses a
+// deferred model: ck must stay open while the model is used.
+func LoadDeferred(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
+	return load(cfg, ck, true)
+}
+
+func load(cfg *config.Config, ck *safetensors.Checkpoint, deferred bool) (*Model, error) {
+	b := &binder{ck: ck, used: map[string]bool{}, q8: cfg.Quant == "q8", deferred: deferred}
 	if cfg.Layout == config.LayoutKimiK3 {
 		b.prefix = "language_model."
 	}
-	m := &Model{Cfg: cfg}
+	m := &Model{Cfg: cfg, Deferred: deferred}
 	b.model(m)
 	if b.err != nil {
 		return nil, b.err
@@ -63,7 +80,10 @@ func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
 func (b *binder) model(m *Model) {
 	cfg := m.Cfg
 	d, V := cfg.HiddenSize, cfg.VocabSize
+	keep := b.deferred
+	b.deferred = b.deferred && cfg.Vision == nil // image fusion reads the table on the host
 	m.EmbedTokens = b.mat("model.embed_tokens.weight", V, d)
+	b.deferred = keep
 	m.Norm = b.vec("model.norm.weight", d)
 	if cfg.TieWordEmbed {
 		m.LMHead = m.EmbedTokens
@@ -94,6 +114,8 @@ type binder struct {
 	err    error
 	spec   []TensorSpec
 	q8     bool // int8 weights with per-row scales are allowed
+	// deferred binds matrices without their data (LoadDeferred)
+	deferred bool
 }
 
 // TensorSpec is one tensor a configuration expects.
@@ -164,26 +186,43 @@ func (b *binder) mat(name string, rows, cols int) *tensor.Mat {
 	if t == nil {
 		return nil
 	}
-	raw, err := b.ck.Bytes(b.prefix + name)
+	var scale []float32
+	if t.DType == "I8" {
+		// compressed-tensors: NAME.weight (int8) + NAME.weight_scale [rows, 1].
+		if scale = b.vecAny(name+"_scale", rows); b.err != nil {
+			return nil
+		}
+	}
+	ck, full := b.ck, b.prefix+name
+	fetch := func() (*tensor.Mat, error) {
+		raw, err := ck.Bytes(full)
+		if err != nil {
+			return nil, err
+		}
+		switch t.DType {
+		case "F32":
+			return tensor.NewF32(rows, cols, asF32(raw)), nil
+		case "I8":
+			return tensor.NewQ8(rows, cols, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)), scale), nil
+		case "F16":
+			return tensor.NewHalf(rows, cols, tensor.F16, asU16(raw)), nil
+		default:
+			return tensor.NewHalf(rows, cols, tensor.BF16, asU16(raw)), nil
+		}
+	}
+	if b.deferred {
+		dt := map[safetensors.DType]tensor.DType{"F32": tensor.F32, "I8": tensor.Q8, "F16": tensor.F16}[t.DType]
+		if t.DType == "BF16" {
+			dt = tensor.BF16
+		}
+		return &tensor.Mat{Rows: rows, Cols: cols, DType: dt, Fetch: fetch}
+	}
+	m, err := fetch()
 	if err != nil {
 		b.err = err
 		return nil
 	}
-	switch t.DType {
-	case "F32":
-		return tensor.NewF32(rows, cols, asF32(raw))
-	case "I8":
-		// compressed-tensors: NAME.weight (int8) + NAME.weight_scale [rows, 1].
-		scale := b.vecAny(name+"_scale", rows)
-		if b.err != nil {
-			return nil
-		}
-		return tensor.NewQ8(rows, cols, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)), scale)
-	case "F16":
-		return tensor.NewHalf(rows, cols, tensor.F16, asU16(raw))
-	default:
-		return tensor.NewHalf(rows, cols, tensor.BF16, asU16(raw))
-	}
+	return m
 }
 
 // vec binds a small tensor of the given shape as float32 (a copy).

@@ -29,6 +29,10 @@ type Model struct {
 	// kimi_k3 checkpoint with a vision_config; nil for text-only models.
 	VisionCfg *vision.Config
 	Vision    *vision.Tower
+
+	// Deferred: the weight matrices are deferred (LoadDeferred), for a GPU
+	// runner to upload; the CPU runner refuses such a model.
+	Deferred bool
 }
 
 // Layer is one decoder layer: exactly one of KDA and MLA, exactly one of

@@ -54,6 +54,11 @@ func (d DType) Size() int {
 // set: F32 for DType F32, U16 (raw bits) for F16 and BF16, I8 with Scale
 // (one per row) for Q8. A linear layer's weight W ∈ R^{out×in} is stored
 // with Rows = out, Cols = in, as in PyTorch.
+//
+// A deferred matrix (model.LoadDeferred) has its shape and dtype but no
+// data: Fetch reads it from the checkpoint each time it is called, and
+// Resolve returns the loaded form without keeping it, so a GPU upload
+// holds one matrix in memory at a time.
 type Mat struct {
 	Rows, Cols int
 	DType      DType
@@ -61,6 +66,25 @@ type Mat struct {
 	U16        []uint16
 	I8         []int8
 	Scale      []float32
+	Fetch      func() (*Mat, error)
+}
+
+// Deferred reports whether m's data is not in memory (see Fetch).
+func (m *Mat) Deferred() bool { return m != nil && m.Fetch != nil }
+
+// Resolve returns m with its data: m itself, or what Fetch reads.
+func (m *Mat) Resolve() (*Mat, error) {
+	if !m.Deferred() {
+		return m, nil
+	}
+	r, err := m.Fetch()
+	if err != nil {
+		return nil, err
+	}
+	if r.Rows != m.Rows || r.Cols != m.Cols || r.DType != m.DType || r.Deferred() {
+		return nil, fmt.Errorf("tensor: deferred %dx%d %v matrix fetched as %dx%d %v", m.Rows, m.Cols, m.DType, r.Rows, r.Cols, r.DType)
+	}
+	return r, nil
 }
 
 // NewQ8 wraps int8 data (len rows*cols) with per-row scales (len rows).

@@ -79,7 +79,15 @@ type Engine struct {
 // it, else byte ids) and the safetensors checkpoint through open, and
 // binds the model. Names passed to open are relative to the model
 // directory; a missing file must give an error wrapping fs.ErrNotExist.
-func Load(open safetensors.Opener) (*Engine, error) {
+func Load(open safetensors.Opener) (*Engine, error) { return load(open, false) }
+
+// LoadDeferred is Load with the weight matrices left in the checkpoint
+// (model.LoadDeferred) for a GPU runner to upload one at a time: the wasm
+// heap then never holds the whole model. Such an engine runs only once
+// its NewRunner is a GPU runner's (the CPU runner refuses the model).
+func LoadDeferred(open safetensors.Opener) (*Engine, error) { return load(open, true) }
+
+func load(open safetensors.Opener, deferred bool) (*Engine, error) {
 	raw, err := readFile(open, ConfigFile, 16<<20)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -112,7 +120,11 @@ func Load(open safetensors.Opener) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.Load(cfg, ck)
+	load := model.Load
+	if deferred {
+		load = model.LoadDeferred
+	}
+	m, err := load(cfg, ck)
 	if err != nil {
 		ck.Close()
 		return nil, err
@@ -389,6 +401,9 @@ type Info struct {
 	Vision bool `json:"vision"`
 	// ImageTokens: what images cost in the prompt, for a vision model.
 	ImageTokens *ImageTokens `json:"imageTokens,omitempty"`
+	// WeightsDeferred: the weight matrices were uploaded to the GPU one at
+	// a time from the fetched files, never all held in the wasm heap.
+	WeightsDeferred bool `json:"weightsDeferred"`
 }
 
 // ImageTokens gives the prompt tokens of a sample image size and the
@@ -433,6 +448,7 @@ func (e *Engine) Info() Info {
 		VocabSize: c.VocabSize, Layers: c.NumHiddenLayers, HiddenSize: c.HiddenSize,
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
 		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
+		WeightsDeferred: e.Model != nil && e.Model.Deferred,
 	}
 }
 
