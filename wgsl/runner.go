@@ -23,6 +23,10 @@ type RunnerOptions struct {
 	// caches and attention scratch are allocated for it up front).
 	// Default: the model's context, capped at 4096.
 	MaxContext int
+	// MemoryBudget, when > 0, is the GPU memory the runner may use:
+	// NewRunner refuses a model whose estimate exceeds it (WebGPU does not
+	// tell how much memory a device has).
+	MemoryBudget int64
 }
 
 // RunnerStats describes the last Forward or Greedy call.
@@ -123,27 +127,117 @@ type gpuMoE struct {
 
 // NewRunner uploads m's weights to d and allocates every buffer the
 // runner will use. The caller keeps ownership of d (close the Runner
-// before the Device).
+// before the Device). When the estimate of the memory it needs
+// (EstimateMemory) exceeds opt.MemoryBudget, or the device runs out while
+// it uploads, the error is a *MemoryError.
 func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	if d == nil || m == nil || m.Cfg == nil {
 		return nil, fmt.Errorf("wgsl: NewRunner: nil device or model")
 	}
-	c := m.Cfg
-	if opt.MaxChunk <= 0 {
-		opt.MaxChunk = 64
+	opt = opt.withDefaults(m.Cfg)
+	need := EstimateMemory(m, opt)
+	if opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
+		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
 	}
-	if opt.MaxContext <= 0 {
-		opt.MaxContext = min(c.MaxPositions, 4096)
-	}
-	if c.MaxPositions > 0 {
-		opt.MaxContext = min(opt.MaxContext, c.MaxPositions)
-	}
-	r := &Runner{d: d, cfg: c, opt: opt}
+	r := &Runner{d: d, cfg: m.Cfg, opt: opt}
 	if err := r.load(m); err != nil {
+		got := r.Bytes()
 		r.Close()
+		if isOutOfMemory(err) {
+			return nil, &MemoryError{Need: need, Allocated: got, MaxContext: opt.MaxContext, Err: err}
+		}
 		return nil, err
 	}
 	return r, nil
+}
+
+func (o RunnerOptions) withDefaults(c *config.Config) RunnerOptions {
+	if o.MaxChunk <= 0 {
+		o.MaxChunk = 64
+	}
+	if o.MaxContext <= 0 {
+		o.MaxContext = min(c.MaxPositions, 4096)
+	}
+	if c.MaxPositions > 0 {
+		o.MaxContext = min(o.MaxContext, c.MaxPositions)
+	}
+	return o
+}
+
+// Memory is what a Runner holds on the GPU, in bytes.
+type Memory struct {
+	Weights int64 // matrices (f32, or f16/bf16: q8 is widened to f16) and vectors (f32)
+	State   int64 // KDA states and conv tails, MLA latent caches for MaxContext tokens
+	Scratch int64 // activations for MaxChunk tokens, attention and sampling scratch
+}
+
+// Total is the sum of the parts.
+func (m Memory) Total() int64 { return m.Weights + m.State + m.Scratch }
+
+// EstimateMemory estimates the GPU memory a Runner for m with opt needs
+// (the weights exactly up to vectors' rounding; scratch to within a few
+// percent), from shapes alone: it reads no weight data.
+func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
+	c := m.Cfg
+	opt = opt.withDefaults(c)
+	st := model.ComputeStats(c)
+	per := int64(2)
+	if m.EmbedTokens != nil && m.EmbedTokens.DType == tensor.F32 {
+		per = 4
+	}
+	text := st.TotalParams - st.VisionParams
+	if c.TieWordEmbed {
+		text -= int64(c.VocabSize) * int64(c.HiddenSize) // one buffer serves both
+	}
+	T, d, V := int64(opt.MaxChunk), int64(c.HiddenSize), int64(c.VocabSize)
+	hd := int64(max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1))
+	inter := int64(max(c.IntermediateSize, c.TopK*c.MoEIntermediateSize, 1))
+	scratch := 4 * (T*(12*d+12*hd+2*inter+V) + 2*V + int64(c.NumHeads)*int64(opt.MaxContext))
+	return Memory{
+		Weights: text * per,
+		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
+		Scratch: scratch,
+	}
+}
+
+// Bytes is the GPU memory the runner's buffers take.
+func (r *Runner) Bytes() int64 {
+	var n int64
+	for _, b := range r.bufs {
+		n += 4 * int64(b.Words())
+	}
+	return n
+}
+
+// MemoryError says a model does not fit the GPU: what it needs, and the
+// budget it was checked against or what was allocated when the device ran
+// out of memory.
+type MemoryError struct {
+	Need       Memory
+	Budget     int64 // the budget exceeded (0: the device ran out)
+	Allocated  int64 // bytes allocated when the device ran out
+	MaxContext int
+	Err        error // the device's out-of-memory error
+}
+
+func (e *MemoryError) Error() string {
+	need := fmt.Sprintf("the model needs about %s of GPU memory (weights %s, state and caches for %d tokens %s, scratch %s)",
+		mib(e.Need.Total()), mib(e.Need.Weights), e.MaxContext, mib(e.Need.State), mib(e.Need.Scratch))
+	const remedy = "use the CPU backend, a smaller model, or a shorter context"
+	if e.Budget > 0 {
+		return fmt.Sprintf("%s but %s is available; %s", need, mib(e.Budget), remedy)
+	}
+	return fmt.Sprintf("%s and the device ran out after %s (%v); %s", need, mib(e.Allocated), e.Err, remedy)
+}
+
+func (e *MemoryError) Unwrap() error { return e.Err }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// isOutOfMemory reports a device error that says it ran out of memory.
+func isOutOfMemory(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "out of memory") || strings.Contains(s, "outofmemory") || strings.Contains(s, "out-of-memory")
 }
 
 // Close releases every buffer the runner created (not the Device).

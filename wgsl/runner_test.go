@@ -4,6 +4,7 @@ package wgsl_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -347,5 +348,35 @@ func TestRunnerDeferredWeights(t *testing.T) {
 	}
 	if e := maxRelErr(got, want); e > wholeModelTol {
 		t.Fatalf("deferred-loaded GPU logits: max relative error %.3g", e)
+	}
+}
+
+// TestEstimateMemory checks the GPU memory estimate against what a runner
+// allocates, and that a budget below it is refused with the figures.
+func TestEstimateMemory(t *testing.T) {
+	d := device(t)
+	for _, tc := range []struct {
+		preset string
+		dt     safetensors.DType
+	}{{"k3-nano", "F32"}, {"k3-nano", "BF16"}, {"kimi-linear-nano", "BF16"}} {
+		m := presetModel(t, tc.preset, 1, tc.dt)
+		opt := wgsl.RunnerOptions{MaxChunk: 16, MaxContext: 512}
+		est := wgsl.EstimateMemory(m, opt)
+		g, err := wgsl.NewRunner(d, m, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := g.Bytes()
+		g.Close()
+		t.Logf("%s %s: estimate %d (weights %d, state %d, scratch %d), allocated %d", tc.preset, tc.dt, est.Total(), est.Weights, est.State, est.Scratch, got)
+		if r := float64(est.Total()) / float64(got); r < 0.9 || r > 1.25 {
+			t.Errorf("%s %s: estimate %d bytes, runner allocated %d (ratio %.2f)", tc.preset, tc.dt, est.Total(), got, r)
+		}
+		opt.MemoryBudget = est.Total() / 2
+		_, err = wgsl.NewRunner(d, m, opt)
+		var me *wgsl.MemoryError
+		if !errors.As(err, &me) || !strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "is available") {
+			t.Errorf("%s: budget of half the estimate: %v, want a MemoryError with the figures", tc.preset, err)
+		}
 	}
 }

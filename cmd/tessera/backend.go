@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
@@ -31,10 +32,15 @@ func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.
 	if backend == "cpu" {
 		return e, nil
 	}
+	budget, err := gpuBudget()
+	if err != nil {
+		e.cpu.Close()
+		return nil, err
+	}
 	d, err := native.Open()
 	if err == nil {
 		var r *wgsl.Runner
-		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: maxContext}); err == nil {
+		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: maxContext, MemoryBudget: budget}); err == nil {
 			e.gpu, e.dev, e.name = r, d, "gpu"
 			return e, nil
 		}
@@ -90,4 +96,21 @@ func checkBackend(b string) error {
 		return nil
 	}
 	return fmt.Errorf("--backend %q: want cpu, gpu or auto", b)
+}
+
+// gpuMemEnv sets the GPU memory tessera may use (bytes, or with a K/M/G/T
+// suffix): WebGPU does not report how much a device has, so without it a
+// model too large for the GPU is found out when an upload fails.
+const gpuMemEnv = "TESSERA_GPU_MEMORY"
+
+func gpuBudget() (int64, error) {
+	v := os.Getenv(gpuMemEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := parseBytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v (want bytes, e.g. 8G)", gpuMemEnv, err)
+	}
+	return n, nil
 }

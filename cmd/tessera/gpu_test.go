@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,31 @@ func abs64(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// A model larger than the GPU memory (TESSERA_GPU_MEMORY) is refused with
+// what it needs and what is available on --backend gpu, and runs on the
+// CPU with one notice on --backend auto.
+func TestCLIGPUMemoryBudget(t *testing.T) {
+	requireGPU(t)
+	dir := filepath.Join(t.TempDir(), "k3-nano")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--seed", "3", "--out", dir)
+	require.Zero(t, code, errs)
+	t.Setenv("TESSERA_GPU_MEMORY", "100K")
+	args := []string{"run", "--model", dir, "--tokens", "5,6,7", "--max-tokens", "4", "--ids"}
+	code, _, errs = tessera(t, append(args, "--backend", "gpu")...)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "needs about")
+	require.Contains(t, errs, "but 0.1 MiB is available")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, errs)
+	code, auto, errs := tessera(t, append(args, "--backend", "auto")...)
+	require.Zero(t, code, errs)
+	require.Contains(t, errs, "running on the CPU")
+	code, cpu, errs := tessera(t, append(args, "--backend", "cpu")...)
+	require.Zero(t, code, errs)
+	require.Equal(t, cpu, auto)
+	t.Setenv("TESSERA_GPU_MEMORY", "lots")
+	code, _, errs = tessera(t, append(args, "--backend", "gpu")...)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "TESSERA_GPU_MEMORY")
 }
