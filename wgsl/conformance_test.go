@@ -48,14 +48,14 @@ func TestConformanceGridSplit(t *testing.T) {
 	runCases(t, false)
 }
 
-// TestConformanceSplitMatrices reruns the Linear and Embed cases with
+// TestConformanceSplitMatrices reruns the Linear(Accum) and Embed cases with
 // matrices split into row parts of at most 1000 words, so the transparent
 // split of tensors larger than one 128 MiB binding is covered by small
 // shapes (including parts of one row and a remainder part).
 func TestConformanceSplitMatrices(t *testing.T) {
 	device(t)
 	defer wgsl.SetMatPartWordsForTest(1000)()
-	runCases(t, false, "Linear", "Embed")
+	runCases(t, false, "Linear", "LinearAccum", "Embed")
 }
 
 func runCases(t *testing.T, record bool, ops ...string) {

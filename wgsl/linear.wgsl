@@ -1,4 +1,5 @@
-// out[t, o] = sum_i x[t, i] * W[o, i]  (out = x·Wᵀ, W [rows=out, cols=in]).
+// out[t, o] = sum_i x[t, i] * W[o, i]  (out = x·Wᵀ, W [rows=out, cols=in]),
+// or out[t, o] += that (accum: a residual add fused into the projection).
 // One workgroup per (output row, tile of up to TT tokens): the 64 threads
 // stride over the row in column pairs (adjacent threads read adjacent words)
 // and reduce in workgroup memory, so the weight row is read once per tile
@@ -9,7 +10,7 @@ struct P {
   rows: u32, cols: u32, T: u32, dtype: u32,   // dtype 0 f32, 1 f16, 2 bf16
   w_off: u32, w_stride: u32,                  // in words
   x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
-  tiles: u32,
+  tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -64,7 +65,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
   }
   if (tid < nt) {
-    O[p.o_off + (t0 + tid) * p.o_stride + row] = red[tid * WG];
+    let o = p.o_off + (t0 + tid) * p.o_stride + row;
+    var v = red[tid * WG];
+    if (p.accum != 0u) { v += O[o]; }
+    O[o] = v;
   }
 }
 
@@ -107,5 +111,9 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (lane < s) { red1[tid] += red1[tid + s]; }
     workgroupBarrier();
   }
-  if (lane == 0u && row < p.rows) { O[p.o_off + row] = red1[tid]; }
+  if (lane == 0u && row < p.rows) {
+    var v = red1[tid];
+    if (p.accum != 0u) { v += O[p.o_off + row]; }
+    O[p.o_off + row] = v;
+  }
 }

@@ -166,10 +166,23 @@ func (d *Device) Linear(out, x View, T int, W *Mat) error {
 // LinearStrided is Linear with explicit row strides (in words) for x and out,
 // e.g. to read the c_kv part of latent-cache rows.
 func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W *Mat) error {
+	return d.linear(out, oStride, x, xStride, T, W, false)
+}
+
+// LinearAccum records out += x·Wᵀ (LinearStrided adding into out): a
+// residual add fused into a projection. x and out must not overlap.
+func (d *Device) LinearAccum(out View, oStride int, x View, xStride, T int, W *Mat) error {
+	if out.Buf == x.Buf && out.Buf != nil {
+		return fmt.Errorf("wgsl: LinearAccum: x and out share a buffer")
+	}
+	return d.linear(out, oStride, x, xStride, T, W, true)
+}
+
+func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
 	if W != nil && len(W.Parts) > 0 {
 		r0 := 0
 		for _, p := range W.Parts {
-			if err := d.LinearStrided(View{out.Buf, out.Off + r0}, oStride, x, xStride, T, p); err != nil {
+			if err := d.linear(View{out.Buf, out.Off + r0}, oStride, x, xStride, T, p, accum); err != nil {
 				return err
 			}
 			r0 += p.Rows
@@ -203,7 +216,7 @@ func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W 
 		return err
 	}
 	tiles := (T + 7) / 8
-	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles)
+	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles, b2i(accum))
 	groups := W.Rows * tiles
 	if T == 1 {
 		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
@@ -380,6 +393,47 @@ func (d *Device) ShortConv(out, x, w, state View, T, C, K int) error {
 		}
 	}
 	return nil
+}
+
+// KDAPrep records, for one decoded token, the KDA inputs from its
+// projections — the fused form of three ShortConv (T = 1), two L2Norm and a
+// Sigmoid (kda_prep.wgsl): for j = q, k, v, out_j = SiLU(conv of [tail_j;
+// x_j]) with the tail shifted; out_q, out_k L2-normalised per head of dk
+// (eps), out_q also times qScale; β = σ(β) in place. x holds [q | k | v]
+// (3·H·dk words) and β (H words) in the same buffer; w the conv weights
+// [3, H·dk, K]; the tails are [K−1, H·dk] each, tails words apart from
+// state; outputs are H·dk words each, outStep apart from out.
+func (d *Device) KDAPrep(out View, outStep int, x, beta, w, state View, tails, H, dk, K int, qScale, eps float32) error {
+	C := H * dk
+	switch {
+	case H <= 0 || dk <= 0 || K < 2:
+		return fmt.Errorf("wgsl: KDAPrep: H %d, dk %d, K %d", H, dk, K)
+	case beta.Buf != x.Buf:
+		return fmt.Errorf("wgsl: KDAPrep: β must be in the projections' buffer")
+	case outStep < C || tails < (K-1)*C:
+		return fmt.Errorf("wgsl: KDAPrep: output step %d, tail step %d for %d channels", outStep, tails, C)
+	}
+	if err := x.check(3*C, "KDAPrep x"); err != nil {
+		return err
+	}
+	if err := beta.check(H, "KDAPrep beta"); err != nil {
+		return err
+	}
+	if err := w.check(3*C*K, "KDAPrep w"); err != nil {
+		return err
+	}
+	if err := state.check(2*tails+(K-1)*C, "KDAPrep state"); err != nil {
+		return err
+	}
+	if err := out.check(2*outStep+C, "KDAPrep out"); err != nil {
+		return err
+	}
+	k, err := d.kernel("kda_prep.wgsl", "main", 4)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(H, dk, K, x.Off, beta.Off, w.Off, state.Off, tails, out.Off, outStep).f(qScale, eps)
+	return d.dispatch(k, p, []*Buffer{x.Buf, w.Buf, state.Buf, out.Buf}, 3*H)
 }
 
 // KDAGate records the KDA log-decay gate (ref.KDAGate) for T tokens: g, raw

@@ -5,6 +5,7 @@ package wgsl
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
@@ -66,19 +67,19 @@ type Runner struct {
 	layers        []gpuLayer
 
 	// activations
-	tok                             *Buffer
-	tokHost                         []uint32
-	embIn                           *Buffer // [MaxChunk, d] input embeddings (ForwardEmbeddings)
-	fromEmb                         bool    // the piece being recorded starts from embIn
-	h, slots                        *Buffer // residual stream or AttnRes block slots
-	nslots                          int
-	x, xn, mix, ffn                 *Buffer
-	q, k, v, qc, kc, vc, g, gate, o *Buffer
-	beta, fa, qa, kva               *Buffer
-	lat, racc, elog, idx, wts, hb   *Buffer
-	logits, outTok                  *Buffer
-	weights                         *Buffer // [V] sampling scratch
-	proj                            *Buffer // one token's fused input projections
+	tok                           *Buffer
+	tokHost                       []uint32
+	embIn                         *Buffer // [MaxChunk, d] input embeddings (ForwardEmbeddings)
+	fromEmb                       bool    // the piece being recorded starts from embIn
+	h, slots                      *Buffer // residual stream or AttnRes block slots
+	nslots                        int
+	x, xn                         *Buffer
+	q, k, v, qkvc, g, gate, o     *Buffer
+	beta, fa, qa, kva             *Buffer
+	lat, racc, elog, idx, wts, hb *Buffer
+	logits, outTok                *Buffer
+	weights                       *Buffer // [V] sampling scratch
+	proj                          *Buffer // one token's fused input projections
 
 	zeros []float32
 	last  RunnerStats
@@ -101,7 +102,7 @@ type gpuLayer struct {
 type gpuKDA struct {
 	in                                  *Mat
 	qp, kp, vp, fa, fb, b, g, ga, gb, o *Mat
-	qconv, kconv, vconv                 View
+	qconv, kconv, vconv                 View // views of conv: [q k v][H·dk][K]
 	dtBias, aLog, oNorm                 View
 	perChannel                          bool
 	state                               *Buffer // S [H, dk, dv] then conv tails Q, K, V [K−1, H·dk]
@@ -494,12 +495,20 @@ func (r *Runner) load(m *model.Model) error {
 				w.QProj, w.KProj, w.VProj, w.BProj, w.FAProj, w.GProj, w.GAProj)
 			k := &gpuKDA{in: in, qp: v[0], kp: v[1], vp: v[2], b: v[3], fa: v[4], g: v[5], ga: v[6],
 				fb: L.mat(w.FBProj, p+"f_b_proj"), gb: L.mat(w.GBProj, p+"g_b_proj"),
-				o: L.mat(w.OProj, p+"o_proj"), qconv: L.vec(w.QConv1d, p+"q_conv1d"), kconv: L.vec(w.KConv1d, p+"k_conv1d"),
-				vconv: L.vec(w.VConv1d, p+"v_conv1d"), dtBias: L.vec(w.DtBias, p+"dt_bias"), aLog: L.vec(w.ALog, p+"A_log"),
+				o: L.mat(w.OProj, p+"o_proj"), dtBias: L.vec(w.DtBias, p+"dt_bias"), aLog: L.vec(w.ALog, p+"A_log"),
 				oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
 			if L.err == nil && (k.qp == nil || k.kp == nil || k.vp == nil || k.b == nil || k.fa == nil || k.fb == nil || k.o == nil ||
 				(k.g == nil && (k.ga == nil || k.gb == nil))) {
 				return fmt.Errorf("wgsl: runner: layer %d: incomplete KDA weights", i)
+			}
+			// the three conv weights in one buffer, for KDAPrep
+			if cw := hdKDA * c.ConvKernel; len(w.QConv1d) != cw || len(w.KConv1d) != cw || len(w.VConv1d) != cw {
+				return fmt.Errorf("wgsl: runner: layer %d: conv1d weights of %d, %d, %d values, want %d", i,
+					len(w.QConv1d), len(w.KConv1d), len(w.VConv1d), cw)
+			}
+			k.qconv = L.vec(slices.Concat(w.QConv1d, w.KConv1d, w.VConv1d), p+"q_conv1d+k_conv1d+v_conv1d")
+			if k.qconv.Buf != nil {
+				k.kconv, k.vconv = k.qconv.Buf.At(k.qconv.Off+hdKDA*c.ConvKernel), k.qconv.Buf.At(k.qconv.Off+2*hdKDA*c.ConvKernel)
 			}
 			tail := (c.ConvKernel - 1) * hdKDA
 			sw := H*dk*dk + 3*tail
@@ -595,8 +604,9 @@ func (r *Runner) load(m *model.Model) error {
 	} else {
 		r.h = L.buf(T * d)
 	}
-	r.x, r.xn, r.mix, r.ffn = L.buf(T*d), L.buf(T*d), L.buf(T*d), L.buf(T*d)
-	for _, p := range []**Buffer{&r.q, &r.k, &r.v, &r.qc, &r.kc, &r.vc, &r.g, &r.gate, &r.o} {
+	r.x, r.xn = L.buf(T*d), L.buf(T*d)
+	r.qkvc = L.buf(3 * T * hd) // conv outputs q, k, v, T·hd words apart
+	for _, p := range []**Buffer{&r.q, &r.k, &r.v, &r.g, &r.gate, &r.o} {
 		*p = L.buf(T * hd)
 	}
 	r.beta = L.buf(T * max(H, 1))
@@ -805,11 +815,6 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 	return int(id[0]), nil
 }
 
-// addRows records out = x + y over T rows of n with strides.
-func (r *Runner) addRows(out, x, y Strided, T, n int) error {
-	return r.d.elementwise("add", out, x, y, T, n, 0, 1, 0, 0)
-}
-
 // layerDone ends a layer: multi-token pieces submit each layer as its own
 // command buffer, so no submission of a long prefill approaches the 5 s
 // wait limit of the binding (bug 5); decoding keeps one command buffer per
@@ -826,7 +831,7 @@ func (r *Runner) layerDone(T int) error {
 func (r *Runner) record(T int) error {
 	c, dv := r.cfg, r.d
 	d, eps := c.HiddenSize, c.RMSNormEps
-	x, xn, mix, ffn := r.x.At(0), r.xn.At(0), r.mix.At(0), r.ffn.At(0)
+	x, xn := r.x.At(0), r.xn.At(0)
 	var final View
 	if c.AttnResBlockSize == 0 {
 		h := r.h.At(0)
@@ -838,20 +843,15 @@ func (r *Runner) record(T int) error {
 			if err := dv.RMSNorm(xn, h, l.in, T, d, eps); err != nil {
 				return err
 			}
-			if err := r.mixer(l, T); err != nil {
+			// the mixer's and the FFN's output projections add into h
+			if err := r.mixer(l, T, h.Rows(d), true); err != nil {
 				return fmt.Errorf("layer %d mixer: %w", i, err)
-			}
-			if err := dv.Add(h, h, mix, T*d, 1); err != nil {
-				return err
 			}
 			if err := dv.RMSNorm(xn, h, l.post, T, d, eps); err != nil {
 				return err
 			}
-			if err := r.ffnBlock(l, T); err != nil {
+			if err := r.ffnBlock(l, T, h.Rows(d)); err != nil {
 				return fmt.Errorf("layer %d ffn: %w", i, err)
-			}
-			if err := dv.Add(h, h, ffn, T*d, 1); err != nil {
-				return err
 			}
 			if err := r.layerDone(T); err != nil {
 				return err
@@ -887,16 +887,10 @@ func (r *Runner) record(T int) error {
 			if err := dv.RMSNorm(xn, x, l.in, T, d, eps); err != nil {
 				return err
 			}
-			if err := r.mixer(l, T); err != nil {
+			// the mixer's output projection writes (new block) or adds
+			// into the partial sum, and so does the FFN's
+			if err := r.mixer(l, T, p(nb), havePart); err != nil {
 				return fmt.Errorf("layer %d mixer: %w", i, err)
-			}
-			if havePart {
-				err = r.addRows(p(nb), p(nb), mix.Rows(d), T, d)
-			} else {
-				err = dv.Copy(p(nb), mix.Rows(d), T, d)
-			}
-			if err != nil {
-				return err
 			}
 			havePart = true
 			if err := dv.AttnRes(x.Rows(d), src, ts, nb+1, d, T, l.mlpProj, l.mlpNorm, eps); err != nil {
@@ -905,11 +899,8 @@ func (r *Runner) record(T int) error {
 			if err := dv.RMSNorm(xn, x, l.post, T, d, eps); err != nil {
 				return err
 			}
-			if err := r.ffnBlock(l, T); err != nil {
+			if err := r.ffnBlock(l, T, p(nb)); err != nil {
 				return fmt.Errorf("layer %d ffn: %w", i, err)
-			}
-			if err := r.addRows(p(nb), p(nb), ffn.Rows(d), T, d); err != nil {
-				return err
 			}
 			if err := r.layerDone(T); err != nil {
 				return err
@@ -933,11 +924,21 @@ func (r *Runner) embedInput(out Strided, T int) error {
 	return r.d.Embed(out, r.embed, r.tok.At(0), T)
 }
 
-func (r *Runner) mixer(l *gpuLayer, T int) error {
+// mixer records layer l's token mixer, its output projection written to
+// out (accum false) or added into it (accum true).
+func (r *Runner) mixer(l *gpuLayer, T int, out Strided, accum bool) error {
 	if l.kda != nil {
-		return r.kdaMixer(l.kda, T)
+		return r.kdaMixer(l.kda, T, out, accum)
 	}
-	return r.mlaMixer(l.mla, T)
+	return r.mlaMixer(l.mla, T, out, accum)
+}
+
+// project records out = x·Wᵀ, or out += x·Wᵀ when accum.
+func (r *Runner) project(out Strided, accum bool, x View, T int, W *Mat) error {
+	if accum {
+		return r.d.LinearAccum(out.View, out.Stride, x, W.Cols, T, W)
+	}
+	return r.d.LinearStrided(out.View, out.Stride, x, W.Cols, T, W)
 }
 
 // seq runs fs in order, stopping at the first error.
@@ -950,12 +951,13 @@ func seq(fs ...func() error) error {
 	return nil
 }
 
-func (r *Runner) kdaMixer(w *gpuKDA, T int) error {
+func (r *Runner) kdaMixer(w *gpuKDA, T int, out Strided, accum bool) error {
 	c, dv := r.cfg, r.d
 	H, dk, K := c.KDAHeads, c.KDAHeadDim, c.ConvKernel
 	hd := H * dk
 	xn := r.xn.At(0)
-	q, k, v, qc, kc, vc := r.q.At(0), r.k.At(0), r.v.At(0), r.qc.At(0), r.kc.At(0), r.vc.At(0)
+	step := r.opt.MaxChunk * hd
+	q, k, v, qc, kc, vc := r.q.At(0), r.k.At(0), r.v.At(0), r.qkvc.At(0), r.qkvc.At(step), r.qkvc.At(2*step)
 	beta, fa, g, o, gate := r.beta.At(0), r.fa.At(0), r.g.At(0), r.o.At(0), r.gate.At(0)
 	ga := fa // the low-rank gate's first product reuses fa's buffer
 	project := func() error {
@@ -978,14 +980,23 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int) error {
 		}
 		project = func() error { return dv.Linear(r.proj.At(0), xn, 1, w.in) }
 	}
+	qScale := float32(1 / math.Sqrt(float64(dk)))
+	prep := func() error {
+		if fused { // conv, L2 norms and σ(β) in one dispatch
+			tail := (K - 1) * hd
+			return dv.KDAPrep(qc, step, q, beta, w.qconv, w.convQ, tail, H, dk, K, qScale, 1e-6)
+		}
+		return seq(
+			func() error { return dv.ShortConv(qc, q, w.qconv, w.convQ, T, hd, K) },
+			func() error { return dv.ShortConv(kc, k, w.kconv, w.convK, T, hd, K) },
+			func() error { return dv.ShortConv(vc, v, w.vconv, w.convV, T, hd, K) },
+			func() error { return dv.L2Norm(qc, qc, T*H, dk, 1e-6, qScale) },
+			func() error { return dv.L2Norm(kc, kc, T*H, dk, 1e-6, 1) },
+			func() error { return dv.Sigmoid(beta.Rows(T*H), beta.Rows(T*H), 1, T*H) })
+	}
 	return seq(
 		project,
-		func() error { return dv.ShortConv(qc, q, w.qconv, w.convQ, T, hd, K) },
-		func() error { return dv.ShortConv(kc, k, w.kconv, w.convK, T, hd, K) },
-		func() error { return dv.ShortConv(vc, v, w.vconv, w.convV, T, hd, K) },
-		func() error { return dv.L2Norm(qc, qc, T*H, dk, 1e-6, float32(1/math.Sqrt(float64(dk)))) },
-		func() error { return dv.L2Norm(kc, kc, T*H, dk, 1e-6, 1) },
-		func() error { return dv.Sigmoid(beta.Rows(T*H), beta.Rows(T*H), 1, T*H) },
+		prep,
 		func() error { return dv.Linear(g, fa, T, w.fb) },
 		func() error {
 			return dv.KDAGate(g, g, w.dtBias, w.aLog, T, H, dk, w.perChannel, c.GateBounded, c.GateLowerBound)
@@ -1007,11 +1018,11 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int) error {
 			return dv.Linear(gate, ga, T, w.gb)
 		},
 		func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
-		func() error { return dv.Linear(r.mix.At(0), o, T, w.o) },
+		func() error { return r.project(out, accum, o, T, w.o) },
 	)
 }
 
-func (r *Runner) mlaMixer(w *gpuMLA, T int) error {
+func (r *Runner) mlaMixer(w *gpuMLA, T int, out Strided, accum bool) error {
 	c, dv := r.cfg, r.d
 	H, dn, dr, dvh, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
 	xn, q, kva, o, gate := r.xn.At(0), r.q.At(0), r.kva.At(0), r.o.At(0), r.gate.At(0)
@@ -1078,7 +1089,7 @@ func (r *Runner) mlaMixer(w *gpuMLA, T int) error {
 			}
 			return dv.SigmoidGate(o.Rows(T*H*dvh), gate.Rows(T*H*dvh), o.Rows(T*H*dvh), 1, T*H*dvh)
 		},
-		func() error { return dv.Linear(r.mix.At(0), o, T, w.o) },
+		func() error { return r.project(out, accum, o, T, w.o) },
 	)
 }
 
@@ -1087,15 +1098,17 @@ func (r *Runner) act() ref.Act {
 	return ref.Act{SiTU: c.SiTU, Beta: c.SiTUBeta, BetaLin: c.SiTULinearBeta}
 }
 
-func (r *Runner) ffnBlock(l *gpuLayer, T int) error {
+// ffnBlock records layer l's FFN (dense MLP or MoE with shared experts),
+// adding its output into out.
+func (r *Runner) ffnBlock(l *gpuLayer, T int, out Strided) error {
 	c, dv := r.cfg, r.d
 	d := c.HiddenSize
-	xn, ffn, hb := r.xn.At(0), r.ffn.At(0), r.hb.At(0)
+	xn, hb := r.xn.At(0), r.hb.At(0)
 	dense := Routing{K: 1}
 	if l.mlp != nil {
 		return seq(
 			func() error { return dv.GLUGateUp(hb, xn.Rows(d), T, l.mlp, dense, r.act()) },
-			func() error { return dv.GLUDown(ffn.Rows(d), hb, T, l.mlp, dense, false) })
+			func() error { return dv.GLUDown(out, hb, T, l.mlp, dense, true) })
 	}
 	w := l.moe
 	E, wd := c.NumExperts, c.ExpertWidth()
@@ -1128,7 +1141,7 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int) error {
 		func() error { return dv.GLUGateUp(hb, z.Rows(wd), T, w.experts, rt, r.act()) },
 		func() error {
 			if w.upProj == nil {
-				return dv.GLUDown(ffn.Rows(d), hb, T, w.experts, rt, false)
+				return dv.GLUDown(out, hb, T, w.experts, rt, true)
 			}
 			acc := r.racc.At(0)
 			return seq(
@@ -1139,7 +1152,7 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int) error {
 					}
 					return dv.RMSNorm(acc, acc, w.norm, T, wd, c.RMSNormEps)
 				},
-				func() error { return dv.Linear(ffn, acc, T, w.upProj) })
+				func() error { return r.project(out, true, acc, T, w.upProj) })
 		},
 		func() error {
 			if w.shared == nil {
@@ -1147,7 +1160,7 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int) error {
 			}
 			return seq(
 				func() error { return dv.GLUGateUp(hb, xn.Rows(d), T, w.shared, dense, r.act()) },
-				func() error { return dv.GLUDown(ffn.Rows(d), hb, T, w.shared, dense, true) })
+				func() error { return dv.GLUDown(out, hb, T, w.shared, dense, true) })
 		},
 	)
 }
