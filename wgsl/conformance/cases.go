@@ -169,7 +169,7 @@ func Cases() []Case {
 		add("KDAPrep", "F32", fmt.Sprintf("H=%d dk=%d K=%d", H, dk, K), 1e-11, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			C := H * dk
 			tails, step := (K-1)*C+3, C+5 // gaps between the tails and outputs
-			x := RandVec(r, 3*C+H+2, 2) // [q k v], then β (and 2 spare words)
+			x := RandVec(r, 3*C+H+2, 2)   // [q k v], then β (and 2 spare words)
 			w := RandVec(r, 3*C*K, 1)
 			state := RandVec(r, 2*tails+(K-1)*C, 1)
 			xv, sv, ov := g.Up(x), g.Up(state), g.Zeros(2*step+C)
