@@ -296,6 +296,25 @@ async function failureChecks(urls) {
   return out;
 }
 
+// quotaCheck loads the model into an empty cache with 1 KB of storage
+// free: it must load, skip caching, and leave no weights in the cache.
+async function quotaCheck() {
+  const name = 'tessera-quota-test';
+  await caches.delete(name);
+  const out = {};
+  try {
+    const e = await Tessera.load(new URL('model/', location.href).href, { cacheName: name, storageFreeForTest: 1000 });
+    out.stats = e.loadStats;
+    e.dispose();
+  } catch (e) {
+    out.error = e.message;
+  }
+  const c = await caches.open(name);
+  out.cachedWeights = (await c.keys()).filter((r) => r.url.includes('.safetensors')).length;
+  await caches.delete(name);
+  return out;
+}
+
 // conformanceCheck runs the WGSL kernel conformance cases on this
 // browser's WebGPU (?conformance=N: the first N cases of every op × dtype,
 // 0 all) from the bundle at ?gpuwasm.
@@ -416,6 +435,7 @@ async function testRun() {
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
+    if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();
   } catch (e) {
     result.error = String(e && e.message || e);
   }

@@ -1,7 +1,7 @@
 // tessera Web Worker: runs the Go engine (tessera.wasm) off the page's main
 // thread. Started by tessera.js; speaks the message protocol below.
 //
-//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend}
+//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, storageFreeForTest}
 //                  {type: 'generate', id, request, images, hashImages}
 //                  {type: 'pixels', id, image}       {type: 'cancel'}
 //                  {type: 'info', id}                {type: 'dispose', id}
@@ -89,11 +89,13 @@ function validManifest(m, url) {
 }
 
 // openModel returns a fetchFile(name) for the Go loader and load stats.
-async function openModel(modelUrl, cacheName) {
+// storageFree, when a number, replaces the free storage the browser reports
+// (tests).
+async function openModel(modelUrl, cacheName, storageFree) {
   const base = new URL(modelUrl.endsWith('/') ? modelUrl : modelUrl + '/', self.location.href).href;
   const manifestUrl = base + MANIFEST;
-  const cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
-  const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false };
+  let cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
+  const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false };
 
   let manifest = null;
   let netErr = null;
@@ -131,6 +133,29 @@ async function openModel(modelUrl, cacheName) {
   const files = validManifest(manifest, manifestUrl);
   const total = manifest.files.reduce((n, f) => n + f.size, 0);
   let done = 0;
+  const keyOf = (f) => base + f.name + '?sha256=' + f.sha256;
+
+  // Storage: the files still to download must fit in what the browser lets
+  // this origin keep (with 10 % to spare), else they are downloaded but not
+  // cached — better than failing halfway through filling the quota.
+  if (cache && !stats.offline) {
+    let need = 0;
+    for (const f of files.values()) {
+      if (!(await cache.match(keyOf(f)))) need += f.size;
+    }
+    let free = typeof storageFree === 'number' ? storageFree : null;
+    if (free === null && self.navigator && navigator.storage && navigator.storage.estimate) {
+      const est = await navigator.storage.estimate().catch(() => null);
+      if (est && Number.isFinite(est.quota) && Number.isFinite(est.usage)) free = est.quota - est.usage;
+    }
+    stats.storageFree = free;
+    if (free !== null && need > 0.9 * free) {
+      const mb = (n) => (n / 1e6).toFixed(1) + ' MB';
+      post({ type: 'warning', message: `not enough browser storage to keep this model for offline use (it needs ${mb(need)}, ${mb(Math.max(0, free))} are free): it is loaded now and downloaded again next time` });
+      stats.cacheSkipped = true;
+      cache = null;
+    }
+  }
 
   async function fromCache(f, key) {
     if (!cache) return null;
@@ -201,7 +226,7 @@ async function openModel(modelUrl, cacheName) {
   async function fetchFile(name) {
     const f = files.get(name);
     if (!f) return null; // the model has no such file
-    const key = base + f.name + '?sha256=' + f.sha256;
+    const key = keyOf(f);
     let buf = await fromCache(f, key);
     if (buf) {
       stats.hits++;
@@ -333,7 +358,7 @@ async function handle(msg) {
       const t0 = performance.now();
       const go = await startGo(msg.wasmUrl, msg.execUrl);
       const t1 = performance.now();
-      const m = await openModel(msg.modelUrl, msg.cacheName);
+      const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
       const info = await go.load(m.base, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu' });
       loadStats = m.stats;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go

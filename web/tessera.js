@@ -47,7 +47,11 @@ export class Tessera {
    * included; else, or when the GPU runner fails, the CPU, with the reason
    * in info().backend);
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
-   * bucket; '' disables caching).
+   * bucket; '' disables caching). When the files to download do not fit in
+   * the storage the browser grants (navigator.storage.estimate), the model
+   * loads without being cached, with a console warning and
+   * loadStats.cacheSkipped; loadStats.persisted says whether the browser
+   * agreed to keep the cache under storage pressure (storage.persist()).
    */
   static async load(modelUrl, options = {}) {
     if (typeof modelUrl !== 'string' || modelUrl === '') {
@@ -65,8 +69,14 @@ export class Tessera {
         execUrl: options.execUrl || here('wasm_exec.js'),
         cacheName: options.cacheName ?? 'tessera-models-v1',
         backend: options.backend || 'cpu',
+        storageFreeForTest: options.storageFreeForTest,
       });
       t.loadStats = r.cache;
+      // Ask the browser to keep the cached model under storage pressure
+      // (granted or not at its discretion; only pages can ask).
+      if (navigator.storage && navigator.storage.persist) {
+        t.loadStats.persisted = await navigator.storage.persist().catch(() => false);
+      }
     } catch (e) {
       t.dispose();
       throw e;
@@ -103,7 +113,7 @@ export class Tessera {
   #busy = false;
   /**
    * Statistics of the load: {hits, misses, bytesDownloaded, offline,
-   * engineStartMs, modelMs}.
+   * cacheSkipped, storageFree, persisted, engineStartMs, modelMs}.
    */
   loadStats = null;
   /** Statistics of the last finished generation (see Go engine.Stats). */

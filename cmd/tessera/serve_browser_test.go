@@ -93,6 +93,15 @@ type testReport struct {
 		Error         string `json:"error"`
 		CachedWeights int    `json:"cachedWeights"`
 	} `json:"failures"`
+	Quota *struct {
+		Error string `json:"error"`
+		Stats struct {
+			CacheSkipped bool    `json:"cacheSkipped"`
+			StorageFree  float64 `json:"storageFree"`
+			Misses       int     `json:"misses"`
+		} `json:"stats"`
+		CachedWeights int `json:"cachedWeights"`
+	} `json:"quota"`
 	GPU *struct {
 		Backend         string `json:"backend"`
 		IDs             []int  `json:"ids"`
@@ -338,7 +347,7 @@ func TestBrowserE2E(t *testing.T) {
 	defer hs.Close()
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
-		"failures": {"/nope/,/corrupt/,/cut/"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"}}
+		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"}}
 	var decodeURLs []string
 	for _, n := range decodeNames {
 		decodeURLs = append(decodeURLs, "/__test/img/"+n)
@@ -401,6 +410,10 @@ func TestBrowserE2E(t *testing.T) {
 		} else {
 			t.Logf("loading %s fails: %s", u, f.Error)
 		}
+	}
+	// Too little storage for the weights: the model loads, uncached.
+	if q := r1.Quota; q == nil || q.Error != "" || !q.Stats.CacheSkipped || q.Stats.StorageFree != 1000 || q.Stats.Misses == 0 || q.CachedWeights != 0 {
+		t.Errorf("loading with 1 KB of storage free: %+v, want a load without caching", q)
 	}
 	// The default (WebGPU) bundle with backend auto runs on the GPU
 	// (SwiftShader counts) and its greedy ids equal native CPU ids.
