@@ -21,6 +21,8 @@
 #   2. TestRunnerMatchesCPU (k3-nano, kimi-linear-nano vs core/model) (~1 min)
 #   3. BenchmarkRunnerDecode on a random k3-mini (BF16), 200 tokens   (~3 min,
 #      most of it generating the random weights)
+#   4. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
+#      experts grouped by expert (the default) and per slot          (~2 min)
 # Total well under 10 minutes. Results go to stdout and, when $OUT is set
 # (the device tool), to $OUT/gpu-check.log.
 set -eu
@@ -79,10 +81,13 @@ run)
 	echo "== decode benchmark (k3-mini BF16)" | tee -a "$log"
 	TESSERA_BENCH_PRESET=k3-mini TESSERA_BENCH_DTYPE=BF16 timeout 300 "$t" -test.run NONE \
 		-test.bench 'RunnerDecode' -test.benchtime 200x 2>&1 | tail -8 | tee -a "$log" || rc=1
+	echo "== prefill benchmark (k3-mini BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
+	TESSERA_BENCH_PRESET=k3-mini TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
+		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
 	exit $rc
 	;;
 *)
-	sed -n '2,26p' "$0"
+	sed -n '2,28p' "$0"
 	exit 2
 	;;
 esac

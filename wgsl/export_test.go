@@ -36,3 +36,11 @@ func SetMatPartWordsForTest(n int) func() {
 	matPartWords = n
 	return func() { matPartWords = old }
 }
+
+// SetGroupExpertsForTest turns the grouped routed-expert path of prefill
+// pieces on or off and returns a function restoring it.
+func SetGroupExpertsForTest(on bool) func() {
+	old := groupExperts
+	groupExperts = on
+	return func() { groupExperts = old }
+}

@@ -49,9 +49,10 @@ type RunnerStats struct {
 // the recurrence touches each state element once per token, as the
 // chunked form does, and at MaxChunk ≤ 64 the chunked form's extra
 // intra-chunk GEMMs do not pay off; prefill cost is O(T·H·dk·dv) per
-// layer either way. MoE experts run per (token, slot) with the ids the
-// GPU router wrote, so prefill reads each selected expert's weights once
-// per token rather than once per piece.
+// layer either way. Routed MoE experts of a decode step run per (token,
+// slot) with the ids the GPU router wrote; a prefill piece groups its
+// slots by expert on the GPU (GLUGrouped), reading each selected expert's
+// weights once per 8 of its tokens instead of once per token.
 type Runner struct {
 	d   *Device
 	cfg *config.Config
@@ -80,6 +81,7 @@ type Runner struct {
 	logits, outTok                *Buffer
 	weights                       *Buffer // [V] sampling scratch
 	proj                          *Buffer // one token's fused input projections
+	gord, gy                      *Buffer // grouped experts: slot order, weighted outputs
 
 	zeros []float32
 	last  RunnerStats
@@ -286,6 +288,10 @@ func (r *Runner) Reset() error {
 	return nil
 }
 
+// groupExperts: prefill pieces run the routed experts grouped by expert
+// (GLUGrouped); tests and benchmarks turn it off to compare.
+var groupExperts = true
+
 // ---- loading ----
 
 func (r *Runner) buf(words int) (*Buffer, error) {
@@ -477,7 +483,8 @@ func (r *Runner) load(m *model.Model) error {
 	hdKDA := H * dk
 	maxState := 0
 	maxI := 1
-	maxIn := 1 // rows of the largest fused input projection
+	maxIn := 1           // rows of the largest fused input projection
+	maxE, maxOut := 0, 0 // routed experts: count and output width (grouping scratch)
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layers.%d.", i)
 		g := gpuLayer{kind: l.Kind, in: L.vec(l.InputLayernorm, p+"input_layernorm"),
@@ -577,6 +584,7 @@ func (r *Runner) load(m *model.Model) error {
 					return err
 				}
 				maxI = max(maxI, c.TopK*e.experts.I)
+				maxE, maxOut = max(maxE, e.experts.E), max(maxOut, e.experts.Out)
 				if w.SharedExperts != nil {
 					if e.shared, err = r.glu(w.SharedExperts, p+"shared_experts"); err != nil {
 						return err
@@ -618,6 +626,10 @@ func (r *Runner) load(m *model.Model) error {
 	r.elog = L.buf(T * max(c.NumExperts, 1))
 	r.idx, r.wts = L.buf(T*max(c.TopK, 1)), L.buf(T*max(c.TopK, 1))
 	r.hb = L.buf(T * maxI)
+	if maxE > 0 { // grouped routed experts for prefill pieces
+		r.gord = L.buf(maxE + 1 + T*c.TopK)
+		r.gy = L.buf(T * c.TopK * maxOut)
+	}
 	r.logits = L.buf(T * c.VocabSize)
 	r.outTok = L.buf(1)
 	r.proj = L.buf(maxIn)
@@ -1119,6 +1131,7 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int, out Strided) error {
 	if w.downProj != nil {
 		z = r.lat.At(0)
 	}
+	grouped := groupExperts && T > 1 && r.gord != nil && GroupedFits(w.experts, T, c.TopK)
 	fused := T == 1 && w.in != nil
 	if fused {
 		// one GEMV for the router logits and the latent down-projection
@@ -1138,14 +1151,28 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int, out Strided) error {
 			}
 			return dv.Linear(z, xn, T, w.downProj)
 		},
-		func() error { return dv.GLUGateUp(hb, z.Rows(wd), T, w.experts, rt, r.act()) },
 		func() error {
+			if grouped {
+				return nil
+			}
+			return dv.GLUGateUp(hb, z.Rows(wd), T, w.experts, rt, r.act())
+		},
+		func() error {
+			// routed experts: per (token, slot) for a decode step; grouped
+			// by expert for a prefill piece (weights read once per 8 tokens)
+			routed := func(dst Strided, accum bool) error {
+				if grouped {
+					sc := GroupScratch{Ord: r.gord.At(0), H: hb, Y: r.gy.At(0)}
+					return dv.GLUGrouped(dst, z.Rows(wd), T, w.experts, rt, r.act(), accum, sc)
+				}
+				return dv.GLUDown(dst, hb, T, w.experts, rt, accum)
+			}
 			if w.upProj == nil {
-				return dv.GLUDown(out, hb, T, w.experts, rt, true)
+				return routed(out, true)
 			}
 			acc := r.racc.At(0)
 			return seq(
-				func() error { return dv.GLUDown(acc.Rows(wd), hb, T, w.experts, rt, false) },
+				func() error { return routed(acc.Rows(wd), false) },
 				func() error {
 					if !w.hasNorm {
 						return nil

@@ -51,3 +51,42 @@ func BenchmarkRunnerDecode(b *testing.B) {
 	b.ReportMetric(float64(s.Dispatches), "dispatches/tok")
 	b.Logf("%s %s on %s: %d dispatches, %d submits per token", name, dt, d.Info(), s.Dispatches, s.Submits)
 }
+
+// BenchmarkRunnerPrefill measures one 64-token prefill piece on the GPU
+// (TESSERA_BENCH_PRESET, TESSERA_BENCH_DTYPE as above), with the routed
+// experts grouped by expert (default) and per (token, slot).
+func BenchmarkRunnerPrefill(b *testing.B) {
+	d := device(b)
+	name, dt := os.Getenv("TESSERA_BENCH_PRESET"), os.Getenv("TESSERA_BENCH_DTYPE")
+	if name == "" {
+		name = "k3-nano"
+	}
+	if dt == "" {
+		dt = "BF16"
+	}
+	m := presetModel(b, name, 1, safetensors.DType(dt))
+	const T = 64
+	prompt := make([]int, T)
+	for i := range prompt {
+		prompt[i] = (i*97 + 13) % m.Cfg.VocabSize
+	}
+	for _, grouped := range []bool{true, false} {
+		b.Run(map[bool]string{true: "grouped", false: "per-slot"}[grouped], func(b *testing.B) {
+			defer wgsl.SetGroupExpertsForTest(grouped)()
+			r, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: T, MaxContext: T})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			for i := 0; i < b.N; i++ {
+				if err := r.Reset(); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Greedy(prompt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*T)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
