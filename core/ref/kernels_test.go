@@ -160,6 +160,7 @@ func BenchmarkLinear(b *testing.B) {
 	}{
 		{"gemv-f32-4096", 1, 4096, 4096, tensor.F32},
 		{"gemv-bf16-4096", 1, 4096, 4096, tensor.BF16},
+		{"gemv-bf16-8192x32768", 1, 8192, 32768, tensor.BF16}, // 512 MiB: beyond the caches
 		{"gemv-f16-4096", 1, 4096, 4096, tensor.F16},
 		{"gemm-f32-T64-1024", 64, 1024, 1024, tensor.F32},
 		{"gemm-bf16-T64-1024", 64, 1024, 1024, tensor.BF16},
