@@ -19,11 +19,15 @@
 # unless ALLOW_CPU_ADAPTER=1), then runs, each with a time limit:
 #   1. TestConformance, TestConformanceGridSplit, TestReadback*   (~1 min)
 #   2. TestRunnerMatchesCPU (k3-nano, kimi-linear-nano vs core/model) (~1 min)
-#   3. BenchmarkRunnerDecode on a random k3-mini (BF16), 200 tokens   (~3 min,
-#      most of it generating the random weights)
-#   4. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
+#   3. `tessera bench --backend gpu` on a random k3-mini (BF16): prefill,
+#      decode, device copy bandwidth and roofline, dispatches per token, GPU
+#      memory, as JSON ($OUT/bench-gpu.json)                          (~2 min)
+#   4. the PyTorch eager peer on CUDA on the same checkpoint when torch with
+#      CUDA is installed there (models/reference/bench_torch.py --device
+#      cuda; $OUT/bench-torch-cuda.json), and the ratio               (~2 min)
+#   5. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
 #      experts grouped by expert (the default) and per slot          (~2 min)
-# Total well under 10 minutes. Results go to stdout and, when $OUT is set
+# Total under 10 minutes. Results go to stdout and, when $OUT is set
 # (the device tool), to $OUT/gpu-check.log.
 set -eu
 mode=${1:-}
@@ -32,6 +36,7 @@ case "$mode" in
 build)
 	mkdir -p "$dir"
 	go test -c -o "$dir/wgsl.test" ./wgsl
+	go build -o "$dir/tessera" ./cmd/tessera
 	(cd "$dir" && rm -f ./*.deb && apt-get download libvulkan1 >/dev/null 2>&1) ||
 		echo "gpu-check: could not download libvulkan1 (fine if the GPU machine has the loader)" >&2
 	ls -la "$dir"
@@ -78,16 +83,35 @@ run)
 	echo "== whole model vs CPU" | tee -a "$log"
 	timeout 180 "$t" -test.run 'TestRunnerMatchesCPU' -test.count=1 -test.v 2>&1 |
 		grep -E '^(---|    ---|PASS|FAIL|ok)|worst|Error|error' | tee -a "$log" || rc=1
-	echo "== decode benchmark (k3-mini BF16)" | tee -a "$log"
-	TESSERA_BENCH_PRESET=k3-mini TESSERA_BENCH_DTYPE=BF16 timeout 300 "$t" -test.run NONE \
-		-test.bench 'RunnerDecode' -test.benchtime 200x 2>&1 | tail -8 | tee -a "$log" || rc=1
-	echo "== prefill benchmark (k3-mini BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
-	TESSERA_BENCH_PRESET=k3-mini TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
+	preset=${GPU_CHECK_PRESET:-k3-mini} # k3-nano for a quick try on lavapipe
+	echo "== tessera bench --backend gpu ($preset BF16)" | tee -a "$log"
+	tb="$(dirname "$t")/tessera"
+	mdir=$(mktemp -d)/$preset
+	res=${OUT:-$(dirname "$mdir")}
+	timeout 120 "$tb" init-random --config "$preset" --dtype bf16 --out "$mdir" >/dev/null 2>&1 || rc=1
+	timeout 180 "$tb" bench --model "$mdir" --backend gpu --prompt-len 64 --gen 64 --repeats 3 \
+		--json "$res/bench-gpu.json" 2>&1 | tee -a "$log" || rc=1
+	echo "== PyTorch eager on CUDA (same checkpoint)" | tee -a "$log"
+	ref="$(cd "$(dirname "$0")/.." && pwd)/models/reference/bench_torch.py"
+	if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+		timeout 180 python3 "$ref" --model "$mdir" --prompt-len 64 --gen 64 --repeats 3 --device cuda \
+			--json "$res/bench-torch-cuda.json" 2>&1 | tee -a "$log" || rc=1
+		python3 - "$res/bench-gpu.json" "$res/bench-torch-cuda.json" <<'PY' 2>&1 | tee -a "$log" || true
+import json, sys
+t, p = (json.load(open(f)) for f in sys.argv[1:3])
+print("tessera GPU / PyTorch eager CUDA: prefill %.2fx, decode %.2fx" % (
+    t["prefill_tok_per_s"] / p["prefill_tok_per_s"], t["decode_tok_per_s"] / p["decode_tok_per_s"]))
+PY
+	else
+		echo "gpu-check: no PyTorch with CUDA on this machine; peer comparison skipped" | tee -a "$log"
+	fi
+	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
+	TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
 		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
 	exit $rc
 	;;
 *)
-	sed -n '2,28p' "$0"
+	sed -n '2,32p' "$0"
 	exit 2
 	;;
 esac

@@ -44,8 +44,13 @@ type benchResult struct {
 	PeakRSSBytes      int64         `json:"peak_rss_bytes"`
 	DecodeAllocsPerTk float64       `json:"decode_allocs_per_token"`
 	Sweep             []sweepResult `json:"ctx_sweep,omitempty"`
-	// DecodeOps is the decode time per token by op category (ms).
-	DecodeOps map[string]float64 `json:"decode_ms_per_token_by_op"`
+	// DecodeOps is the decode time per token by op category (ms; CPU).
+	DecodeOps map[string]float64 `json:"decode_ms_per_token_by_op,omitempty"`
+	// GPU backend: the adapter, compute dispatches per decoded token, and
+	// the GPU memory the runner holds.
+	Adapter            string `json:"adapter,omitempty"`
+	DispatchesPerToken int    `json:"dispatches_per_token,omitempty"`
+	GPUBytes           int64  `json:"gpu_bytes,omitempty"`
 }
 
 // sweepResult is decode speed and memory at one context length.
@@ -121,7 +126,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "CPU workers (0: all cores)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	plotDir := fs.String("plot", "", "write PNG charts (per-op breakdown, context sweep) into this directory")
-	backend := fs.String("backend", "cpu", "cpu (gpu: see --help of run)")
+	backend := fs.String("backend", "cpu", "cpu, gpu or auto (GPU when an adapter is found)")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	sweep := fs.String("ctx-sweep", "", "comma-separated context lengths (e.g. 1k,8k,64k,1M): decode speed and memory at each; the latent caches are filled with synthetic rows")
 	if err := parseFlags(fs, args); err != nil {
@@ -157,6 +162,21 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	st := model.ComputeStats(c)
 	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
 
+	if *backend != "cpu" {
+		if *sweep != "" || *plotDir != "" {
+			return fmt.Errorf("--ctx-sweep and --plot measure the CPU backend; drop them or use --backend cpu")
+		}
+		e, err := newEngine(m, *backend, *chunk, *promptLen+*gen+1, stderr)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		if e.gpu != nil {
+			return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
+				weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut}, stdout, stderr)
+		}
+		// --backend auto without a GPU: the notice is printed; measure the CPU
+	}
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,4 +88,31 @@ func TestCLIGPUMemoryBudget(t *testing.T) {
 	code, _, errs = tessera(t, append(args, "--backend", "gpu")...)
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "TESSERA_GPU_MEMORY")
+}
+
+// `tessera bench --backend gpu` measures the GPU runner (not the CPU):
+// device copy bandwidth, dispatches per token, GPU memory; the CPU-only
+// measurements are refused rather than silently taken on the CPU.
+func TestBenchGPU(t *testing.T) {
+	requireGPU(t)
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	js := filepath.Join(t.TempDir(), "b.json")
+	code, out, errs := tessera(t, "bench", "--model", dir, "--backend", "gpu", "--prompt-len", "8", "--gen", "4", "--repeats", "1", "--json", js)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "dispatches")
+	raw, err := os.ReadFile(js)
+	require.NoError(t, err)
+	var res benchResult
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Equal(t, "gpu", res.Backend)
+	require.NotEmpty(t, res.Adapter)
+	require.Positive(t, res.DispatchesPerToken)
+	require.Positive(t, res.GPUBytes)
+	require.Positive(t, res.DecodeTokPerS)
+	require.Positive(t, res.MachineGBPerS)
+	code, _, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--ctx-sweep", "1k")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "--ctx-sweep")
 }

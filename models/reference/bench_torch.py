@@ -3,7 +3,10 @@ length and number of decoded tokens, the same thread count, timed the same way
 (medians over repeats after a warm-up).
 
   /usr/bin/python3 models/reference/bench_torch.py --model DIR [--prompt-len N] [--gen N]
-        [--repeats N] [--threads N] [--json FILE]
+        [--repeats N] [--threads N] [--device cpu|cuda] [--json FILE]
+
+--device cuda runs the same eager code on the GPU (torch.set_default_device, weights
+moved once; the argmax read back per token synchronises, as tessera's GPU decode does).
 
 The reference model (k3ref.K3Ref, float32 here) is made incremental by keeping
 each KDA layer's state and each MLA layer's latent cache between calls (the
@@ -83,10 +86,18 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=64)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--json")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     m = Incremental.from_dir(a.model, dtype=torch.float32)
+    if a.device == "cuda":
+        if not torch.cuda.is_available():
+            sys.exit("bench_torch.py: --device cuda but torch.cuda.is_available() is False")
+        if not hasattr(torch, "set_default_device"):
+            sys.exit("bench_torch.py: --device cuda needs torch >= 2.0 (torch.set_default_device)")
+        torch.set_default_device("cuda")  # every tensor the reference creates
+        m.w = {k: v.to("cuda") for k, v in m.w.items()}
     V = m.cfg.V if hasattr(m.cfg, "V") else None
     vocab = V or m.w["lm_head.weight"].shape[0]
     prompt = [(i * 7919 + 1) % vocab for i in range(a.prompt_len)]  # as `tessera bench`
@@ -106,11 +117,11 @@ def main():
             if rep:
                 prefill.append(a.prompt_len / (t1 - t0))
                 decode.append(a.gen / (t2 - t1))
-    res = {"model": a.model, "backend": "pytorch-eager-cpu", "threads": a.threads, "torch": torch.__version__,
+    res = {"model": a.model, "backend": "pytorch-eager-" + a.device, "threads": a.threads, "torch": torch.__version__,
            "prompt_len": a.prompt_len, "gen": a.gen, "repeats": a.repeats,
            "prefill_tok_per_s": statistics.median(prefill), "decode_tok_per_s": statistics.median(decode)}
-    print("pytorch eager  prefill %.1f tok/s, decode %.2f tok/s (%d threads, torch %s)" % (
-        res["prefill_tok_per_s"], res["decode_tok_per_s"], a.threads, torch.__version__))
+    print("pytorch eager (%s)  prefill %.1f tok/s, decode %.2f tok/s (%d threads, torch %s)" % (
+        a.device, res["prefill_tok_per_s"], res["decode_tok_per_s"], a.threads, torch.__version__))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=2)
