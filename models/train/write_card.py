@@ -20,20 +20,25 @@ def main():
     cfg = json.load(open(os.path.join(a.model, "config.json")))
     pc = M.count_params(M.K3Micro(cfg))
     t, v = cfg["text_config"], cfg["vision_config"]
-    recs, start, done = [], None, False
+    recs, starts, done_at = [], [], set()
     lp = os.path.join(a.work, "log.jsonl")
     if os.path.exists(lp):
         for l in open(lp):
             r = json.loads(l)
-            if r.get("event") == "start" and start is None:
-                start = r
+            if r.get("event") == "start":
+                starts.append(r)
             elif r.get("event") == "done":
-                done = True
+                done_at.add(r["step"])
             elif "loss" in r:
                 recs.append(r)
     recs = sorted({r["step"]: r for r in recs}.values(), key=lambda r: r["step"])
-    args = (start or {}).get("args", {})
-    steps = args.get("steps", 3000)
+    # phases: the first start of each --phase-start (a resumed phase logs no new start)
+    phases = sorted({s["args"].get("phase_start", 0): s for s in reversed(starts)}.values(),
+                    key=lambda s: s["args"].get("phase_start", 0))
+    args = phases[0]["args"] if phases else {}
+    last_args = phases[-1]["args"] if phases else {}
+    steps = last_args.get("steps", 3000)
+    done = steps in done_at
     last = recs[-1] if recs else None
     secs = sum(r["sec"] for r in recs)
     res_p = os.path.join(a.model, "eval", "results.json")
@@ -91,18 +96,26 @@ def main():
     w("| synthetic scenes | `models/train/data.py` | generated (same licence as tessera) | 1–4 identical shapes "
       "(circle/square/triangle/cross), 6 colours, small/large, 112×112; captions (\"three small red triangles\") "
       "and Q&A (count, colour, shape, position); evaluation scenes use a disjoint seed space |\n")
-    w("Mix: each packed sequence draws documents at random — with probability ½ an image conversation "
-      "(Kimi chat format, default system turn in 70 %, 40 % Fashion-MNIST, 60 % scenes of which 40 % Q&A; loss "
-      "on the answer + `<|im_end|>` only), else a random window of the tokenised training text (loss on every "
-      "token).\n")
+    w("Mix: each packed sequence draws documents at random — an image conversation (probability ½ in the first "
+      "phase, 0.7 in the second; Kimi chat format with the default system turn in 55 %, without it in 25 %, raw "
+      "image + prompt in 20 %; 40 % Fashion-MNIST in the first phase, 25 % in the second, the rest scenes of which "
+      "40 % Q&A; loss on the answer + `<|im_end|>` only), else a random window of the tokenised training text "
+      "(loss on every token).\n")
     w("## Training (`scripts/train/train.sh`)\n")
     w("| setting | value |\n|---|---|")
     w("| optimiser | AdamW β=(0.9, 0.95), wd 0.1 on matrices, peak lr %.0e, 100 warm-up steps, cosine to 10 %%, "
       "clip 1.0, fp32 |" % args.get("lr", 3e-3))
     w("| steps | %d × 2,048 tokens; seed %s; batch = f(seed, step) so a resumed run is identical |" % (
         steps, args.get("seed", 1234)))
-    w("| context curriculum | 16×128 for steps 0–%d, 4×512 to %d, 1×2048 to %d (the scaled analogue of 8K → 1M) |" % (
-        int(steps * 0.8) - 1, int(steps * 0.92) - 1, steps - 1))
+    for ph in phases:
+        pa = ph["args"]
+        s0, s1 = pa.get("phase_start", 0), pa.get("steps", 3000)
+        n = s1 - s0
+        w("| phase from step %d | steps %d–%d: peak lr %.0e, %d warm-up steps, cosine to 10 %%; image documents %.0f %% "
+          "of pieces, %.0f %% of them Fashion-MNIST; context 16×128 to step %d, 4×512 to %d, 1×2048 to %d "
+          "(the scaled analogue of 8K → 1M) |" % (
+              s0, s0, s1 - 1, pa.get("lr", 3e-3), pa.get("warmup", 100), 100 * pa.get("image_frac", 0.5),
+              100 * pa.get("fashion_frac", 0.4), s0 + int(n * 0.8) - 1, s0 + int(n * 0.92) - 1, s1 - 1))
     w("| balancing | no auxiliary loss; every %d steps each MoE layer's bias b ← b − %.1f·c (Quantile Balancing, "
       "architecture.md §3.6: c_j = (q+1)-th largest margin of expert j over the steps' tokens, q = round(m·k/n)), "
       "then centred |" % (args.get("qb_every", 2), args.get("qb_eta", 0.5)))
