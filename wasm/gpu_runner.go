@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"syscall/js"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -24,9 +25,10 @@ const haveGPURunner = true
 // gpuBackend is the WGSL runner as a generate.Backend; the runner keeps
 // the sequence state on the device.
 type gpuBackend struct {
-	r   *wgsl.Runner
-	m   *model.Model
-	dev js.Value // the raw GPUDevice, for error scopes
+	r    *wgsl.Runner
+	m    *model.Model
+	dev  js.Value                // the raw GPUDevice, for error scopes
+	lost *atomic.Pointer[string] // set when the device is lost
 }
 
 func (g *gpuBackend) Config() *config.Config { return g.m.Cfg }
@@ -36,7 +38,34 @@ func (g *gpuBackend) Pos() int               { return g.r.Pos() }
 // Forward runs one step inside WebGPU error scopes: a command the browser
 // rejects is an error, never logits computed from zeroed buffers.
 func (g *gpuBackend) Forward(tokens []int, logits []float32) error {
-	return scoped(g.dev, "forward step", func() error { return g.r.Forward(tokens, logits) })
+	return g.scoped("forward step", func() error { return g.r.Forward(tokens, logits) })
+}
+
+// SamplesOnDevice and SampleNext pick each decoded token on the GPU
+// (generate.DeviceSampler): one 4-byte readback per token.
+func (g *gpuBackend) SamplesOnDevice(opt generate.SamplerOptions, vocab int) bool {
+	return g.r.SamplesOnDevice(opt, vocab)
+}
+
+func (g *gpuBackend) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int, u float64) (id int, err error) {
+	err = g.scoped("decode step", func() (err error) {
+		id, err = g.r.SampleNext(tokens, opt, vocab, u)
+		return err
+	})
+	return id, err
+}
+
+// scoped is scoped on this backend's device, also failing when the device
+// was lost (reads of a lost device's buffers give no data).
+func (g *gpuBackend) scoped(what string, f func() error) error {
+	if m := g.lost.Load(); m != nil {
+		return fmt.Errorf("the GPU device was lost (%s)", *m)
+	}
+	err := scoped(g.dev, what, f)
+	if m := g.lost.Load(); m != nil {
+		return fmt.Errorf("the GPU device was lost during the %s (%s)", what, *m)
+	}
+	return err
 }
 
 // scoped runs f with validation, out-of-memory and internal error scopes
@@ -76,7 +105,7 @@ func scoped(dev js.Value, what string, f func() error) (err error) {
 // ForwardEmbeddings is Forward for input embeddings [T, d] (image features
 // fused into the prompt), inside the same error scopes.
 func (g *gpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) error {
-	return scoped(g.dev, "forward step", func() error { return g.r.ForwardEmbeddings(emb, T, logits) })
+	return g.scoped("forward step", func() error { return g.r.ForwardEmbeddings(emb, T, logits) })
 }
 func (g *gpuBackend) Reset() error { return g.r.Reset() }
 
@@ -95,14 +124,44 @@ func (g gpuEncoder) Encode(px *imageio.Patches) (out []float32, err error) {
 	return out, err
 }
 
+// testDevice is the GPU device of the loaded engine (loseGPUForTest).
+var testDevice js.Value
+
+// loseGPUForTest destroys the engine's GPU device, as a driver reset or
+// a lost GPU would (tests of the fallback).
+func loseGPUForTest() bool {
+	if testDevice.IsUndefined() || testDevice.IsNull() {
+		return false
+	}
+	testDevice.Call("destroy")
+	return true
+}
+
 // useGPU moves e onto WebGPU: it acquires a device (requestDevice), uploads
 // the weights once and makes every generation reset and reuse that runner.
-// On failure e stays on the CPU.
-func useGPU(e *engine.Engine) (gpuInfo, error) {
+// If the device is later lost, a generation in progress fails with an
+// error saying so, and the next one runs on the CPU when fallback is set
+// (backend "auto"), else fails likewise. e must be nil-free; on failure
+// the caller reloads it for the CPU.
+func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
+	if e == nil {
+		return probeGPU(), errors.New("no engine")
+	}
 	jsDev, info, err := requestDevice()
 	if err != nil {
 		return info, err
 	}
+	lost := new(atomic.Pointer[string])
+	onLost := js.FuncOf(func(_ js.Value, a []js.Value) any {
+		li := arg(a, 0)
+		msg := "reason " + li.Get("reason").String()
+		if m := li.Get("message"); m.Type() == js.TypeString && m.String() != "" {
+			msg += ": " + m.String()
+		}
+		lost.Store(&msg)
+		return nil
+	})
+	jsDev.Get("lost").Call("then", onLost)
 	if js.Global().Get("wasm").IsUndefined() {
 		return info, errors.New("globalThis.wasm is not set: the loader must store the instantiated module there (WebGPU buffer uploads read the wasm memory through it)")
 	}
@@ -134,7 +193,7 @@ func useGPU(e *engine.Engine) (gpuInfo, error) {
 		d.Close()
 		return info, fmt.Errorf("uploading the model to the GPU: %w", err)
 	}
-	b := &gpuBackend{r: r, m: e.Model, dev: jsDev}
+	b := &gpuBackend{r: r, m: e.Model, dev: jsDev, lost: lost}
 	// Validate once before generating (every later step is checked too).
 	logits := make([]float32, e.Cfg.VocabSize)
 	ferr := b.Forward([]int{0}, logits)
@@ -149,7 +208,24 @@ func useGPU(e *engine.Engine) (gpuInfo, error) {
 		d.Close()
 		return info, fmt.Errorf("checking the GPU runner: %w", ferr)
 	}
+	// afterLoss answers a generation that starts after the device was lost.
+	afterLoss := func() error {
+		m := lost.Load()
+		if m == nil {
+			return nil
+		}
+		if !fallback {
+			return fmt.Errorf("the GPU device was lost (%s): load the model again", *m)
+		}
+		return e.UseCPU("the GPU device was lost (" + *m + ")")
+	}
 	e.NewRunner = func(_ *model.Model, maxContext int) (engine.Runner, error) {
+		if lost.Load() != nil {
+			if err := afterLoss(); err != nil {
+				return nil, err
+			}
+			return e.NewRunner(e.Model, maxContext) // the CPU runner now
+		}
 		if maxContext > r.MaxContext() {
 			return nil, fmt.Errorf("prompt + maxTokens = %d tokens exceed the GPU runner's context of %d", maxContext, r.MaxContext())
 		}
@@ -158,6 +234,12 @@ func useGPU(e *engine.Engine) (gpuInfo, error) {
 	// The vision tower (if any) is uploaded on the first image and kept.
 	var tower *wgsl.VisionTower
 	e.NewEncoder = func(m *model.Model) (generate.Encoder, func(), error) {
+		if lost.Load() != nil {
+			if err := afterLoss(); err != nil {
+				return nil, nil, err
+			}
+			return e.NewEncoder(e.Model)
+		}
 		if m.Vision == nil {
 			return nil, nil, errors.New("the model has no vision tower")
 		}
@@ -178,12 +260,15 @@ func useGPU(e *engine.Engine) (gpuInfo, error) {
 		return gpuEncoder{t: tower, dev: jsDev}, nil, nil
 	}
 	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
+	testDevice = jsDev
 	e.OnClose = func() {
 		if tower != nil {
 			tower.Close()
 		}
 		r.Close()
 		d.Close()
+		testDevice = js.Undefined()
+		onLost.Release()
 	}
 	return info, nil
 }

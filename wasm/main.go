@@ -77,6 +77,9 @@ func main() {
 		"cancel":   js.FuncOf(h.cancelGen),
 		"info":     js.FuncOf(h.info),
 		"dispose":  js.FuncOf(h.dispose),
+		// loseGPUForTest() → whether a GPU device was destroyed (tests of
+		// the device-lost fallback).
+		"loseGPUForTest": js.FuncOf(func(js.Value, []js.Value) any { return loseGPUForTest() }),
 		// conformance(perOp) → Promise<report>: the WGSL kernel
 		// conformance cases on this browser's WebGPU (-tags webgpu).
 		"conformance": js.FuncOf(func(_ js.Value, a []js.Value) any {
@@ -170,9 +173,9 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 				if e, err = engine.LoadDeferred(open); err != nil {
 					return nil, loadErr(err)
 				}
-				info, gerr = useGPU(e)
+				info, gerr = useGPU(e, backend == "auto")
 			} else {
-				info, gerr = useGPU(nil)
+				info, gerr = useGPU(nil, false)
 			}
 			h.gpu = &info
 			if gerr == nil {

@@ -348,6 +348,13 @@ async function gpuCheck() {
     const info = await e.info();
     out.adapter = info.adapter;
     out.weightsDeferred = info.weightsDeferred;
+    // the GPU device is lost: backend 'auto' goes on on the CPU, same ids
+    out.lost = await e._loseGPUForTest();
+    out.afterLossIds = [];
+    for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
+      if (p.id >= 0) out.afterLossIds.push(p.id);
+    }
+    out.afterLossBackend = (await e.info()).backend;
     e.dispose();
   } catch (e) {
     out.error = e.message;

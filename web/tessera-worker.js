@@ -381,6 +381,8 @@ async function handle(msg) {
     }
     case 'info':
       return (await started).info();
+    case 'loseGPU':
+      return (await started).loseGPUForTest();
     case 'conformance': {
       // The WGSL kernel conformance cases on this browser's WebGPU
       // (bundles built with -tags conformance); no model needed.

@@ -263,6 +263,16 @@ export class Tessera {
     }
   }
 
+  /**
+   * Test hook: destroys the engine's GPU device as a lost GPU would. The
+   * next generation runs on the CPU when the engine was loaded with
+   * backend 'auto' (info().backend says why), else fails with an error.
+   * Resolves to whether there was a GPU device to lose.
+   */
+  async _loseGPUForTest() {
+    return this.#call({ type: 'loseGPU' });
+  }
+
   /** Frees the model and stops the worker. */
   dispose() {
     if (this.#worker) {

@@ -103,12 +103,15 @@ type testReport struct {
 		CachedWeights int `json:"cachedWeights"`
 	} `json:"quota"`
 	GPU *struct {
-		Backend         string `json:"backend"`
-		IDs             []int  `json:"ids"`
-		SampledIDs      []int  `json:"sampledIds"`
-		WeightsDeferred bool   `json:"weightsDeferred"`
-		Error           string `json:"error"`
-		Adapter         struct {
+		Backend          string `json:"backend"`
+		IDs              []int  `json:"ids"`
+		SampledIDs       []int  `json:"sampledIds"`
+		WeightsDeferred  bool   `json:"weightsDeferred"`
+		Lost             bool   `json:"lost"`
+		AfterLossIDs     []int  `json:"afterLossIds"`
+		AfterLossBackend string `json:"afterLossBackend"`
+		Error            string `json:"error"`
+		Adapter          struct {
 			Errors []string `json:"errors"`
 		} `json:"adapter"`
 		Stats struct {
@@ -428,6 +431,12 @@ func TestBrowserE2E(t *testing.T) {
 		}
 		if !g.WeightsDeferred {
 			t.Errorf("the WebGPU engine loaded the weights into the wasm heap (weightsDeferred false)")
+		}
+		// a lost GPU device: backend auto goes on on the CPU with the same ids
+		if !g.Lost || !slices.Equal(g.AfterLossIDs, native) || !strings.HasPrefix(g.AfterLossBackend, "cpu (wasm); the GPU device was lost") {
+			t.Errorf("after losing the GPU device: lost %v, ids %v, backend %q; want the CPU with ids %v", g.Lost, g.AfterLossIDs, g.AfterLossBackend, native)
+		} else {
+			t.Logf("after losing the GPU device: %s; ids match native", g.AfterLossBackend)
 		}
 	}
 	// Kernel conformance cases on the browser's WebGPU: every op family.

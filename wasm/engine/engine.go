@@ -138,6 +138,29 @@ func load(open safetensors.Opener, deferred bool) (*Engine, error) {
 	return e, nil
 }
 
+// UseCPU moves the engine back to the CPU runner (after the GPU device was
+// lost): it frees the GPU side (OnClose), loads every weight matrix from the
+// checkpoint when the model was deferred, and notes reason in Backend.
+func (e *Engine) UseCPU(reason string) error {
+	if e.ck == nil {
+		return errors.New("the engine is closed")
+	}
+	if e.OnClose != nil {
+		e.OnClose()
+		e.OnClose = nil
+	}
+	if e.Model.Deferred {
+		m, err := model.Load(e.Cfg, e.ck)
+		if err != nil {
+			return fmt.Errorf("loading the weights for the CPU: %w", err)
+		}
+		e.Model = m
+	}
+	e.NewRunner, e.NewEncoder = NewCPURunner, NewCPUEncoder
+	e.Backend = CPUBackend + "; " + reason
+	return nil
+}
+
 // readFile reads a whole file through open, refusing more than limit bytes.
 func readFile(open safetensors.Opener, name string, limit int64) ([]byte, error) {
 	src, err := open(name)
