@@ -28,6 +28,7 @@ func (d *Device) Close() {}
 // RunnerOptions size a GPU Runner (see the cgo build).
 type RunnerOptions struct {
 	MaxChunk, MaxContext int
+	MemoryBudget         int64
 }
 
 // RunnerStats describes a Runner call (see the cgo build).

@@ -53,6 +53,15 @@ type benchResult struct {
 	GPUBytes           int64  `json:"gpu_bytes,omitempty"`
 }
 
+// benchGPUArgs are the settings benchGPU measures with.
+type benchGPUArgs struct {
+	dir                     string
+	promptLen, gen, repeats int
+	chunk                   int
+	weightBytes, readBytes  int64
+	jsonOut                 string
+}
+
 // sweepResult is decode speed and memory at one context length.
 type sweepResult struct {
 	Context       int     `json:"context"`

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -10,14 +12,6 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/wgsl"
 )
-
-type benchGPUArgs struct {
-	dir                     string
-	promptLen, gen, repeats int
-	chunk                   int
-	weightBytes, readBytes  int64
-	jsonOut                 string
-}
 
 // benchGPU is `tessera bench` on the GPU runner: prefill through the
 // session, decode with the argmax taken on the device (one 4-byte readback
