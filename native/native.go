@@ -34,7 +34,14 @@ var logOnce sync.Once
 // are logged once per process (unless TESSERA_GPU_QUIET is set) so a run that
 // silently fell back to a CPU driver such as lavapipe is visible. The
 // returned device owns the instance and adapter; Close releases them.
-func Open() (*wgsl.Device, error) {
+func Open() (*wgsl.Device, error) { return open(true) }
+
+// OpenQuiet is Open without the adapter line on stderr, for callers that
+// report the adapter themselves (the CLI prints it once the model is on
+// the GPU, so a failure is one line).
+func OpenQuiet() (*wgsl.Device, error) { return open(false) }
+
+func open(logAdapter bool) (*wgsl.Device, error) {
 	quietMesa()
 	wgpu.SetLogLevel(wgpu.LogLevelError) // drop harmless EGL-probe warnings
 	inst := wgpu.CreateInstance(nil)     // nil only: bug 2
@@ -54,11 +61,13 @@ func Open() (*wgsl.Device, error) {
 		return nil, fmt.Errorf("native: request device on %q (%s): %v", info.Name, info.DriverDescription, err)
 	}
 	desc := fmt.Sprintf("%s | driver %s | %s | %s", info.Name, info.DriverDescription, info.BackendType, info.AdapterType)
-	logOnce.Do(func() {
-		if os.Getenv("TESSERA_GPU_QUIET") == "" {
-			fmt.Fprintf(os.Stderr, "tessera: GPU adapter %s\n", desc)
-		}
-	})
+	if logAdapter {
+		logOnce.Do(func() {
+			if os.Getenv("TESSERA_GPU_QUIET") == "" {
+				fmt.Fprintf(os.Stderr, "tessera: GPU adapter %s\n", desc)
+			}
+		})
+	}
 	d, err := wgsl.NewDevice(dev, desc, func() {
 		dev.Release()
 		ad.Release()

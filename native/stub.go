@@ -18,3 +18,6 @@ var ErrUnavailable = errors.New("native: built without cgo (or for js): no wgpu-
 
 // Open always fails in this build.
 func Open() (*wgsl.Device, error) { return nil, ErrUnavailable }
+
+// OpenQuiet always fails in this build.
+func OpenQuiet() (*wgsl.Device, error) { return nil, ErrUnavailable }

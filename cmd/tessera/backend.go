@@ -37,13 +37,19 @@ func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.
 		e.cpu.Close()
 		return nil, err
 	}
-	d, err := native.Open()
+	d, err := native.OpenQuiet()
 	if err == nil {
 		var r *wgsl.Runner
 		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: maxContext, MemoryBudget: budget}); err == nil {
 			e.gpu, e.dev, e.name = r, d, "gpu"
+			// the adapter, so a silent fallback to a CPU driver such as
+			// lavapipe is visible (after the upload: a failure is one line)
+			if os.Getenv("TESSERA_GPU_QUIET") == "" {
+				fmt.Fprintf(stderr, "tessera: GPU adapter %s\n", d.Info())
+			}
 			return e, nil
 		}
+		err = fmt.Errorf("on %s: %w", d.Info(), err)
 		d.Close()
 	}
 	if backend == "gpu" {

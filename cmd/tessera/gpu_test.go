@@ -77,7 +77,7 @@ func TestCLIGPUMemoryBudget(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "needs about")
 	require.Contains(t, errs, "but 0.1 MiB is available")
-	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, errs)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, "one line on stderr:\n%s", errs)
 	code, auto, errs := tessera(t, append(args, "--backend", "auto")...)
 	require.Zero(t, code, errs)
 	require.Contains(t, errs, "running on the CPU")
