@@ -19,4 +19,12 @@ case " $* " in
 *) K3_THREADS=${K3_THREADS:-1} $PY models/train/train.py --work models/train/work --out models/k3-micro \
 	--steps 4500 --phase-start 3000 --warmup 50 --lr 1e-3 --image-frac 0.7 --fashion-frac 0.25 ;;
 esac
-$PY models/train/evaluate.py --model models/k3-micro --work models/train/work && $PY models/train/write_card.py --model models/k3-micro --work models/train/work
+$PY models/train/evaluate.py --model models/k3-micro --work models/train/work
+# tessera's own answers, for the card's per-attribute breakdown (when the binary is built)
+pred=
+if [ -x bin/tessera ] && bin/tessera eval caption --model models/k3-micro --data models/k3-micro/eval/captions.jsonl \
+	--predictions models/train/work/predictions.jsonl; then
+	pred="--predictions models/train/work/predictions.jsonl"
+fi
+# shellcheck disable=SC2086
+$PY models/train/write_card.py --model models/k3-micro --work models/train/work $pred
