@@ -23,7 +23,7 @@ build: setup
 # here, models/k3-micro/MODEL_CARD.md) on an image + prompt and on a text
 # prompt, on the GPU when an adapter is found, else on the CPU.
 DEMO    ?= models/k3-micro
-IMAGE   ?= $(DEMO)/eval/scenes/001.png
+IMAGE   ?= $(DEMO)/eval/scenes/020.png
 run: build
 	$(BIN) inspect $(DEMO)
 	@echo "--- caption of $(IMAGE):"
