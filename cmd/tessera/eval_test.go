@@ -137,3 +137,13 @@ func TestEvalMatchesReference(t *testing.T) {
 	}
 	require.InEpsilon(t, ref.PPL.PPL, ppl, 0.005)
 }
+
+// The shipped k3-micro captions the held-out scene `make run` shows
+// correctly (the demo must convince).
+func TestRunCaptionsHeldOutScene(t *testing.T) {
+	dir := filepath.Join("..", "..", "models", "k3-micro")
+	code, out, errs := tessera(t, "run", "--model", dir, "--image", filepath.Join(dir, "eval", "scenes", "020.png"),
+		"--prompt", "Describe the image.", "--max-tokens", "16")
+	require.Zero(t, code, errs)
+	require.Equal(t, "four large green squares", strings.TrimSpace(out))
+}
