@@ -37,6 +37,10 @@ func (r *Runner) ffn(i int, l *Layer, xn, out []float32, T int) {
 // combined result is normalised (routed_expert_norm) and projected back up;
 // the shared experts run on the full x, unscaled.
 func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
+	if T == 1 {
+		r.moeDecode(w, xn, out)
+		return
+	}
 	c, s := r.M.Cfg, &r.s
 	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
 	logits := s.logits[:T*E]
@@ -89,5 +93,78 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 		sh := s.tokY[:T*d]
 		r.glu(w.SharedExperts, xn, sh, T, s.h1, s.h2)
 		add(out[:T*d], sh)
+	}
+}
+
+// moeDecode is moe for one token with its GEMVs batched (ref.LinearBatch):
+// the router and the latent down-projection in one parallel region, the
+// selected and shared experts' gate and up projections in a second, their
+// down projections in a third — instead of one region per matrix (3 per
+// expert), which cost more in synchronisation than the small expert
+// matrices take to stream. Results equal moe's: the same row kernels, the
+// experts combined in the same (expert id) order.
+func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
+	c, s := r.M.Cfg, &r.s
+	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
+	wd := c.ExpertWidth()
+	logits, z := s.logits[:E], xn
+	gs := append(s.gemvs[:0], ref.GEMV{W: w.Gate, X: xn, Out: logits})
+	if w.RoutedExpertDownProj != nil {
+		z = s.lat[:wd]
+		gs = append(gs, ref.GEMV{W: w.RoutedExpertDownProj, X: xn, Out: z})
+	}
+	ref.LinearBatch(r.pool, gs)
+	router := ref.Router{TopK: K, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
+		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	idx, wts := s.idx[:K], s.wts[:K]
+	router.Route(idx, wts, logits, w.EScoreCorrectionBias, s.router)
+	// slots in expert id order (moe combines experts in that order)
+	order := s.order[:K]
+	for k := range order {
+		order[k] = k
+		for i := k; i > 0 && idx[order[i]] < idx[order[i-1]]; i-- {
+			order[i], order[i-1] = order[i-1], order[i]
+		}
+	}
+	I := c.MoEIntermediateSize
+	gs = gs[:0]
+	for k, e := range idx {
+		ex := &w.Experts[e]
+		gs = append(gs, ref.GEMV{W: ex.GateProj, X: z, Out: s.dh1[k*I : (k+1)*I]},
+			ref.GEMV{W: ex.UpProj, X: z, Out: s.dh2[k*I : (k+1)*I]})
+	}
+	sh := w.SharedExperts
+	var shI int
+	if sh != nil {
+		shI = sh.GateProj.Rows
+		gs = append(gs, ref.GEMV{W: sh.GateProj, X: xn, Out: s.dh1[K*I : K*I+shI]},
+			ref.GEMV{W: sh.UpProj, X: xn, Out: s.dh2[K*I : K*I+shI]})
+	}
+	ref.LinearBatch(r.pool, gs)
+	act := r.act()
+	act.GLU(s.dh1[:K*I+shI], s.dh1[:K*I+shI], s.dh2[:K*I+shI])
+	gs = gs[:0]
+	for k, e := range idx {
+		gs = append(gs, ref.GEMV{W: w.Experts[e].DownProj, X: s.dh1[k*I : (k+1)*I], Out: s.dy[k*wd : (k+1)*wd]})
+	}
+	if sh != nil {
+		gs = append(gs, ref.GEMV{W: sh.DownProj, X: s.dh1[K*I : K*I+shI], Out: s.dy[K*wd : K*wd+d]})
+	}
+	ref.LinearBatch(r.pool, gs)
+	acc := s.racc[:wd]
+	clear(acc)
+	for _, k := range order {
+		ref.Axpy(wts[k], s.dy[k*wd:(k+1)*wd], acc)
+	}
+	if w.RoutedExpertUpProj != nil {
+		if w.RoutedExpertNorm != nil {
+			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
+		}
+		ref.Linear(r.pool, out[:d], acc, 1, w.RoutedExpertUpProj)
+	} else {
+		copy(out[:d], acc)
+	}
+	if sh != nil {
+		add(out[:d], s.dy[K*wd:K*wd+d])
 	}
 }

@@ -69,6 +69,10 @@ type scratch struct {
 	wts                           []float32 // [T, K]
 	byExpert                      [][]int32 // token·K+slot per expert
 	tokX, tokY                    []float32 // gathered rows for one expert
+	// one decoded token's experts, batched (moeDecode)
+	dh1, dh2, dy []float32  // [K·I + I_shared], [K·w + d]
+	gemvs        []ref.GEMV // the products of one batch
+	order        []int      // slots in expert order
 }
 
 // errDeferred is the CPU runner's answer for a model whose weights were
@@ -112,11 +116,16 @@ func NewRunner(m *Model, opt Options) *Runner {
 	w := c.ExpertWidth()
 	s.lat, s.racc = f(T*w), f(T*w)
 	s.tokX, s.tokY = f(T*w), f(T*max(w, d))
+	s.gemvs = make([]ref.GEMV, 0, max(2*c.TopK+2, 8)) // batched GEMVs of a decode step
 	if c.NumExperts > 0 {
 		s.router = f(2 * c.NumExperts)
 		s.logits = f(T * c.NumExperts)
 		s.idx = make([]int, T*c.TopK)
 		s.wts = f(T * c.TopK)
+		Ie, Ish := c.MoEIntermediateSize, c.NumSharedExperts*c.MoEIntermediateSize
+		s.dh1, s.dh2 = f(c.TopK*Ie+Ish), f(c.TopK*Ie+Ish)
+		s.dy = f(c.TopK*w + d)
+		s.order = make([]int, c.TopK)
 		s.byExpert = make([][]int32, c.NumExperts)
 		for e := range s.byExpert {
 			s.byExpert[e] = make([]int32, 0, T*c.TopK)
@@ -325,22 +334,49 @@ func (r *Runner) kda(st *KDAState, w *KDA, xn, out []float32, T int) {
 	hd := H * dk
 	q, k, v := s.q[:T*hd], s.k[:T*hd], s.v[:T*hd]
 	qc, kc, vc := s.qc[:T*hd], s.kc[:T*hd], s.vc[:T*hd]
-	ref.Linear(p, q, xn, T, w.QProj)
-	ref.Linear(p, k, xn, T, w.KProj)
-	ref.Linear(p, v, xn, T, w.VProj)
+	beta, fa, g, gate := s.beta[:T*H], s.fa[:T*dk], s.g[:T*hd], s.gate[:T*hd]
+	var ga []float32 // the low-rank output gate's first product
+	if w.GProj == nil {
+		ga = s.gr[:T*w.GAProj.Rows]
+	}
+	if T == 1 {
+		// a decoded token: every projection of xn in one parallel region
+		gs := append(s.gemvs[:0], ref.GEMV{W: w.QProj, X: xn, Out: q}, ref.GEMV{W: w.KProj, X: xn, Out: k},
+			ref.GEMV{W: w.VProj, X: xn, Out: v}, ref.GEMV{W: w.BProj, X: xn, Out: beta}, ref.GEMV{W: w.FAProj, X: xn, Out: fa})
+		if w.GProj != nil {
+			gs = append(gs, ref.GEMV{W: w.GProj, X: xn, Out: gate})
+		} else {
+			gs = append(gs, ref.GEMV{W: w.GAProj, X: xn, Out: ga})
+		}
+		ref.LinearBatch(p, gs)
+	} else {
+		ref.Linear(p, q, xn, T, w.QProj)
+		ref.Linear(p, k, xn, T, w.KProj)
+		ref.Linear(p, v, xn, T, w.VProj)
+		ref.Linear(p, beta, xn, T, w.BProj)
+		ref.Linear(p, fa, xn, T, w.FAProj)
+		if w.GProj != nil {
+			ref.Linear(p, gate, xn, T, w.GProj)
+		} else {
+			ref.Linear(p, ga, xn, T, w.GAProj)
+		}
+	}
 	ref.ShortConv(qc, q, w.QConv1d, st.ConvQ, T, hd, K)
 	ref.ShortConv(kc, k, w.KConv1d, st.ConvK, T, hd, K)
 	ref.ShortConv(vc, v, w.VConv1d, st.ConvV, T, hd, K)
 	ref.L2Norm(qc, dk, 1e-6, float32(1/math.Sqrt(float64(dk))))
 	ref.L2Norm(kc, dk, 1e-6, 1)
-	beta := s.beta[:T*H]
-	ref.Linear(p, beta, xn, T, w.BProj)
 	for i, b := range beta {
 		beta[i] = ref.Sigmoid(b)
 	}
-	fa, g := s.fa[:T*dk], s.g[:T*hd]
-	ref.Linear(p, fa, xn, T, w.FAProj)
-	ref.Linear(p, g, fa, T, w.FBProj)
+	if T == 1 && w.GProj == nil { // the two second-stage products together
+		ref.LinearBatch(p, append(s.gemvs[:0], ref.GEMV{W: w.FBProj, X: fa, Out: g}, ref.GEMV{W: w.GBProj, X: ga, Out: gate}))
+	} else {
+		ref.Linear(p, g, fa, T, w.FBProj)
+		if w.GProj == nil {
+			ref.Linear(p, gate, ga, T, w.GBProj)
+		}
+	}
 	ref.KDAGate(g, g, w.DtBias, w.ALog, H, dk, c.GateBounded, c.GateLowerBound)
 	o := s.o[:T*hd]
 	a := ref.KDAArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: st.S}
@@ -348,13 +384,6 @@ func (r *Runner) kda(st *KDAState, w *KDA, xn, out []float32, T int) {
 		ref.KDARecurrent(p, &a)
 	} else {
 		ref.KDAChunked(p, &a, r.Opt.KDAChunk)
-	}
-	gate := s.gate[:T*hd]
-	if w.GProj != nil {
-		ref.Linear(p, gate, xn, T, w.GProj)
-	} else {
-		ref.Linear(p, fa, xn, T, w.GAProj)
-		ref.Linear(p, gate, fa, T, w.GBProj)
 	}
 	ref.RMSNormGated(o, o, gate, w.ONorm, c.RMSNormEps, ref.GateSigmoid)
 	ref.Linear(p, out, o, T, w.OProj)
@@ -368,17 +397,34 @@ func (r *Runner) kda(st *KDAState, w *KDA, xn, out []float32, T int) {
 func (r *Runner) mlaForward(st *State, cache *ref.LatentCache, w *MLA, xn, out []float32, T int) {
 	c, s, p := r.M.Cfg, &r.s, r.pool
 	H, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
-	q := s.q[:T*H*(dn+dr)]
-	if w.QProj != nil {
-		ref.Linear(p, q, xn, T, w.QProj)
+	q, qa := s.q[:T*H*(dn+dr)], s.qa[:T*max(c.QLoraRank, 0)]
+	kva, gate := s.kva[:T*(rkv+dr)], s.gate[:T*H*dv]
+	if T == 1 { // a decoded token: the projections of xn in one parallel region
+		gs := append(s.gemvs[:0], ref.GEMV{W: w.KVAProjWithMQA, X: xn, Out: kva})
+		if w.QProj != nil {
+			gs = append(gs, ref.GEMV{W: w.QProj, X: xn, Out: q})
+		} else {
+			gs = append(gs, ref.GEMV{W: w.QAProj, X: xn, Out: qa})
+		}
+		if w.GProj != nil {
+			gs = append(gs, ref.GEMV{W: w.GProj, X: xn, Out: gate})
+		}
+		ref.LinearBatch(p, gs)
 	} else {
-		qa := s.qa[:T*c.QLoraRank]
-		ref.Linear(p, qa, xn, T, w.QAProj)
+		if w.QProj != nil {
+			ref.Linear(p, q, xn, T, w.QProj)
+		} else {
+			ref.Linear(p, qa, xn, T, w.QAProj)
+		}
+		ref.Linear(p, kva, xn, T, w.KVAProjWithMQA)
+		if w.GProj != nil {
+			ref.Linear(p, gate, xn, T, w.GProj)
+		}
+	}
+	if w.QProj == nil {
 		ref.RMSNorm(qa, qa, w.QALayernorm, c.RMSNormEps)
 		ref.Linear(p, q, qa, T, w.QBProj)
 	}
-	kva := s.kva[:T*(rkv+dr)]
-	ref.Linear(p, kva, xn, T, w.KVAProjWithMQA)
 	for t := 0; t < T; t++ {
 		row := kva[t*(rkv+dr):][:rkv]
 		ref.RMSNorm(row, row, w.KVALayernorm, c.RMSNormEps)
@@ -394,8 +440,6 @@ func (r *Runner) mlaForward(st *State, cache *ref.LatentCache, w *MLA, xn, out [
 		ref.MLANaive(p, &a, &r.mla)
 	}
 	if w.GProj != nil {
-		gate := s.gate[:T*H*dv]
-		ref.Linear(p, gate, xn, T, w.GProj)
 		for i, gv := range gate {
 			o[i] *= ref.Sigmoid(gv)
 		}

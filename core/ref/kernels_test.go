@@ -203,3 +203,38 @@ func BenchmarkDot(b *testing.B) {
 		})
 	}
 }
+
+// LinearBatch equals Linear (T = 1) product by product, bit for bit, over
+// dtypes and shapes that straddle the workers' row split.
+func TestLinearBatchEqualsLinear(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	p := NewPool(2)
+	defer p.Close()
+	var gs []GEMV
+	var want [][]float32
+	for i, s := range [][2]int{{1, 1}, {7, 33}, {130, 64}, {3, 1000}, {257, 17}} {
+		rows, cols := s[0], s[1]
+		var W *tensor.Mat
+		switch dt := []tensor.DType{tensor.F32, tensor.BF16, tensor.F16, tensor.Q8, tensor.F32}[i]; dt {
+		case tensor.F32:
+			W = tensor.NewF32(rows, cols, randVec(r, rows*cols, 1))
+		case tensor.Q8:
+			W = tensor.Quantize(tensor.NewF32(rows, cols, randVec(r, rows*cols, 1)))
+		default:
+			W = tensor.NewHalf(rows, cols, dt, halfBits(r, rows*cols, dt))
+		}
+		x := randVec(r, cols, 1)
+		w := make([]float32, rows)
+		Linear(p, w, x, 1, W)
+		want = append(want, w)
+		gs = append(gs, GEMV{W: W, X: x, Out: make([]float32, rows)})
+	}
+	LinearBatch(p, gs)
+	for i, g := range gs {
+		for o := range g.Out {
+			if g.Out[o] != want[i][o] {
+				t.Fatalf("product %d row %d: batch %v, Linear %v", i, o, g.Out[o], want[i][o])
+			}
+		}
+	}
+}

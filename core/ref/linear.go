@@ -56,15 +56,7 @@ func (j *linearJob) Run(w, lo, hi int) {
 	if T < gemmToks {
 		for o := lo; o < hi; o++ {
 			for t := 0; t < T; t++ {
-				xt := j.x[t*in : (t+1)*in]
-				switch j.W.DType {
-				case tensor.F32:
-					j.out[t*outN+o] = dot(j.W.F32[o*in:(o+1)*in], xt)
-				case tensor.Q8:
-					j.out[t*outN+o] = dotQ8(j.W.I8[o*in:(o+1)*in], j.W.Scale[o], xt)
-				default:
-					j.out[t*outN+o] = dotHalf(j.W.U16[o*in:(o+1)*in], xt, j.W.DType, buf)
-				}
+				j.out[t*outN+o] = rowDot(j.W, o, j.x[t*in:(t+1)*in], buf)
 			}
 		}
 		return
@@ -123,6 +115,64 @@ func (j *linearJob) runHalfFused(lo, hi int, buf []float32) {
 			for t := t0; t < T; t++ {
 				j.out[t*outN+o0+r] = dotHalf(row, j.x[t*in:(t+1)*in], dt, buf)
 			}
+		}
+	}
+}
+
+// rowDot is W[o,:]·x with the streaming dot kernel of W's dtype (buf:
+// scratch of W.Cols floats for kernels that widen into memory).
+func rowDot(W *tensor.Mat, o int, x, buf []float32) float32 {
+	in := W.Cols
+	switch W.DType {
+	case tensor.F32:
+		return dot(W.F32[o*in:(o+1)*in], x)
+	case tensor.Q8:
+		return dotQ8(W.I8[o*in:(o+1)*in], W.Scale[o], x)
+	default:
+		return dotHalf(W.U16[o*in:(o+1)*in], x, W.DType, buf)
+	}
+}
+
+// GEMV is one matrix-vector product of a LinearBatch: Out = W·X (Linear
+// with T = 1; X has W.Cols values, Out W.Rows).
+type GEMV struct {
+	W      *tensor.Mat
+	X, Out []float32
+}
+
+// LinearBatch computes every product in gs, as Linear with T = 1 would,
+// in one parallel region: the rows of all the matrices are split over the
+// workers as one range. A decode step's selected experts are many small
+// GEMVs; batched they pay one synchronisation instead of one each, and
+// every worker streams rows all the time.
+func LinearBatch(p *Pool, gs []GEMV) {
+	p = poolOr(p)
+	rows, cols := 0, 1
+	for _, g := range gs {
+		rows += g.W.Rows
+		cols = max(cols, g.W.Cols)
+	}
+	j := &p.batch
+	*j = batchJob{gs: gs, scratch: p.rowScratch(cols)}
+	p.For(rows, 1+32768/cols, j)
+	*j = batchJob{}
+}
+
+type batchJob struct {
+	gs      []GEMV
+	scratch [][]float32
+}
+
+func (j *batchJob) Run(w, lo, hi int) {
+	base := 0
+	for _, g := range j.gs {
+		n := g.W.Rows
+		for o := max(lo, base); o < min(hi, base+n); o++ {
+			g.Out[o-base] = rowDot(g.W, o-base, g.X, j.scratch[w])
+		}
+		base += n
+		if base >= hi {
+			return
 		}
 	}
 }
