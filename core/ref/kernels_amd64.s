@@ -23,10 +23,11 @@
 	VADDSS X1, X0, X0
 
 // func dotAVX2(a, b *float32, n int) float32
-// The streaming dot kernels prefetch 2 KiB ahead of the weights (and,
-// for dotAVX2, of both operands: attention streams the cache through the
-// second): the hardware prefetcher alone left one GEMV stream per core at
-// about 60 % of the machine's bandwidth (BENCHMARKS.md).
+// The streaming dot kernels prefetch ahead of the weights — 4 KiB for
+// f16/bf16 (one iteration reads a 64-byte line), 2 KiB for f32 (both
+// operands: attention streams the cache through the second) and int8 —
+// the hardware prefetcher alone left one GEMV stream per core well below
+// the machine's bandwidth (distances measured in BENCHMARKS.md).
 TEXT ·dotAVX2(SB), NOSPLIT, $0-28
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
@@ -98,7 +99,7 @@ TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 bdot32:
 	CMPQ CX, $32
 	JL   bdot8
-	PREFETCHT0 2048(SI)
+	PREFETCHT0 4096(SI)
 	VPMOVZXWD (SI), Y4
 	VPMOVZXWD 16(SI), Y5
 	VPMOVZXWD 32(SI), Y6
@@ -161,7 +162,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
 hdot32:
 	CMPQ CX, $32
 	JL   hdot8
-	PREFETCHT0 2048(SI)
+	PREFETCHT0 4096(SI)
 	VCVTPH2PS (SI), Y4
 	VCVTPH2PS 16(SI), Y5
 	VCVTPH2PS 32(SI), Y6
