@@ -128,13 +128,23 @@ func (g gpuEncoder) Encode(px *imageio.Patches) (out []float32, err error) {
 var testDevice js.Value
 
 // loseGPUForTest destroys the engine's GPU device, as a driver reset or
-// a lost GPU would (tests of the fallback).
-func loseGPUForTest() bool {
-	if testDevice.IsUndefined() || testDevice.IsNull() {
-		return false
-	}
-	testDevice.Call("destroy")
-	return true
+// a lost GPU would (tests of the fallback). It returns a Promise that
+// resolves, once the loss has been observed, to whether there was a
+// device to lose.
+func loseGPUForTest() any {
+	return promise(func() (any, error) {
+		if testDevice.IsUndefined() || testDevice.IsNull() {
+			return false, nil
+		}
+		lost := testDevice.Get("lost")
+		testDevice.Call("destroy")
+		// the runner's own handler was attached first, so it has run
+		// when this await resumes
+		if _, err := await(lost); err != nil {
+			return nil, err
+		}
+		return true, nil
+	})
 }
 
 // useGPU moves e onto WebGPU: it acquires a device (requestDevice), uploads

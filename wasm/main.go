@@ -77,8 +77,8 @@ func main() {
 		"cancel":   js.FuncOf(h.cancelGen),
 		"info":     js.FuncOf(h.info),
 		"dispose":  js.FuncOf(h.dispose),
-		// loseGPUForTest() → whether a GPU device was destroyed (tests of
-		// the device-lost fallback).
+		// loseGPUForTest() → Promise<whether a GPU device was destroyed>
+		// (tests of the device-lost fallback).
 		"loseGPUForTest": js.FuncOf(func(js.Value, []js.Value) any { return loseGPUForTest() }),
 		// conformance(perOp) → Promise<report>: the WGSL kernel
 		// conformance cases on this browser's WebGPU (-tags webgpu).
