@@ -29,6 +29,9 @@ var (
 	errNoAdapter = errors.New("WebGPU is present but the browser offers no adapter (GPU blocklisted or WebGPU disabled; headless Chromium needs --enable-unsafe-webgpu); tessera runs on the CPU instead")
 )
 
+// errGPULost wraps the errors of GPU steps that found the device lost.
+var errGPULost = errors.New("the GPU device was lost")
+
 // gpuErrors holds the first uncaptured WebGPU errors of the GPU runner's
 // device.
 var gpuErrors []string

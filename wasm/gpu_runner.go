@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall/js"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 
@@ -59,11 +60,16 @@ func (g *gpuBackend) SampleNext(tokens []int, opt generate.SamplerOptions, vocab
 // was lost (reads of a lost device's buffers give no data).
 func (g *gpuBackend) scoped(what string, f func() error) error {
 	if m := g.lost.Load(); m != nil {
-		return fmt.Errorf("the GPU device was lost (%s)", *m)
+		return fmt.Errorf("%w (%s)", errGPULost, *m)
 	}
 	err := scoped(g.dev, what, f)
+	if err != nil && g.lost.Load() == nil {
+		// a failed step may be the first sign of a lost device: give its
+		// lost promise a moment to settle before naming the cause
+		settle(g.dev.Get("lost"), 250*time.Millisecond)
+	}
 	if m := g.lost.Load(); m != nil {
-		return fmt.Errorf("the GPU device was lost during the %s (%s)", what, *m)
+		return fmt.Errorf("%w during the %s (%s)", errGPULost, what, *m)
 	}
 	return err
 }
@@ -127,21 +133,35 @@ func (g gpuEncoder) Encode(px *imageio.Patches) (out []float32, err error) {
 // testDevice is the GPU device of the loaded engine (loseGPUForTest).
 var testDevice js.Value
 
+// settle waits until p settles or d has passed, whichever comes first.
+func settle(p js.Value, d time.Duration) {
+	timer := js.FuncOf(func(_ js.Value, a []js.Value) any {
+		js.Global().Call("setTimeout", arg(a, 0), d.Milliseconds())
+		return nil
+	})
+	defer timer.Release()
+	promise := js.Global().Get("Promise")
+	_, _ = await(promise.Call("race", js.ValueOf([]any{p, promise.New(timer)})))
+}
+
 // loseGPUForTest destroys the engine's GPU device, as a driver reset or
 // a lost GPU would (tests of the fallback). It returns a Promise that
-// resolves, once the loss has been observed, to whether there was a
-// device to lose.
-func loseGPUForTest() any {
+// resolves to whether there was a device to lose — with wait, only once
+// the loss has been observed; without, at once (the next generation then
+// meets the loss in the middle of a step, as with a real GPU fault).
+func loseGPUForTest(wait bool) any {
 	return promise(func() (any, error) {
 		if testDevice.IsUndefined() || testDevice.IsNull() {
 			return false, nil
 		}
 		lost := testDevice.Get("lost")
 		testDevice.Call("destroy")
-		// the runner's own handler was attached first, so it has run
-		// when this await resumes
-		if _, err := await(lost); err != nil {
-			return nil, err
+		if wait {
+			// the runner's own handler was attached first, so it has run
+			// when this await resumes
+			if _, err := await(lost); err != nil {
+				return nil, err
+			}
 		}
 		return true, nil
 	})

@@ -14,7 +14,7 @@ var errNoGPURunner = errors.New("this tessera.wasm was built without the WebGPU 
 
 func useGPU(*engine.Engine, bool) (gpuInfo, error) { return probeGPU(), errNoGPURunner }
 
-func loseGPUForTest() any { return false }
+func loseGPUForTest(bool) any { return false }
 
 // haveGPURunner: this bundle has no WebGPU runner.
 const haveGPURunner = false

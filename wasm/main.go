@@ -77,9 +77,10 @@ func main() {
 		"cancel":   js.FuncOf(h.cancelGen),
 		"info":     js.FuncOf(h.info),
 		"dispose":  js.FuncOf(h.dispose),
-		// loseGPUForTest() → Promise<whether a GPU device was destroyed>
-		// (tests of the device-lost fallback).
-		"loseGPUForTest": js.FuncOf(func(js.Value, []js.Value) any { return loseGPUForTest() }),
+		// loseGPUForTest(wait) → Promise<whether a GPU device was
+		// destroyed> (tests of the device-lost fallback; wait: resolve
+		// once the loss has been observed).
+		"loseGPUForTest": js.FuncOf(func(_ js.Value, a []js.Value) any { return loseGPUForTest(arg(a, 0).Truthy()) }),
 		// conformance(perOp) → Promise<report>: the WGSL kernel
 		// conformance cases on this browser's WebGPU (-tags webgpu).
 		"conformance": js.FuncOf(func(_ js.Value, a []js.Value) any {
@@ -299,11 +300,20 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		defer cancel()
 		y := newYielder()
 		defer y.close()
-		st, err := e.Generate(ctx, opt, func(p engine.Piece) bool {
+		emitted := false
+		emit := func(p engine.Piece) bool {
+			emitted = true
 			onToken.Invoke(p.ID, p.Text)
 			y.maybe(10 * time.Millisecond) // let a cancel message in
 			return ctx.Err() == nil
-		})
+		}
+		st, err := e.Generate(ctx, opt, emit)
+		if err != nil && !emitted && errors.Is(err, errGPULost) {
+			// the device was lost before this generation produced a token:
+			// run it again, on the CPU under backend "auto" (the engine's
+			// runner factory switches), else failing with the same cause
+			st, err = e.Generate(ctx, opt, emit)
+		}
 		if err != nil {
 			return nil, err
 		}

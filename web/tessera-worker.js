@@ -382,7 +382,7 @@ async function handle(msg) {
     case 'info':
       return (await started).info();
     case 'loseGPU':
-      return (await started).loseGPUForTest();
+      return (await started).loseGPUForTest(!!msg.wait);
     case 'conformance': {
       // The WGSL kernel conformance cases on this browser's WebGPU
       // (bundles built with -tags conformance); no model needed.

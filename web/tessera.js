@@ -267,10 +267,11 @@ export class Tessera {
    * Test hook: destroys the engine's GPU device as a lost GPU would. The
    * next generation runs on the CPU when the engine was loaded with
    * backend 'auto' (info().backend says why), else fails with an error.
-   * Resolves to whether there was a GPU device to lose.
+   * Resolves to whether there was a GPU device to lose; with wait, only
+   * once the engine has observed the loss.
    */
-  async _loseGPUForTest() {
-    return this.#call({ type: 'loseGPU' });
+  async _loseGPUForTest(wait = false) {
+    return this.#call({ type: 'loseGPU', wait });
   }
 
   /** Frees the model and stops the worker. */
