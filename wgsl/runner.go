@@ -196,6 +196,10 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 	hd := int64(max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1))
 	inter := int64(max(c.IntermediateSize, c.TopK*c.MoEIntermediateSize, 1))
 	scratch := 4 * (T*(12*d+12*hd+2*inter+V) + 2*V + int64(c.NumHeads)*int64(opt.MaxContext))
+	if c.NumExperts > 0 { // grouped-expert order and outputs
+		K, E := int64(c.TopK), int64(c.NumExperts)
+		scratch += 4 * (E + 1 + T*K + T*K*int64(max(c.HiddenSize, c.ExpertWidth())))
+	}
 	return Memory{
 		Weights: text * per,
 		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
