@@ -74,7 +74,7 @@ type Runner struct {
 	fromEmb                       bool    // the piece being recorded starts from embIn
 	h, slots                      *Buffer // residual stream or AttnRes block slots
 	nslots                        int
-	x, xn                         *Buffer
+	xn                            *Buffer
 	q, k, v, qkvc, g, gate, o     *Buffer
 	beta, fa, qa, kva             *Buffer
 	lat, racc, elog, idx, wts, hb *Buffer
@@ -616,7 +616,7 @@ func (r *Runner) load(m *model.Model) error {
 	} else {
 		r.h = L.buf(T * d)
 	}
-	r.x, r.xn = L.buf(T*d), L.buf(T*d)
+	r.xn = L.buf(T * d)
 	r.qkvc = L.buf(3 * T * hd) // conv outputs q, k, v, T·hd words apart
 	for _, p := range []**Buffer{&r.q, &r.k, &r.v, &r.g, &r.gate, &r.o} {
 		*p = L.buf(T * hd)
@@ -847,8 +847,7 @@ func (r *Runner) layerDone(T int) error {
 func (r *Runner) record(T int) error {
 	c, dv := r.cfg, r.d
 	d, eps := c.HiddenSize, c.RMSNormEps
-	x, xn := r.x.At(0), r.xn.At(0)
-	var final View
+	xn := r.xn.At(0)
 	if c.AttnResBlockSize == 0 {
 		h := r.h.At(0)
 		if err := r.embedInput(h.Rows(d), T); err != nil {
@@ -873,8 +872,9 @@ func (r *Runner) record(T int) error {
 				return err
 			}
 		}
-		final = h
-	} else {
+		return dv.RMSNorm(xn, h, r.norm, T, d, eps)
+	}
+	{
 		// Block AttnRes: token t's slots are [t][nslots][d]; completed
 		// block b sits in slot b and the running partial sum p in slot nb,
 		// so "block nb := p" needs no copy.
@@ -887,11 +887,13 @@ func (r *Runner) record(T int) error {
 		nb, havePart := 0, true
 		for i := range r.layers {
 			l := &r.layers[i]
+			// the AttnRes read and the input norm in one dispatch (layer 0
+			// reads the embedding straight from its slot)
 			var err error
 			if nb > 0 {
-				err = dv.AttnRes(x.Rows(d), src, ts, nb+b2i(havePart), d, T, l.resProj, l.resNorm, eps)
+				err = dv.AttnResNorm(xn.Rows(d), src, ts, nb+b2i(havePart), d, T, l.resProj, l.resNorm, eps, l.in, eps)
 			} else {
-				err = dv.Copy(x.Rows(d), p(nb), T, d)
+				err = dv.RMSNormRows(xn.Rows(d), p(nb), l.in, T, d, eps)
 			}
 			if err != nil {
 				return err
@@ -900,19 +902,13 @@ func (r *Runner) record(T int) error {
 				nb++
 				havePart = false
 			}
-			if err := dv.RMSNorm(xn, x, l.in, T, d, eps); err != nil {
-				return err
-			}
 			// the mixer's output projection writes (new block) or adds
 			// into the partial sum, and so does the FFN's
 			if err := r.mixer(l, T, p(nb), havePart); err != nil {
 				return fmt.Errorf("layer %d mixer: %w", i, err)
 			}
 			havePart = true
-			if err := dv.AttnRes(x.Rows(d), src, ts, nb+1, d, T, l.mlpProj, l.mlpNorm, eps); err != nil {
-				return err
-			}
-			if err := dv.RMSNorm(xn, x, l.post, T, d, eps); err != nil {
+			if err := dv.AttnResNorm(xn.Rows(d), src, ts, nb+1, d, T, l.mlpProj, l.mlpNorm, eps, l.post, eps); err != nil {
 				return err
 			}
 			if err := r.ffnBlock(l, T, p(nb)); err != nil {
@@ -922,12 +918,8 @@ func (r *Runner) record(T int) error {
 				return err
 			}
 		}
-		if err := dv.AttnRes(x.Rows(d), src, ts, nb+1, d, T, r.outProj, r.outNorm, eps); err != nil {
-			return err
-		}
-		final = x
+		return dv.AttnResNorm(xn.Rows(d), src, ts, nb+1, d, T, r.outProj, r.outNorm, eps, r.norm, eps)
 	}
-	return dv.RMSNorm(xn, final, r.norm, T, d, eps)
 }
 
 // embedInput records the piece's input rows into out: the embedding

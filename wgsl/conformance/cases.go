@@ -302,6 +302,30 @@ func Cases() []Case {
 			check(g, g.D.AttnRes(out.Rows(n), g.Up(src).Rows(n), nsrc*n, nsrc, n, T, g.Up(w), g.Up(gm), 1e-6))
 			return g.Read(out, T*n), want
 		})
+		// AttnResNorm: the read and the RMSNorm after it, fused (into
+		// strided output rows).
+		add("AttnResNorm", "F32", fmt.Sprintf("srcs=%d d=%d T=%d", nsrc, n, T), 1e-11, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+			src := RandVec(r, T*nsrc*n, 3)
+			w, gm, nw := RandVec(r, n, 1), RandVec(r, n, 1), RandVec(r, n, 1)
+			want := make([]float32, T*n)
+			for t := 0; t < T; t++ {
+				srcs := make([][]float32, nsrc)
+				for i := range srcs {
+					srcs[i] = src[(t*nsrc+i)*n : (t*nsrc+i+1)*n]
+				}
+				row := want[t*n : (t+1)*n]
+				ref.AttnRes(row, srcs, w, gm, 1e-6, make([]float32, nsrc))
+				ref.RMSNorm(row, row, nw, 1e-5)
+			}
+			st := n + 3
+			out := g.Zeros(T * st)
+			check(g, g.D.AttnResNorm(out.Rows(st), g.Up(src).Rows(n), nsrc*n, nsrc, n, T, g.Up(w), g.Up(gm), 1e-6, g.Up(nw), 1e-5))
+			all, got := g.Read(out, T*st), make([]float32, 0, T*n)
+			for t := 0; t < T; t++ {
+				got = append(got, all[t*st:t*st+n]...)
+			}
+			return got, want
+		})
 	}
 	cs = append(cs, modelCases()...)
 	cs = append(cs, visionCases()...)
