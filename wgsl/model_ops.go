@@ -3,6 +3,7 @@
 package wgsl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -123,13 +124,9 @@ func (d *Device) GLUGrouped(out, x Strided, T int, w *GLUWeights, r Routing, act
 	}
 	K := r.K
 	no, nh, ny := GroupScratchWords(w, T, K)
-	for _, c := range []struct {
-		err error
-	}{{x.check(T, w.In, "GLUGrouped x")}, {out.check(T, w.Out, "GLUGrouped out")},
-		{sc.Ord.check(no, "GLUGrouped order")}, {sc.H.check(nh, "GLUGrouped h")}, {sc.Y.check(ny, "GLUGrouped y")}} {
-		if c.err != nil {
-			return c.err
-		}
+	if err := errors.Join(x.check(T, w.In, "GLUGrouped x"), out.check(T, w.Out, "GLUGrouped out"),
+		sc.Ord.check(no, "GLUGrouped order"), sc.H.check(nh, "GLUGrouped h"), sc.Y.check(ny, "GLUGrouped y")); err != nil {
+		return err
 	}
 	mode := 0
 	if act.SiTU {
