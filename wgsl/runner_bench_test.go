@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/wgsl"
 )
@@ -17,14 +18,7 @@ import (
 // TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and dispatches/token.
 func BenchmarkRunnerDecode(b *testing.B) {
 	d := device(b)
-	name, dt := os.Getenv("TESSERA_BENCH_PRESET"), os.Getenv("TESSERA_BENCH_DTYPE")
-	if name == "" {
-		name = "k3-nano"
-	}
-	if dt == "" {
-		dt = "BF16"
-	}
-	m := presetModel(b, name, 1, safetensors.DType(dt))
+	name, dt, m := benchModel(b)
 	ctx := 32 + b.N + 1
 	r, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 32, MaxContext: max(ctx, 64)})
 	if err != nil {
@@ -57,14 +51,7 @@ func BenchmarkRunnerDecode(b *testing.B) {
 // experts grouped by expert (default) and per (token, slot).
 func BenchmarkRunnerPrefill(b *testing.B) {
 	d := device(b)
-	name, dt := os.Getenv("TESSERA_BENCH_PRESET"), os.Getenv("TESSERA_BENCH_DTYPE")
-	if name == "" {
-		name = "k3-nano"
-	}
-	if dt == "" {
-		dt = "BF16"
-	}
-	m := presetModel(b, name, 1, safetensors.DType(dt))
+	_, _, m := benchModel(b)
 	const T = 64
 	prompt := make([]int, T)
 	for i := range prompt {
@@ -89,4 +76,18 @@ func BenchmarkRunnerPrefill(b *testing.B) {
 			b.ReportMetric(float64(b.N*T)/b.Elapsed().Seconds(), "tok/s")
 		})
 	}
+}
+
+// benchModel is the random preset the runner benchmarks use:
+// TESSERA_BENCH_PRESET (default k3-nano) in TESSERA_BENCH_DTYPE (default
+// BF16), built in memory.
+func benchModel(b *testing.B) (name, dt string, m *model.Model) {
+	name, dt = os.Getenv("TESSERA_BENCH_PRESET"), os.Getenv("TESSERA_BENCH_DTYPE")
+	if name == "" {
+		name = "k3-nano"
+	}
+	if dt == "" {
+		dt = "BF16"
+	}
+	return name, dt, presetModel(b, name, 1, safetensors.DType(dt))
 }
