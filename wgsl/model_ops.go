@@ -128,12 +128,9 @@ func (d *Device) GLUGrouped(out, x Strided, T int, w *GLUWeights, r Routing, act
 		sc.Ord.check(no, "GLUGrouped order"), sc.H.check(nh, "GLUGrouped h"), sc.Y.check(ny, "GLUGrouped y")); err != nil {
 		return err
 	}
-	mode := 0
-	if act.SiTU {
-		if act.Beta == 0 {
-			return fmt.Errorf("wgsl: GLUGrouped: SiTU with β = 0")
-		}
-		mode = 1
+	mode, err := actMode(act, "GLUGrouped")
+	if err != nil {
+		return err
 	}
 	kern := func(entry string) (*kernel, error) { return d.kernel("moe_grouped.wgsl", entry, 6) }
 	pr := func(rows, cols, st, eWords, xOff, xStride, oOff, oStride int) params {
@@ -368,6 +365,17 @@ func (r Routing) check(T int, what string) (useIdx bool, err error) {
 	return true, r.Wts.check(T*r.K, what+" weights")
 }
 
+// actMode is the GLU kernels' activation code: 0 SiLU-GLU, 1 SiTU-GLU.
+func actMode(act ref.Act, op string) (int, error) {
+	if !act.SiTU {
+		return 0, nil
+	}
+	if act.Beta == 0 {
+		return 0, fmt.Errorf("wgsl: %s: SiTU with β = 0", op)
+	}
+	return 1, nil
+}
+
 // GLUGateUp records h[t·K+k] = act(gate_e x[t], up_e x[t]) (ref.Act.GLU of
 // the two projections) for the K experts e each token selected, reading
 // the ids from the GPU; x rows are x.Stride words apart, h is [T·K, I].
@@ -385,12 +393,9 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	if err := h.check(T*r.K*w.I, "GLUGateUp h"); err != nil {
 		return err
 	}
-	mode := 0
-	if act.SiTU {
-		if act.Beta == 0 {
-			return fmt.Errorf("wgsl: GLUGateUp: SiTU with β = 0")
-		}
-		mode = 1
+	mode, err := actMode(act, "GLUGateUp")
+	if err != nil {
+		return err
 	}
 	if (w.In+1)/2/8 > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
