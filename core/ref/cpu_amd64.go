@@ -31,3 +31,6 @@ func detectAVX2() bool {
 	_, ebx7, _, _ := cpuid(7, 0)
 	return ebx7&(1<<5) != 0 // AVX2
 }
+
+// spinPause executes PAUSE: a polite busy-wait step.
+func spinPause()

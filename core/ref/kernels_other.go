@@ -28,3 +28,15 @@ func gemmTileHalf(w []uint16, ldw int, x []float32, ldx, n int, out []float32, l
 func dotQ8(w []int8, scale float32, x []float32) float32 { return dotQ8Generic(w, scale, x) }
 
 func widenQ8(dst []float32, src []int8, scale float32) { widenQ8Generic(dst, src, scale) }
+
+// rowsDot writes out[o-lo] = W[o, :]·x for lo ≤ o < hi (buf: scratch of
+// W.Cols floats).
+func rowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
+	out = out[:hi-lo]
+	for o := lo; o < hi; o++ {
+		out[o-lo] = rowDot(W, o, x, buf)
+	}
+}
+
+// spinPause is one busy-wait step (no PAUSE instruction here).
+func spinPause() {}

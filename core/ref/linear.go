@@ -53,6 +53,10 @@ func (j *linearJob) Run(w, lo, hi int) {
 	if j.scratch != nil {
 		buf = j.scratch[w]
 	}
+	if T == 1 {
+		rowsDot(j.W, lo, hi, j.x, j.out[lo:hi], buf)
+		return
+	}
 	if T < gemmToks {
 		for o := lo; o < hi; o++ {
 			for t := 0; t < T; t++ {
@@ -167,8 +171,8 @@ func (j *batchJob) Run(w, lo, hi int) {
 	base := 0
 	for _, g := range j.gs {
 		n := g.W.Rows
-		for o := max(lo, base); o < min(hi, base+n); o++ {
-			g.Out[o-base] = rowDot(g.W, o-base, g.X, j.scratch[w])
+		if a, b := max(lo, base), min(hi, base+n); a < b {
+			rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
 		}
 		base += n
 		if base >= hi {

@@ -11,7 +11,8 @@ package ref
 
 import (
 	"runtime"
-	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Job is a unit of data-parallel work over an index range [lo, hi).
@@ -23,10 +24,23 @@ type Job interface {
 
 // Pool runs Jobs on a fixed set of goroutines. A Pool is used by one
 // sequence of ops at a time (it is not safe for concurrent For calls).
+//
+// A decode step is a few hundred short parallel regions, so waking workers
+// through the scheduler (tens of microseconds each) would cost more than
+// the work: workers spin on a generation counter for spinWait after their
+// last job and only then park on a channel, and the caller spins while the
+// workers finish. An idle pool parks within spinWait and burns no CPU.
 type Pool struct {
-	n     int
-	start []chan span
-	wg    sync.WaitGroup
+	n int
+	// gen is bumped once per dispatched For; spans[w] is worker w's part.
+	gen   atomic.Uint32
+	spans []span
+	// left counts the workers that have not finished the current For.
+	left atomic.Int32
+	// parked[w] is set while worker w sleeps on wake[w].
+	parked []atomic.Bool
+	wake   []chan struct{}
+	quit   atomic.Bool
 
 	// rows is per-worker scratch for widening half-precision weight rows.
 	rows [][]float32
@@ -43,24 +57,70 @@ type span struct {
 	lo, hi int
 }
 
+// spinWait is how long an idle worker polls for the next job before it
+// parks (and how long the caller polls before yielding its thread).
+const spinWait = 100 * time.Microsecond
+
 // NewPool starts a pool of n workers (n ≤ 0: GOMAXPROCS). Worker 0 is the
 // calling goroutine, so a pool of one worker runs everything inline.
 func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{n: n, start: make([]chan span, n)}
+	p := &Pool{n: n, spans: make([]span, n), parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n)}
 	for w := 1; w < n; w++ {
-		ch := make(chan span)
-		p.start[w] = ch
-		go func(w int) {
-			for s := range ch {
-				s.job.Run(w, s.lo, s.hi)
-				p.wg.Done()
-			}
-		}(w)
+		p.wake[w] = make(chan struct{}, 1)
+		go p.worker(w)
 	}
 	return p
+}
+
+// worker runs worker w's span of each generation until the pool closes.
+func (p *Pool) worker(w int) {
+	var seen uint32 // generation 0: no job yet (For may run before we start)
+	for {
+		if !p.await(w, seen) {
+			return
+		}
+		seen = p.gen.Load()
+		if s := p.spans[w]; s.lo < s.hi {
+			s.job.Run(w, s.lo, s.hi)
+		}
+		p.left.Add(-1)
+	}
+}
+
+// await returns once the generation differs from seen (true) or the pool
+// is closed (false): spinning for spinWait, then parked on wake[w].
+func (p *Pool) await(w int, seen uint32) bool {
+	var t0 time.Time
+	for i := 0; ; i++ {
+		if p.quit.Load() {
+			return false
+		}
+		if p.gen.Load() != seen {
+			return true
+		}
+		if i&63 != 63 {
+			spinPause()
+			continue
+		}
+		if t0.IsZero() {
+			t0 = time.Now()
+			continue
+		}
+		if time.Since(t0) < spinWait {
+			continue
+		}
+		// Park. The caller bumps gen before it reads parked, and we set
+		// parked before we re-read gen, so one of us sees the other.
+		p.parked[w].Store(true)
+		if p.gen.Load() == seen && !p.quit.Load() {
+			<-p.wake[w]
+		}
+		p.parked[w].Store(false)
+		t0 = time.Time{}
+	}
 }
 
 // Workers is the number of workers; per-worker scratch is indexed by the
@@ -69,8 +129,12 @@ func (p *Pool) Workers() int { return p.n }
 
 // Close stops the worker goroutines.
 func (p *Pool) Close() {
+	p.quit.Store(true)
 	for w := 1; w < p.n; w++ {
-		close(p.start[w])
+		select {
+		case p.wake[w] <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -92,18 +156,39 @@ func (p *Pool) For(n, grain int, job Job) {
 		return
 	}
 	step := (n + parts - 1) / parts
-	p.wg.Add(parts - 1)
-	for w := 1; w < parts; w++ {
-		lo := w * step
-		hi := min(lo+step, n)
-		if lo >= hi {
-			p.wg.Done()
-			continue
+	for w := 1; w < p.n; w++ {
+		lo := min(w*step, n)
+		p.spans[w] = span{job, lo, min(lo+step, n)}
+		if w >= parts {
+			p.spans[w] = span{}
 		}
-		p.start[w] <- span{job, lo, hi}
+	}
+	p.left.Store(int32(p.n - 1))
+	p.gen.Add(1)
+	for w := 1; w < p.n; w++ {
+		if p.parked[w].Load() {
+			select {
+			case p.wake[w] <- struct{}{}:
+			default:
+			}
+		}
 	}
 	job.Run(0, 0, min(step, n))
-	p.wg.Wait()
+	var t0 time.Time
+	for i := 0; p.left.Load() != 0; i++ {
+		if i&63 != 63 {
+			spinPause()
+			continue
+		}
+		if t0.IsZero() {
+			t0 = time.Now()
+		} else if time.Since(t0) > spinWait {
+			runtime.Gosched() // a worker may be waiting for a thread
+		}
+	}
+	for w := 1; w < p.n; w++ {
+		p.spans[w] = span{}
+	}
 }
 
 // rowScratch returns per-worker buffers of at least n floats, grown once.

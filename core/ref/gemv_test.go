@@ -1,0 +1,104 @@
+package ref
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// randMat is a rows×cols matrix of type dt with normal entries, and its
+// float32 values.
+func randMat(r *rand.Rand, rows, cols int, dt tensor.DType) (*tensor.Mat, []float32) {
+	switch dt {
+	case tensor.F32:
+		f := randVec(r, rows*cols, 1)
+		return tensor.NewF32(rows, cols, f), f
+	case tensor.Q8:
+		W := tensor.Quantize(tensor.NewF32(rows, cols, randVec(r, rows*cols, 1)))
+		return W, W.Float32()
+	}
+	W := tensor.NewHalf(rows, cols, dt, halfBits(r, rows*cols, dt))
+	return W, W.Float32()
+}
+
+// TestRowsDotMatchesGeneric checks the GEMV kernels (four rows at a time on
+// AVX-512, one at a time otherwise) against float64 sums for every dtype,
+// every inner length 0..100 (all remainders of the 32- and 16-wide loops)
+// and row counts around the four-row tile, and that a row's bits do not
+// depend on how [lo, hi) is cut.
+func TestRowsDotMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8} {
+		for in := 0; in <= 100; in++ {
+			rows := 1 + r.IntN(9)
+			W, wf := randMat(r, rows, in, dt)
+			x := randVec(r, in, 1)
+			buf := make([]float32, in)
+			all := make([]float32, rows)
+			rowsDot(W, 0, rows, x, all, buf)
+			for o := range rows {
+				wr := wf[o*in : (o+1)*in]
+				var s float64
+				for i := range wr {
+					s += float64(wr[i]) * float64(x[i])
+				}
+				tol := dotTol(wr, x)
+				if dt == tensor.Q8 {
+					tol += 1e-6 * float64(in) // the scale is applied after the sum
+				}
+				require.InDelta(t, s, all[o], tol, "%v in=%d rows=%d o=%d", dt, in, rows, o)
+			}
+			for lo := 0; lo < rows; lo++ {
+				for hi := lo + 1; hi <= rows; hi++ {
+					part := make([]float32, hi-lo)
+					rowsDot(W, lo, hi, x, part, buf)
+					require.Equal(t, all[lo:hi], part, "%v in=%d split [%d,%d)", dt, in, lo, hi)
+				}
+			}
+		}
+	}
+}
+
+// TestPoolRunsEverySpanOnce runs many For calls of every size on pools of
+// 1..4 workers, with pauses long enough for the workers to park, and
+// checks each index ran exactly once.
+func TestPoolRunsEverySpanOnce(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprint(workers), func(t *testing.T) {
+			p := NewPool(workers)
+			defer p.Close()
+			for round := range 300 {
+				n := round % 37
+				var hits [37]atomic.Int32
+				p.For(n, 1+round%5, countJob{&hits})
+				for i := range n {
+					require.EqualValues(t, 1, hits[i].Load(), "round %d n=%d index %d", round, n, i)
+				}
+				if round%100 == 99 {
+					var wg sync.WaitGroup
+					wg.Add(1)
+					go func() { defer wg.Done(); spinFor(3 * spinWait) }()
+					wg.Wait()
+				}
+			}
+		})
+	}
+}
+
+type countJob struct{ hits *[37]atomic.Int32 }
+
+func (j countJob) Run(_, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		j.hits[i].Add(1)
+	}
+}
+
+// spinFor sleeps for d (long enough for idle workers to park).
+func spinFor(d time.Duration) { time.Sleep(d) }
