@@ -103,9 +103,12 @@ test-builds:
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/
 	CGO_ENABLED=0 $(GO) build ./...
 
-lint:
+# gofmt, a tidy go.mod/go.sum (go mod tidy -diff) and go vet (which builds
+# the desktop app, hence setup).
+lint: setup
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' (the diff above is what it would change)"; exit 1; }
 	$(GO) vet ./...
 
 # Op and loop benchmarks, then `tessera bench` on k3-mini (speed, roofline,
