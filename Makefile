@@ -37,7 +37,9 @@ test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 # XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
+# djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with.
 test-unit: fetch-tokenizers
+	@scripts/setup.sh jpeg
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
 # The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must
