@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -62,6 +62,12 @@ serve: build wasm
 # prints and leave a screenshot that is not blank and shows the heatmap.
 test-desktop: setup
 	scripts/desktop/test.sh
+
+# The README's picture of the desktop app (cmd/tessera-desktop/screenshot.png),
+# from the Xvfb test's k3-micro case, stamped with the app's source hash:
+# TestReadmeScreenshotIsCurrent fails until it is rerun after an app change.
+desktop-screenshot: setup
+	TESSERA_DESKTOP_README=write scripts/desktop/test.sh
 
 # GPU kernels against the CPU reference (lavapipe when there is no GPU).
 # Under CI=true a missing adapter fails instead of skipping.
