@@ -49,7 +49,7 @@ func readPPM(t *testing.T, b []byte) *RGB {
 // TestJPEGAgainstLibjpegTurbo compares tessera's JPEG decoding (jpegli)
 // and image/jpeg with libjpeg-turbo's djpeg (Debian libjpeg-turbo-progs)
 // on a synthetic photo, and logs the time each takes. Skipped when djpeg
-// is not installed (scripts/setup.sh jpeg), failed then under CI=true.
+// is not installed (scripts/setup.sh jpeg); under CI=true that fails.
 func TestJPEGAgainstLibjpegTurbo(t *testing.T) {
 	djpeg, err := exec.LookPath("djpeg")
 	if err != nil {
