@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -37,7 +37,9 @@ test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 # XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
+# djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with.
 test-unit: fetch-tokenizers
+	@scripts/setup.sh jpeg
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
 # The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must
@@ -60,6 +62,12 @@ serve: build wasm
 # prints and leave a screenshot that is not blank and shows the heatmap.
 test-desktop: setup
 	scripts/desktop/test.sh
+
+# The README's picture of the desktop app (cmd/tessera-desktop/screenshot.png),
+# from the Xvfb test's k3-micro case, stamped with the app's source hash:
+# TestReadmeScreenshotIsCurrent fails until it is rerun after an app change.
+desktop-screenshot: setup
+	TESSERA_DESKTOP_README=write scripts/desktop/test.sh
 
 # GPU kernels against the CPU reference (lavapipe when there is no GPU).
 # Under CI=true a missing adapter fails instead of skipping.
@@ -103,9 +111,12 @@ test-builds:
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/
 	CGO_ENABLED=0 $(GO) build ./...
 
-lint:
+# gofmt, a tidy go.mod/go.sum (go mod tidy -diff) and go vet (which builds
+# the desktop app, hence setup).
+lint: setup
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' (the diff above is what it would change)"; exit 1; }
 	$(GO) vet ./...
 
 # Op and loop benchmarks, then `tessera bench` on k3-mini (speed, roofline,

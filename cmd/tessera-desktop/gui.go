@@ -106,7 +106,7 @@ func (u *ui) setImage(img *desk.LoadedImage) {
 		u.imgTex.Deallocate()
 	}
 	u.img, u.imgTex = img, ebiten.NewImageFromImage(img.Img)
-	u.setMessage(fmt.Sprintf("opened %s (%d×%d %s)", img.Name, img.W, img.H, img.Format), false)
+	u.setMessage(fmt.Sprintf("opened %s (%d×%d %s, %s)", img.Name, img.W, img.H, img.Format, img.Decoder), false)
 }
 
 // images is the opened image, when the model takes images.

@@ -19,6 +19,9 @@ func init() {
 	register("eval", "evaluate a model: held-out perplexity (eval ppl) and caption accuracy (eval caption)", cmdEval)
 }
 
+// cmdEval dispatches to "eval ppl" and "eval caption". Asked for help
+// (--help, -h, help) it prints both usages and succeeds like every other
+// subcommand's --help; anything else is a usage error.
 func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -30,6 +33,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "usage: tessera eval ppl --model DIR --file TEXT [--ctx N] [--bos]")
 	fmt.Fprintln(stderr, "       tessera eval caption --model DIR --data captions.jsonl [--limit N]")
+	fmt.Fprintln(stderr, "\nRun 'tessera eval ppl --help' or 'tessera eval caption --help' for their flags.")
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			return errHelp
+		}
+		return fmt.Errorf("eval: unknown subcommand %q: want ppl or caption: %w", args[0], errUsage)
+	}
 	return fmt.Errorf("eval: want the subcommand ppl or caption: %w", errUsage)
 }
 

@@ -139,3 +139,27 @@ func TestCLIImages(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "image 1")
 }
+
+// TestEveryHelpExitsZero asks every registered subcommand (and eval's two
+// subcommands) for --help and -h: each must print its usage and exit 0,
+// never run. A new subcommand is covered by registering it.
+func TestEveryHelpExitsZero(t *testing.T) {
+	var argvs [][]string
+	for name := range commands {
+		argvs = append(argvs, []string{name, "--help"}, []string{name, "-h"})
+	}
+	argvs = append(argvs,
+		[]string{"eval", "ppl", "--help"}, []string{"eval", "caption", "--help"},
+		[]string{"eval", "help"}, []string{"help"}, []string{"--help"})
+	require.Greater(t, len(commands), 10, "the commands registered themselves")
+	for _, args := range argvs {
+		code, out, errs := tessera(t, args...)
+		require.Equal(t, 0, code, "%v exited %d: %s", args, code, errs)
+		require.Contains(t, out+errs, "usage: tessera", "%v printed no usage", args)
+	}
+	// Not a help request: still a usage error.
+	for _, args := range [][]string{{"eval"}, {"eval", "bleu"}, {"eval", "--model", "x"}} {
+		code, _, errs := tessera(t, args...)
+		require.Equal(t, 2, code, "%v: %s", args, errs)
+	}
+}

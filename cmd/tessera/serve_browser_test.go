@@ -345,7 +345,10 @@ func TestBrowserE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := newHTTPServer(mux)
+	// Every 404 the page gets is a failure, except under /nope/, the
+	// failure check's deliberately missing model.
+	var missing notFoundLog
+	hs := newHTTPServer(missing.wrap(mux, "/nope/"))
 	go hs.Serve(ln)
 	defer hs.Close()
 
@@ -480,6 +483,10 @@ func TestBrowserE2E(t *testing.T) {
 		t.Errorf("reload: cache %+v, model requests %d → %d; want every file from Cache Storage, offline", r2.Cache, hitsAfter1, modelHits.Load())
 	}
 
+	if paths := missing.paths(); len(paths) > 0 {
+		t.Errorf("the page requested files the server does not have (404): %v", paths)
+	}
+
 	shotDir := os.Getenv("TESSERA_SCREENSHOT_DIR")
 	if shotDir == "" {
 		shotDir, err = os.MkdirTemp("", "tessera-browser-")
@@ -502,6 +509,48 @@ func TestBrowserE2E(t *testing.T) {
 	t.Logf("timings: wasm build %v, browser %v (native vision checks %v), total %v; screenshot %s", tBuild.Round(time.Millisecond),
 		time.Since(tLaunch).Round(time.Millisecond), tVisionNative.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), shot)
 }
+
+// notFoundLog records the paths a server answered with 404.
+type notFoundLog struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// wrap returns h, recording each 404 whose path has none of the prefixes
+// in expected.
+func (l *notFoundLog) wrap(h http.Handler, expected ...string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		if sw.code != http.StatusNotFound || slices.ContainsFunc(expected, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
+			return
+		}
+		l.mu.Lock()
+		l.list = append(l.list, r.Method+" "+r.URL.Path)
+		l.mu.Unlock()
+	})
+}
+
+// paths returns the recorded requests.
+func (l *notFoundLog) paths() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.list)
+}
+
+// statusWriter remembers the status code written through it; Unwrap lets
+// http.ResponseController reach the connection (hijacking, flushing).
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // e2eTestPNG writes a fixed 200×150 RGB PNG (no alpha channel) to path and
 // returns its bytes.

@@ -3,11 +3,12 @@
 // EXIF orientation for JPEG, smart resize to the patch grid, resampling,
 // mean/std normalisation and patchification in merge-window order.
 //
-// JPEG is decoded with the standard library's image/jpeg. The design card
-// named github.com/gen2brain/jpegli; it was measured slower here (1024×768
-// q90: image/jpeg 12–14 ms, jpegli 14.5–26 ms native and 4.4 s under js/wasm,
-// see docs/offline-resources.md §7), so jpegli is only used by a test that
-// compares the two decoders (jpegli_test.go).
+// Native builds decode JPEG with github.com/gen2brain/jpegli (libjpeg-style
+// C code compiled to WebAssembly, run by wazero) and fall back to the
+// standard library's image/jpeg for the files jpegli refuses; Info.Decoder
+// says which one decoded an image. BENCHMARKS.md has jpegli's cost and its
+// pixel difference from libjpeg-turbo, next to image/jpeg's. The browser
+// build registers no decoder: there the browser decodes images.
 //
 // Pixel conventions: an RGB image is 8-bit, row-major, 3 bytes per pixel.
 // Transparent pixels are composited over white. The float pipeline keeps
@@ -16,7 +17,6 @@
 package imageio
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"image"
@@ -63,6 +63,10 @@ type Info struct {
 	Format      string // "jpeg", "png", "gif" or "webp"
 	W, H        int    // stored size, before EXIF orientation
 	Orientation int    // EXIF orientation 1…8 (1 when absent or not JPEG)
+	// Decoder names the decoder that produced the pixels (set by Decode,
+	// empty after Probe): DecoderJPEGLI or DecoderStdJPEG for JPEG,
+	// "image/png", "image/gif" or "golang.org/x/image/webp" for the others.
+	Decoder string
 }
 
 var allowed = map[string]bool{"jpeg": true, "png": true, "gif": true, "webp": true}
@@ -90,7 +94,7 @@ func Probe(data []byte, lim Limits) (Info, error) {
 	if int64(len(data)) > lim.MaxBytes {
 		return Info{}, fmt.Errorf("%w: %d bytes exceeds the cap of %d", ErrTooLarge, len(data), lim.MaxBytes)
 	}
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	cfg, format, err := decodeConfig(data)
 	if err != nil {
 		return Info{}, fmt.Errorf("reading image header: %w (supported: JPEG, PNG, GIF, WebP)", err)
 	}
@@ -115,10 +119,11 @@ func Decode(data []byte, lim Limits) (*RGB, Info, error) {
 	if err != nil {
 		return nil, in, err
 	}
-	img, _, err := image.Decode(bytes.NewReader(data))
+	img, decoder, err := decodeImage(data, in.Format)
 	if err != nil {
 		return nil, in, fmt.Errorf("decoding %s image: %w", in.Format, err)
 	}
+	in.Decoder = decoder
 	b := img.Bounds()
 	if b.Dx() != in.W || b.Dy() != in.H {
 		return nil, in, fmt.Errorf("decoding %s image: header says %dx%d but pixels are %dx%d", in.Format, in.W, in.H, b.Dx(), b.Dy())

@@ -237,14 +237,20 @@ func (b *binder) vec(name string, shape ...int) []float32 {
 	return v
 }
 
-// vecAny binds a tensor with n elements whatever its shape (A_log is stored
-// as [H], [1,1,H,1] or per channel [H·dk] in different checkpoints).
+// vecAny binds a tensor with n elements whatever its shape; the spec (what
+// init-random writes) lists it as [allowed[0]].
 func (b *binder) vecAny(name string, allowed ...int) []float32 {
+	return b.vecAnyAs(name, []int{allowed[0]}, allowed...)
+}
+
+// vecAnyAs is vecAny with the shape the spec lists (A_log is stored as
+// [H], [1,1,H,1] or per channel [H·dk] in different checkpoints).
+func (b *binder) vecAnyAs(name string, specShape []int, allowed ...int) []float32 {
 	if b.err != nil {
 		return nil
 	}
 	if b.ck == nil {
-		b.spec = append(b.spec, TensorSpec{Name: name, Shape: []int{allowed[0]}})
+		b.spec = append(b.spec, TensorSpec{Name: name, Shape: specShape})
 		return nil
 	}
 	full := b.prefix + name
@@ -318,10 +324,12 @@ func (b *binder) layer(cfg *config.Config, i int) *Layer {
 			FAProj:  b.mat(a+"f_a_proj.weight", dk, d),
 			FBProj:  b.mat(a+"f_b_proj.weight", hd, dk),
 			DtBias:  b.vecAny(a+"dt_bias", hd),
-			ALog:    b.vecAny(a+"A_log", H, hd),
-			BProj:   b.mat(a+"b_proj.weight", H, d),
-			ONorm:   b.vec(a+"o_norm.weight", dk),
-			OProj:   b.mat(a+"o_proj.weight", d, hd),
+			// Written [1,1,H,1] as the Kimi-Linear checkpoints and vLLM's
+			// kimi_linear loader (which slices dimension 2) have it.
+			ALog:  b.vecAnyAs(a+"A_log", []int{1, 1, H, 1}, H, hd),
+			BProj: b.mat(a+"b_proj.weight", H, d),
+			ONorm: b.vec(a+"o_norm.weight", dk),
+			OProj: b.mat(a+"o_proj.weight", d, hd),
 		}
 		if cfg.FullRankGate {
 			k.GProj = b.mat(a+"g_proj.weight", hd, d)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/models/presets"
@@ -152,6 +153,19 @@ func TestDecodeImage(t *testing.T) {
 	}
 	if _, err := DecodeImage("y.png", bytes.NewReader([]byte("not an image"))); err == nil || !strings.Contains(err.Error(), "y.png") {
 		t.Errorf("error %v does not name the file", err)
+	}
+	// JPEG goes through the model's decoder: jpegli, EXIF orientation
+	// applied (quadrants-exif6.jpg is stored 64×40, shown 40×64).
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "images", "quadrants-exif6.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	li, err = DecodeImage("q.jpg", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if li.Format != "jpeg" || li.Decoder != imageio.DecoderJPEGLI || li.W != 40 || li.H != 64 {
+		t.Errorf("q.jpg: %s by %q, %d×%d; want jpeg by jpegli, 40×64", li.Format, li.Decoder, li.W, li.H)
 	}
 }
 

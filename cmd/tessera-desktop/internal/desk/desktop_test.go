@@ -45,8 +45,12 @@ func command(t *testing.T, ctx context.Context, name string, args ...string) []b
 }
 
 // TestScriptedUnderXvfb builds tessera and tessera-desktop, runs the app's scripted mode under Xvfb on a random
-// k3-nano and checks the screenshot (not blank, heatmap drawn, image shown,
-// text drawn) and that the text equals `tessera run`'s for the same inputs.
+// k3-nano (text, sampling, vision, WebGPU) and on k3-micro captioning a scene
+// (the README's picture), and checks the screenshot (not blank, heatmap
+// drawn, image shown, text drawn) and that the text equals `tessera run`'s
+// for the same inputs. With TESSERA_DESKTOP_README=write (make
+// desktop-screenshot) the k3-micro screenshot becomes
+// cmd/tessera-desktop/screenshot.png.
 func TestScriptedUnderXvfb(t *testing.T) {
 	xvfb := needTool(t, "xvfb-run")
 	goBin := needTool(t, "go")
@@ -60,16 +64,13 @@ func TestScriptedUnderXvfb(t *testing.T) {
 	command(t, ctx, cli, "init-random", "--config", "k3-nano", "--seed", "1", "--out", mdir)
 	vdir := filepath.Join(dir, "k3-nano-vision")
 	command(t, ctx, cli, "init-random", "--config", "k3-nano-vision", "--seed", "1", "--out", vdir)
-	cfg, err := config.Load(mdir)
+	// The README's picture: the bundled k3-micro captioning one of its
+	// evaluation scenes (make desktop-screenshot writes it).
+	micro, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "models", "k3-micro"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	moe := 0
-	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		if cfg.IsMoE(i) {
-			moe++
-		}
-	}
+	scene := filepath.Join(micro, "eval", "scenes", "020.png")
 	// A solid magenta test image: the image pane's centre must show it.
 	magenta := color.RGBA{0xe0, 0x20, 0xc0, 0xff}
 	img := image.NewRGBA(image.Rect(0, 0, 96, 64))
@@ -102,11 +103,16 @@ func TestScriptedUnderXvfb(t *testing.T) {
 		// The WebGPU runner (lavapipe here) gives the CPU's greedy text.
 		{"gpu", mdir, "gpu", map[string]any{"prompt": "The quick brown fox", "max_tokens": 24},
 			[]string{"--max-tokens", "24"}, false},
+		{"readme", micro, "cpu", map[string]any{"prompt": "Describe the image.", "max_tokens": 16, "image": scene},
+			[]string{"--max-tokens", "16", "--image", scene}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := tc.script
-			sc["image"], sc["screenshot"] = "in.png", tc.name+".png"
+			if _, ok := sc["image"]; !ok {
+				sc["image"] = "in.png"
+			}
+			sc["screenshot"] = tc.name + ".png"
 			js, _ := json.Marshal(sc)
 			spath := filepath.Join(dir, tc.name+".json")
 			if err := os.WriteFile(spath, js, 0o644); err != nil {
@@ -125,7 +131,24 @@ func TestScriptedUnderXvfb(t *testing.T) {
 					os.WriteFile(filepath.Join(out, "tessera-desktop-"+tc.name+".png"), data, 0o644)
 				}
 			}
-			checkScreenshot(t, shot, moe, cfg.NumExperts, magenta, tc.live)
+			cfg, err := config.Load(tc.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moe := 0
+			for i := 0; i < cfg.NumHiddenLayers; i++ {
+				if cfg.IsMoE(i) {
+					moe++
+				}
+			}
+			paneColor := magenta
+			if tc.name == "readme" {
+				paneColor = color.RGBA{} // a scene, not one colour: the centre is not checked
+			}
+			checkScreenshot(t, shot, moe, cfg.NumExperts, paneColor, tc.live)
+			if tc.name == "readme" && os.Getenv("TESSERA_DESKTOP_README") == "write" && !t.Failed() {
+				writeReadmeShot(t, shot)
+			}
 		})
 	}
 }
@@ -192,9 +215,9 @@ func checkScreenshot(t *testing.T, path string, moeLayers, experts int, imgColor
 	if live && (frac < 0.6 || len(cells) < 4) {
 		t.Errorf("heatmap region %v not drawn: %.0f%% non-background pixels (want ≥ 60%%), %d colours (want ≥ 4)", g, 100*frac, len(cells))
 	}
-	// The image pane shows the opened image.
+	// The image pane shows the opened image (when imgColor is opaque).
 	cx, cy := (ImageRect.Min.X+ImageRect.Max.X)/2, ImageRect.Min.Y+34+100
-	if c := rgb(cx, cy); !near(c, imgColor, 12) {
+	if c := rgb(cx, cy); imgColor.A != 0 && !near(c, imgColor, 12) {
 		t.Errorf("image pane centre (%d,%d) is %v, want the opened image's %v", cx, cy, c, imgColor)
 	}
 	// The output pane has text in it.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
-	_ "image/jpeg" // registers the JPEG decoder for image.Decode
-	_ "image/png"  // registers the PNG decoder for image.Decode
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tessera-llm/tessera/core/imageio"
 )
 
 // maxImageSide bounds the decoded image (pixels per side) so that a huge
@@ -20,14 +20,15 @@ const maxShownSide = 1024
 
 // LoadedImage is an image the user opened.
 type LoadedImage struct {
-	Name   string      // file name
-	Format string      // "png" or "jpeg"
-	W, H   int         // original size
-	Img    image.Image // possibly downscaled for display
-	Data   []byte      // the encoded file, for the model's vision tower
+	Name    string      // file name
+	Format  string      // "jpeg", "png", "gif" or "webp"
+	Decoder string      // what decoded it: "jpegli" for JPEG (image/jpeg for files jpegli refuses), …
+	W, H    int         // size as shown, after EXIF orientation
+	Img     image.Image // possibly downscaled for display
+	Data    []byte      // the encoded file, for the model's vision tower
 }
 
-// LoadImageFile decodes a PNG or JPEG file.
+// LoadImageFile decodes an image file (JPEG, PNG, GIF or WebP).
 func LoadImageFile(path string) (*LoadedImage, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -40,8 +41,10 @@ func LoadImageFile(path string) (*LoadedImage, error) {
 // maxImageBytes bounds the encoded file kept for the model.
 const maxImageBytes = 64 << 20
 
-// DecodeImage decodes a PNG or JPEG stream called name.
-func DecodeImage(name string, r io.ReadSeeker) (*LoadedImage, error) {
+// DecodeImage decodes an image stream called name with the decoder the
+// model uses (core/imageio: jpegli for JPEG, EXIF orientation applied), so
+// the pane shows what the vision tower sees.
+func DecodeImage(name string, r io.Reader) (*LoadedImage, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxImageBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading: %w", name, err)
@@ -49,24 +52,17 @@ func DecodeImage(name string, r io.ReadSeeker) (*LoadedImage, error) {
 	if len(data) > maxImageBytes {
 		return nil, fmt.Errorf("%s: larger than %d MiB", name, maxImageBytes>>20)
 	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("%s: rewinding: %w", name, err)
-	}
-	cfg, format, err := image.DecodeConfig(r)
+	rgb, info, err := imageio.Decode(data, imageio.Limits{MaxSide: maxImageSide, MaxBytes: maxImageBytes})
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a PNG or JPEG image: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxImageSide || cfg.Height > maxImageSide {
-		return nil, fmt.Errorf("%s: %d×%d pixels: each side must be 1–%d", name, cfg.Width, cfg.Height, maxImageSide)
+	img := image.NewRGBA(image.Rect(0, 0, rgb.W, rgb.H))
+	for i := 0; i < rgb.W*rgb.H; i++ {
+		copy(img.Pix[i*4:i*4+3], rgb.Pix[i*3:i*3+3])
+		img.Pix[i*4+3] = 255
 	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("%s: rewinding: %w", name, err)
-	}
-	img, _, err := image.Decode(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: decoding %s: %w", name, format, err)
-	}
-	return &LoadedImage{Name: name, Format: format, W: cfg.Width, H: cfg.Height, Img: shrink(img, maxShownSide), Data: data}, nil
+	return &LoadedImage{Name: name, Format: info.Format, Decoder: info.Decoder, W: rgb.W, H: rgb.H,
+		Img: shrink(img, maxShownSide), Data: data}, nil
 }
 
 // shrink returns img scaled down (box filter) so that neither side exceeds
