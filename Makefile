@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -37,7 +37,7 @@ test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 # XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
-test-unit: fetch-tokenizers
+test-unit: fetch-tokenizers fetch-peers
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
 # The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must
@@ -70,6 +70,15 @@ test-gpu: setup
 # versions, checked by sha256 (git-ignored cache under testdata/tokenizer).
 fetch-tokenizers:
 	@scripts/tokenizer/fetch.sh
+
+# The peer the fidelity test and bench-peers compare against: llama.cpp's
+# prebuilt shared libraries from npm at an exact version, checked by sha256
+# (git-ignored cache under testdata/peers). Off linux/amd64 there is no peer.
+fetch-peers:
+	@if [ "$$(uname -s)/$$(uname -m)" = Linux/x86_64 ]; then \
+	  command -v npm >/dev/null 2>&1 || scripts/setup.sh npm; \
+	  scripts/peers/fetch.sh; \
+	else echo "fetch-peers: no llama.cpp build for $$(uname -s)/$$(uname -m); the peer tests skip"; fi
 
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
