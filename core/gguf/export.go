@@ -135,6 +135,9 @@ func chooseArch(c *config.Config) (string, error) {
 		}
 		return arch, nil
 	}
+	if c.QLoraRank > 0 {
+		return "", refuse("q_lora_rank", "%d: llama.cpp's kimi-linear reads no q_lora_rank (its MLA takes a direct q_proj)", c.QLoraRank)
+	}
 	if !c.Renormalize || c.TopK < 2 {
 		return "", refuse("moe_renormalize", "routing weights not renormalised (moe_renormalize %v, top-k %d): llama.cpp's kimi-linear always renormalises", c.Renormalize, c.TopK)
 	}
