@@ -98,6 +98,7 @@ test-fuzz:
 	$(GO) test -run=NONE -fuzz='^FuzzParseConfig$$' -fuzztime=$(FUZZ_TIME) ./core/vision/
 	$(GO) test -run=NONE -fuzz='^FuzzWriteNPY$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
 	$(GO) test -run=NONE -fuzz='^FuzzServeHTTP$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
+	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/gguf/
 
 # Longer fuzzing of every target, with a table of executions per target
 # (RELIABILITY.md records it): FUZZ_CAMPAIGN_TIME per target, default 10m.
