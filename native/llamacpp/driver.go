@@ -215,10 +215,11 @@ static int tl_check_defaults(char *err, size_t errlen) {
 	return 0;
 }
 
-static void *tl_load_model(const char *path, int mmap) {
+static void *tl_load_model(const char *path, int mmap, int extra_bufts) {
 	tl_model_params p = tl.model_default_params();
 	p.n_gpu_layers = 0;
 	p.load_mode = mmap ? 1 : 0;
+	p.use_extra_bufts = extra_bufts != 0;
 	return tl.model_load_from_file(path, p);
 }
 
@@ -382,7 +383,11 @@ func (l *Lib) LoadModel(path string, p ModelParams) (*Model, error) {
 	if p.NoMmap {
 		mmap = 0
 	}
-	m := C.tl_load_model(cp, mmap)
+	extra := C.int(1)
+	if p.NoExtraBuffers {
+		extra = 0
+	}
+	m := C.tl_load_model(cp, mmap, extra)
 	if m == nil {
 		return nil, fmt.Errorf("llamacpp: llama.cpp could not load %s (its error is on stderr; TESSERA_LLAMACPP_LOG=1 shows the whole log)", path)
 	}

@@ -61,6 +61,10 @@ type ModelParams struct {
 	// NoMmap reads the file into memory instead of memory-mapping it
 	// (llama.cpp's default load mode is automatic; this package maps).
 	NoMmap bool
+	// NoExtraBuffers turns off llama.cpp's extra weight buffer types
+	// (use_extra_bufts: weights repacked for the CPU's kernels, e.g. AMX
+	// or interleaved Q4_0/Q8_0 rows), which are on by default.
+	NoExtraBuffers bool
 }
 
 // ContextParams are the settings of a context. Zero values take the
