@@ -134,6 +134,19 @@ bench-compare: build
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
 	scripts/bench-compare.sh $(OUT)/k3-mini 64 16 3
 
+# tessera vs llama.cpp (native/llamacpp) on k3-mini, same weights: BF16
+# (tessera safetensors vs a BF16 GGUF) and int8 (`tessera quantize` q8 vs a
+# Q8_0 GGUF), 1 and 2 threads, prefill 64 and 512, decode 128; each round a
+# fresh process, engines alternating; medians and tessera/llama.cpp ratios
+# printed and in out/bench/peers.json. A benchmark, not a test: run it on a
+# quiet machine (ggml's threads spin; a busy core distorts its numbers).
+PEER_ROUNDS ?= 3
+bench-peers: build fetch-peers
+	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
+	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
+	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
+	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json
+
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl
 
