@@ -24,7 +24,7 @@ const (
 type hfTokenizer struct {
 	Model struct {
 		Type                    string          `json:"type"`
-		Vocab                   map[string]int  `json:"vocab"`
+		Vocab                   json.RawMessage `json:"vocab"`
 		Merges                  json.RawMessage `json:"merges"`
 		ByteFallback            bool            `json:"byte_fallback"`
 		IgnoreMerges            bool            `json:"ignore_merges"`
@@ -94,6 +94,10 @@ func bpeVocab(raw []byte, cfg *config.Config) ([]KV, error) {
 	if err := json.Unmarshal(t.PreTokenizer, &pre); err != nil || pre.Type != "ByteLevel" || pre.AddPrefixSpace || (pre.UseRegex != nil && !*pre.UseRegex) {
 		return nil, refuse("tokenizer.json pre_tokenizer", "%s is not ByteLevel{add_prefix_space: false, use_regex: true} (the only pre-tokenizer mapped, to llama.cpp's gpt-2)", bytes.TrimSpace(t.PreTokenizer))
 	}
+	var vocab map[string]int
+	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
+		return nil, refuse("tokenizer.json model.vocab", "not an object of token → id: %v", err)
+	}
 	merges, err := parseMerges(m.Merges)
 	if err != nil {
 		return nil, err
@@ -109,7 +113,7 @@ func bpeVocab(raw []byte, cfg *config.Config) ([]KV, error) {
 		tokens[id], types[id], set[id] = s, typ, true
 		return nil
 	}
-	for s, id := range m.Vocab {
+	for s, id := range vocab {
 		if err := put(id, s, tokenNormal); err != nil {
 			return nil, err
 		}
