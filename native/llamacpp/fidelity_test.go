@@ -107,7 +107,9 @@ func tesseraLogits(t testing.TB, m *model.Model, ids []int, oneCall bool) []floa
 // prompt decoded in one llama_decode call, or one token per call.
 func peerLogits(t testing.TB, lm *Model, ids []int, oneCall bool) []float32 {
 	t.Helper()
-	ctx, err := lm.NewContext(ContextParams{NCtx: len(ids), Threads: 2})
+	// One thread: ggml's workers spin while waiting, and with the other
+	// test packages on the cores two threads run ~10x slower here.
+	ctx, err := lm.NewContext(ContextParams{NCtx: len(ids), Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +189,18 @@ func TestFidelity(t *testing.T) {
 			}
 			V := tm.Cfg.VocabSize
 			ids := promptIDs(c.prompt, V)
+			prep := time.Since(t0)
+			var tTessera, tPeer time.Duration
 			for _, oneCall := range []bool{true, false} {
 				mode := "token by token"
 				if oneCall {
 					mode = "one call"
 				}
+				t1 := time.Now()
 				want := tesseraLogits(t, tm, ids, oneCall)
+				t2 := time.Now()
 				got := peerLogits(t, lm, ids, oneCall)
+				tTessera, tPeer = tTessera+t2.Sub(t1), tPeer+time.Since(t2)
 				worst, at := 0.0, 0
 				for p := range ids {
 					if e := relErr(got[p*V:(p+1)*V], want[p*V:(p+1)*V]); e > worst || math.IsNaN(e) {
@@ -229,7 +236,8 @@ func TestFidelity(t *testing.T) {
 					t.Errorf("control: a 0.1 %% change of tessera's logits gave relative error %.2e ≤ %.0e: the comparison cannot see it", worst, fidelityTol)
 				}
 			}
-			t.Logf("%s: %.1fs", name, time.Since(t0).Seconds())
+			t.Logf("%s: %.1fs (checkpoint + GGUF export + loading %.1fs, tessera %.1fs, llama.cpp %.1fs)",
+				name, time.Since(t0).Seconds(), prep.Seconds(), tTessera.Seconds(), tPeer.Seconds())
 		})
 	}
 }
