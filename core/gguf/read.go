@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -404,11 +405,12 @@ func (d *decoder) value(key string) (any, error) {
 	if t != TypeString && t.scalarSize() == 0 {
 		return nil, d.failAt(at, key, "", "unknown value type %d", uint32(t))
 	}
-	v := d.scalar(key, t)
+	v := d.scalar(key, t, "string value")
 	return v, d.err
 }
 
-func (d *decoder) scalar(key string, t ValueType) any {
+// scalar reads a non-array value; what names a string in errors.
+func (d *decoder) scalar(key string, t ValueType, what string) any {
 	switch t {
 	case TypeUint8:
 		return d.u8()
@@ -427,7 +429,7 @@ func (d *decoder) scalar(key string, t ValueType) any {
 	case TypeBool:
 		return d.boolean(key)
 	case TypeString:
-		s, _ := d.str(key, "string value")
+		s, _ := d.str(key, what)
 		return s
 	case TypeUint64:
 		return d.u64()
@@ -461,45 +463,24 @@ func (d *decoder) array(key string) (any, error) {
 	if n > d.remaining()/min {
 		return nil, d.failAt(at, key, "", "array of %d %s values needs at least %d bytes, %d left", n, et, n*min, d.remaining())
 	}
-	var v any
-	switch et {
-	case TypeUint8:
-		v = fill(n, d.u8)
-	case TypeInt8:
-		v = fill(n, func() int8 { return int8(d.u8()) })
-	case TypeUint16:
-		v = fill(n, d.u16)
-	case TypeInt16:
-		v = fill(n, func() int16 { return int16(d.u16()) })
-	case TypeUint32:
-		v = fill(n, d.u32)
-	case TypeInt32:
-		v = fill(n, func() int32 { return int32(d.u32()) })
-	case TypeFloat32:
-		v = fill(n, func() float32 { return math.Float32frombits(d.u32()) })
-	case TypeBool:
-		v = fill(n, func() bool { return d.boolean(key) })
-	case TypeString:
-		v = fill(n, func() string {
-			s, _ := d.str(key, "array string")
-			return s
-		})
-	case TypeUint64:
-		v = fill(n, d.u64)
-	case TypeInt64:
-		v = fill(n, func() int64 { return int64(d.u64()) })
-	case TypeFloat64:
-		v = fill(n, func() float64 { return math.Float64frombits(d.u64()) })
+	a := reflect.MakeSlice(sliceTypes[et], int(n), int(n))
+	for i := 0; i < int(n) && d.err == nil; i++ {
+		a.Index(i).Set(reflect.ValueOf(d.scalar(key, et, "array string")))
 	}
-	return v, d.err
+	if d.err != nil {
+		return nil, d.err
+	}
+	return a.Interface(), nil
 }
 
-func fill[T any](n uint64, f func() T) []T {
-	s := make([]T, n)
-	for i := range s {
-		s[i] = f()
-	}
-	return s
+// sliceTypes are the Go types of GGUF arrays by element type.
+var sliceTypes = map[ValueType]reflect.Type{
+	TypeUint8: reflect.TypeOf([]uint8(nil)), TypeInt8: reflect.TypeOf([]int8(nil)),
+	TypeUint16: reflect.TypeOf([]uint16(nil)), TypeInt16: reflect.TypeOf([]int16(nil)),
+	TypeUint32: reflect.TypeOf([]uint32(nil)), TypeInt32: reflect.TypeOf([]int32(nil)),
+	TypeFloat32: reflect.TypeOf([]float32(nil)), TypeBool: reflect.TypeOf([]bool(nil)),
+	TypeString: reflect.TypeOf([]string(nil)), TypeUint64: reflect.TypeOf([]uint64(nil)),
+	TypeInt64: reflect.TypeOf([]int64(nil)), TypeFloat64: reflect.TypeOf([]float64(nil)),
 }
 
 // Get returns the value of a metadata key.
@@ -573,13 +554,13 @@ func (f *File) Float32(name string) ([]float32, error) {
 		for i := range out {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
-	case TypeF16:
-		for i := range out {
-			out[i] = half.F16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+	case TypeF16, TypeBF16:
+		conv := half.F16ToF32
+		if t.Type == TypeBF16 {
+			conv = half.BF16ToF32
 		}
-	case TypeBF16:
 		for i := range out {
-			out[i] = half.BF16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+			out[i] = conv(binary.LittleEndian.Uint16(raw[2*i:]))
 		}
 	case TypeQ8_0:
 		DequantizeQ8_0(out, raw)

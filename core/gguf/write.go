@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 )
 
 // Writer collects metadata and tensor infos and then writes a GGUF file in
@@ -224,9 +225,25 @@ func (e *encoder) boolean(b bool) {
 func (e *encoder) value(v any) {
 	t, elem, _ := TypeOf(v)
 	e.u32(uint32(t))
-	if t == TypeArray {
-		e.u32(uint32(elem))
+	if t != TypeArray {
+		e.scalar(v)
+		return
 	}
+	e.u32(uint32(elem))
+	if b, ok := v.([]uint8); ok {
+		e.u64(uint64(len(b)))
+		e.write(b)
+		return
+	}
+	a := reflect.ValueOf(v)
+	e.u64(uint64(a.Len()))
+	for i := 0; i < a.Len(); i++ {
+		e.scalar(a.Index(i).Interface())
+	}
+}
+
+// scalar writes the payload of a non-array value.
+func (e *encoder) scalar(v any) {
 	switch x := v.(type) {
 	case uint8:
 		e.u8(x)
@@ -252,63 +269,5 @@ func (e *encoder) value(v any) {
 		e.u64(uint64(x))
 	case float64:
 		e.u64(math.Float64bits(x))
-	case []uint8:
-		e.u64(uint64(len(x)))
-		e.write(x)
-	case []int8:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u8(uint8(y))
-		}
-	case []uint16:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u16(y)
-		}
-	case []int16:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u16(uint16(y))
-		}
-	case []uint32:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u32(y)
-		}
-	case []int32:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u32(uint32(y))
-		}
-	case []float32:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u32(math.Float32bits(y))
-		}
-	case []bool:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.boolean(y)
-		}
-	case []string:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.str(y)
-		}
-	case []uint64:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u64(y)
-		}
-	case []int64:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u64(uint64(y))
-		}
-	case []float64:
-		e.u64(uint64(len(x)))
-		for _, y := range x {
-			e.u64(math.Float64bits(y))
-		}
 	}
 }
