@@ -1,12 +1,14 @@
 package gguf
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 	"github.com/tessera-llm/tessera/models/presets"
 )
 
@@ -583,4 +586,56 @@ func TestExportIsAtomic(t *testing.T) {
 	defer f.Close()
 	assert.Equal(t, ArchKimiK3, f.Architecture())
 	assert.False(t, errors.Is(err, context.Canceled))
+}
+
+func TestExportChatTemplate(t *testing.T) {
+	dir := filepath.Join("..", "..", "models", "k3-micro")
+	f := export(t, dir, ExportOptions{Type: "f16"})
+	assert.Equal(t, kimiChatTemplate, getKV[string](t, f, "tokenizer.chat_template"), "Kimi markers in the vocabulary")
+
+	// tokenizer_config.json's template wins; a vocabulary without the
+	// markers gets none.
+	tmp := t.TempDir()
+	assert.Equal(t, "{{ x }}", chatTemplate(writeTokConfig(t, tmp, `{"chat_template": "{{ x }}"}`), []string{"<|im_end|>"}))
+	assert.Equal(t, "", chatTemplate(t.TempDir(), []string{"a", "<|im_end|>"}))
+}
+
+func writeTokConfig(t *testing.T, dir, js string) string {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(js), 0o644))
+	return dir
+}
+
+// TestKimiChatTemplateMatchesRenderKimi renders the template with Python's
+// jinja2 (what Hugging Face uses; llama.cpp's and Ollama's engines follow
+// it) and compares with tessera's own renderer.
+func TestKimiChatTemplateMatchesRenderKimi(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil || exec.Command(py, "-c", "import jinja2").Run() != nil {
+		t.Skip("python3 with jinja2 not available")
+	}
+	convs := [][]tokenizer.Message{
+		{{Role: "user", Content: "Hi"}},
+		{{Role: "system", Content: "S"}, {Role: "user", Content: "Q"}, {Role: "assistant", Content: "A"}, {Role: "user", Content: "Q2"}},
+		{{Role: "user", Content: "x"}, {Role: "tool", Content: "r"}},
+		{},
+	}
+	in, err := json.Marshal(map[string]any{"template": kimiChatTemplate, "convs": convs})
+	require.NoError(t, err)
+	cmd := exec.Command(py, "-c", `import sys, json, jinja2
+d = json.load(sys.stdin)
+tm = jinja2.Environment().from_string(d["template"])
+print(json.dumps([tm.render(messages=c or [], add_generation_prompt=g) for c in d["convs"] for g in (True, False)]))`)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var got []string
+	require.NoError(t, json.Unmarshal(out, &got))
+	var want []string
+	for _, c := range convs {
+		for _, g := range []bool{true, false} {
+			want = append(want, tokenizer.RenderKimi(c, g))
+		}
+	}
+	assert.Equal(t, want, got)
 }

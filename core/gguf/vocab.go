@@ -52,7 +52,7 @@ func addVocab(w *Writer, dir string, cfg *config.Config, noVocab bool) error {
 	if err != nil {
 		return err
 	}
-	kvs, err := bpeVocab(raw, cfg)
+	kvs, err := bpeVocab(dir, raw, cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w (export with --no-vocab for an id-only GGUF)", path, err)
 	}
@@ -67,7 +67,7 @@ func addVocab(w *Writer, dir string, cfg *config.Config, noVocab bool) error {
 // bpeVocab converts a byte-level BPE tokenizer.json into llama.cpp's "gpt2"
 // vocabulary with the "gpt-2" pre-tokenizer (the GPT-2 split regex that
 // ByteLevel with use_regex applies). Other tokenizers are refused by name.
-func bpeVocab(raw []byte, cfg *config.Config) ([]KV, error) {
+func bpeVocab(dir string, raw []byte, cfg *config.Config) ([]KV, error) {
 	var t hfTokenizer
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return nil, fmt.Errorf("not a tokenizer.json: %w", err)
@@ -147,7 +147,50 @@ func bpeVocab(raw []byte, cfg *config.Config) ([]KV, error) {
 	}
 	// tessera adds no BOS (the Kimi template has none); llama.cpp should not either.
 	kvs = append(kvs, KV{"tokenizer.ggml.add_bos_token", false})
+	if tmpl := chatTemplate(dir, tokens); tmpl != "" {
+		kvs = append(kvs, KV{"tokenizer.chat_template", tmpl})
+	}
 	return kvs, nil
+}
+
+// kimiChatTemplate renders the Kimi chat format as tessera's
+// tokenizer.RenderKimi does (text turns; a default system turn when the
+// conversation has none), for llama.cpp's and Ollama's chat modes.
+const kimiChatTemplate = `{%- if not messages or messages[0]['role'] != 'system' -%}
+<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>
+{%- endif -%}
+{%- for m in messages -%}
+{%- if m['role'] == 'user' -%}<|im_user|>
+{%- elif m['role'] == 'assistant' -%}<|im_assistant|>
+{%- else -%}<|im_system|>
+{%- endif -%}
+{{ m['role'] }}<|im_middle|>{{ m['content'] }}<|im_end|>
+{%- endfor -%}
+{%- if add_generation_prompt -%}<|im_assistant|>assistant<|im_middle|>{%- endif -%}`
+
+// chatTemplate is tokenizer_config.json's chat_template when it has one,
+// else the Kimi template when the vocabulary has the Kimi chat markers.
+func chatTemplate(dir string, tokens []string) string {
+	if b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+		var tc struct {
+			ChatTemplate any `json:"chat_template"`
+		}
+		if json.Unmarshal(b, &tc) == nil {
+			if s, ok := tc.ChatTemplate.(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	have := map[string]bool{}
+	for _, t := range tokens {
+		have[t] = true
+	}
+	for _, m := range []string{"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>"} {
+		if !have[m] {
+			return ""
+		}
+	}
+	return kimiChatTemplate
 }
 
 // parseMerges reads merges as ["a b", …] or [["a", "b"], …].
