@@ -110,16 +110,6 @@ func benchPrompt(n, vocab int) []int {
 	return ids
 }
 
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -196,7 +186,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tok := argmax(logits)
+		tok := generate.Argmax(logits)
 		res.Prefill[strconv.Itoa(n)] = float64(n) / time.Since(t).Seconds()
 		if k != 0 {
 			continue
@@ -210,7 +200,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			tok = argmax(l)
+			tok = generate.Argmax(l)
 		}
 		res.Decode = float64(*gen) / time.Since(t).Seconds()
 	}
