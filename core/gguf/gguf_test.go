@@ -372,6 +372,8 @@ func TestParseRejectsHostileHeaders(t *testing.T) {
 		{"overlap", new(header).start(2, 0).tensorInfo("a", TypeF32, 0, 16).tensorInfo("b", TypeF32, 32, 16).pad(256).Bytes(), `tensor "b": data at offset 32 overlaps tensor "a" (ends at 64)`},
 		{"duplicate tensor", new(header).start(2, 0).tensorInfo("a", TypeF32, 0, 8).tensorInfo("a", TypeF32, 32, 8).pad(256).Bytes(), `tensor "a": duplicate tensor name`},
 		{"truncated", good().Bytes()[:20], "shorter than a GGUF header"},
+		{"value past end", new(header).start(0, 1).str("k.u64").u32(uint32(TypeUint64)).pad(4).Bytes(), `key "k.u64": unexpected end of file: need 8 bytes, 4 left`},
+		{"tensor info past end", new(header).start(1, 0).str("blk.1.w").u32(2).u64(4).pad(10).Bytes(), `tensor "blk.1.w": unexpected end of file`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

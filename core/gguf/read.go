@@ -157,7 +157,7 @@ func (d *decoder) header(f *File) error {
 		}
 		v, err := d.value(key)
 		if err != nil {
-			return err
+			return d.name(err, key, "")
 		}
 		f.keys[key] = len(f.KVs)
 		f.KVs = append(f.KVs, KV{Key: key, Value: v})
@@ -177,7 +177,7 @@ func (d *decoder) header(f *File) error {
 	for i := uint64(0); i < nT; i++ {
 		t, err := d.tensorInfo(f.Alignment)
 		if err != nil {
-			return err
+			return d.name(err, "", t.Name)
 		}
 		if _, dup := f.tensors[t.Name]; dup {
 			return d.fail("", t.Name, "duplicate tensor name")
@@ -228,7 +228,7 @@ func (d *decoder) tensorInfo(alignment uint64) (TensorInfo, error) {
 	}
 	nd := d.u32()
 	if d.err != nil {
-		return TensorInfo{}, d.err
+		return TensorInfo{Name: name}, d.err
 	}
 	if nd == 0 || nd > MaxDims {
 		return TensorInfo{}, d.fail("", name, "%d dimensions (want 1..%d)", nd, MaxDims)
@@ -240,7 +240,7 @@ func (d *decoder) tensorInfo(alignment uint64) (TensorInfo, error) {
 	typ := GGMLType(d.u32())
 	off := d.u64()
 	if d.err != nil {
-		return TensorInfo{}, d.err
+		return TensorInfo{Name: name}, d.err
 	}
 	if !typ.Known() {
 		return TensorInfo{}, d.fail("", name, "unknown ggml type %d", uint32(typ))
@@ -253,6 +253,15 @@ func (d *decoder) tensorInfo(alignment uint64) (TensorInfo, error) {
 		return TensorInfo{}, d.fail("", name, "data offset %d is not a multiple of the alignment %d", off, alignment)
 	}
 	return TensorInfo{Name: name, Type: typ, Ne: ne, Offset: off, Size: size}, nil
+}
+
+// name fills in the key or tensor an error (such as an early end of
+// file) was met in, when the error does not name one yet.
+func (d *decoder) name(err error, key, tensor string) error {
+	if fe, ok := err.(*FormatError); ok && fe.Key == "" && fe.Tensor == "" {
+		fe.Key, fe.Tensor = key, tensor
+	}
+	return err
 }
 
 // decoder reads GGUF primitives from a ReaderAt through a window buffer,
