@@ -203,7 +203,7 @@ func (c *converter) plan(w *Writer) error {
 	}
 	for _, o := range outs {
 		typ := c.tensorType(o)
-		load, name := o.load, o.name
+		load := o.load
 		err := w.AddTensor(o.name, typ, o.ne, func() ([]byte, error) {
 			if err := c.ctx.Err(); err != nil {
 				return nil, err
@@ -212,7 +212,7 @@ func (c *converter) plan(w *Writer) error {
 			if err != nil {
 				return nil, err
 			}
-			if err := checkFinite(name, x); err != nil {
+			if err := checkFinite(x); err != nil {
 				return nil, err
 			}
 			return Encode(typ, x)
@@ -242,10 +242,11 @@ func (c *converter) tensorType(o out) GGMLType {
 	return c.target
 }
 
-func checkFinite(name string, x []float32) error {
+// checkFinite refuses NaN and ±Inf weights (the writer names the tensor).
+func checkFinite(x []float32) error {
 	for i, v := range x {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return fmt.Errorf("element %d is %v; refusing to export non-finite weights (tensor %s)", i, v, name)
+			return fmt.Errorf("element %d is %v; refusing to export non-finite weights", i, v)
 		}
 	}
 	return nil

@@ -429,6 +429,11 @@ func TestOpenFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 2, 3}, x)
 
+	_, err = Open(t.TempDir())
+	assert.ErrorContains(t, err, "is not a regular file")
+	_, err = Open(path + ".missing")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
 	require.NoError(t, writeFile(path, buf.Bytes()[:buf.Len()-24])) // 20 bytes of padding + 4 of data
 	_, err = Open(path)
 	assert.ErrorContains(t, err, `tensor "x": data [0, 12)`)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -73,6 +74,13 @@ func (e *FormatError) Error() string {
 // Open memory-maps (or, where mapping is unavailable, opens) the file at
 // path and parses it with DefaultLimits. Close releases it.
 func Open(path string) (*File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("gguf: %s is not a regular file", path)
+	}
 	src, err := safetensors.OpenFile(path)
 	if err != nil {
 		return nil, err
