@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,6 +60,7 @@ type BenchReport struct {
 	LlamaDetail []string    `json:"llamacpp"`
 	Rows        []Row       `json:"rows"`
 	Runs        []RunResult `json:"runs"`
+	TimedOut    []string    `json:"timed_out,omitempty"`
 	Seconds     float64     `json:"seconds"`
 }
 
@@ -113,6 +115,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	gen := fs.Int("gen", 128, "greedy tokens decoded after the first prompt")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
 	libDir := fs.String("llamacpp-dir", "", "llama.cpp library directory")
+	runTimeout := fs.Duration("run-timeout", 4*time.Minute, "a run taking longer is stopped and left out of the medians (a busy machine can slow ggml's spinning threads 100-fold)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -171,7 +174,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 							a = append(a, "--llamacpp-dir", *libDir)
 						}
 					}
-					res, err := runChild(self, a, stderr)
+					res, err := runChild(self, a, *runTimeout, stderr)
+					if errors.Is(err, errTimeout) {
+						fmt.Fprintf(stderr, "bench: %-16s %-8s %d thr round %d: stopped after %v (left out)\n", v.Name, eng, th, r+1, *runTimeout)
+						rep.TimedOut = append(rep.TimedOut, fmt.Sprintf("%s %s %d threads round %d", v.Name, eng, th, r+1))
+						continue
+					}
 					if err != nil {
 						return fmt.Errorf("%s %s, %d threads, round %d: %w", v.Name, eng, th, r+1, err)
 					}
@@ -222,13 +230,20 @@ func fmtPrefill(p map[string]float64, lens []int) string {
 	return "[" + strings.Join(s, ", ") + "]"
 }
 
+var errTimeout = errors.New("run timed out")
+
 // runChild runs `self args…` in a fresh process and decodes its JSON.
-func runChild(self string, args []string, stderr io.Writer) (RunResult, error) {
+func runChild(self string, args []string, timeout time.Duration, stderr io.Writer) (RunResult, error) {
 	var out bytes.Buffer
-	cmd := exec.Command(self, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Stdout = &out
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return RunResult{}, errTimeout
+		}
 		return RunResult{}, err
 	}
 	var r RunResult
@@ -239,6 +254,9 @@ func runChild(self string, args []string, stderr io.Writer) (RunResult, error) {
 }
 
 func medianSpread(x []float64) (float64, float64) {
+	if len(x) == 0 {
+		return 0, 0
+	}
 	s := slices.Clone(x)
 	slices.Sort(s)
 	n := len(s)
@@ -279,5 +297,8 @@ func printTable(w io.Writer, rep *BenchReport) {
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "%-18s %7d %-12s %14.1f %14.1f %7.2fx %8.0f%% / %3.0f%%\n",
 			r.Variant, r.Threads, r.Metric, r.Tessera, r.Llama, r.Ratio, 100*r.TesseraSpread, 100*r.LlamaSpread)
+	}
+	for _, s := range rep.TimedOut {
+		fmt.Fprintf(w, "stopped (left out of the medians): %s\n", s)
 	}
 }

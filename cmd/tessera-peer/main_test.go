@@ -79,6 +79,9 @@ func TestMedianSpread(t *testing.T) {
 	if m != 2 || s != 1 {
 		t.Fatalf("median %v spread %v", m, s)
 	}
+	if m, s := medianSpread(nil); m != 0 || s != 0 {
+		t.Fatalf("empty: median %v spread %v", m, s)
+	}
 	m, s = medianSpread([]float64{4, 2})
 	if m != 3 || s != 2.0/3 {
 		t.Fatalf("median %v spread %v", m, s)
