@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -38,7 +38,7 @@ test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
 # djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with.
-test-unit: fetch-tokenizers
+test-unit: fetch-tokenizers fetch-peers
 	@scripts/setup.sh jpeg
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
@@ -79,6 +79,15 @@ test-gpu: setup
 fetch-tokenizers:
 	@scripts/tokenizer/fetch.sh
 
+# The peer the fidelity test and bench-peers compare against: llama.cpp's
+# prebuilt shared libraries from npm at an exact version, checked by sha256
+# (git-ignored cache under testdata/peers). Off linux/amd64 there is no peer.
+fetch-peers:
+	@if [ "$$(uname -s)/$$(uname -m)" = Linux/x86_64 ]; then \
+	  command -v npm >/dev/null 2>&1 || scripts/setup.sh npm; \
+	  scripts/peers/fetch.sh; \
+	else echo "fetch-peers: no llama.cpp build for $$(uname -s)/$$(uname -m); the peer tests skip"; fi
+
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
 
@@ -97,6 +106,7 @@ test-fuzz:
 	$(GO) test -run=NONE -fuzz='^FuzzParseConfig$$' -fuzztime=$(FUZZ_TIME) ./core/vision/
 	$(GO) test -run=NONE -fuzz='^FuzzWriteNPY$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
 	$(GO) test -run=NONE -fuzz='^FuzzServeHTTP$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
+	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/gguf/
 
 # Longer fuzzing of every target, with a table of executions per target
 # (RELIABILITY.md records it): FUZZ_CAMPAIGN_TIME per target, default 10m.
@@ -134,6 +144,19 @@ bench: build
 bench-compare: build
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
 	scripts/bench-compare.sh $(OUT)/k3-mini 64 16 3
+
+# tessera vs llama.cpp (native/llamacpp) on k3-mini, same weights: BF16
+# (tessera safetensors vs a BF16 GGUF) and int8 (`tessera quantize` q8 vs a
+# Q8_0 GGUF), 1 and 2 threads, prefill 64 and 512, decode 128; each round a
+# fresh process, engines alternating; medians and tessera/llama.cpp ratios
+# printed and in out/bench/peers.json. A benchmark, not a test: run it on a
+# quiet machine (ggml's threads spin; a busy core distorts its numbers).
+PEER_ROUNDS ?= 3
+bench-peers: build fetch-peers
+	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
+	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
+	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
+	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl

@@ -75,6 +75,7 @@ func TestBadInputsFailCleanly(t *testing.T) {
 			{"run", "--model", dir, "--tokens", "1,2"},
 			{"logits", "--model", dir, "--tokens", "1,2", "--out", npy},
 			{"bench", "--model", dir, "--gen", "1", "--repeats", "1"},
+			{"export", "--model", dir, "--out", filepath.Join(t.TempDir(), "x.gguf")},
 		} {
 			cmd := exec.Command(bin, args...)
 			var stderr bytes.Buffer

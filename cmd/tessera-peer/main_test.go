@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/models/presets"
+	"github.com/tessera-llm/tessera/native/llamacpp"
+)
+
+// nanoDir writes a random k3-nano checkpoint.
+func nanoDir(t *testing.T) string {
+	t.Helper()
+	raw, err := presets.Read("k3-nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	js, err := cfg.Marshal(cfg.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.WriteDir(dir, model.RandomTensors(cfg, 1, "BF16"), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// run --engine tessera prints one JSON object with every figure filled.
+func TestRunTessera(t *testing.T) {
+	dir := nanoDir(t)
+	var out, errb bytes.Buffer
+	if err := run([]string{"run", "--engine", "tessera", "--model", dir, "--prompt-lens", "8,16", "--gen", "4"}, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	var r RunResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %q", err, out.String())
+	}
+	if r.Engine != "tessera" || r.Prefill["8"] <= 0 || r.Prefill["16"] <= 0 || r.Decode <= 0 || len(r.FirstIDs) != 4 || r.DecodeAfter != 8 {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--engine", "other"},
+		{"run", "--engine", "tessera"},
+		{"run", "--engine", "llamacpp"},
+		{"run", "--engine", "tessera", "--model", "x", "--prompt-lens", "0"},
+		{"bench"},
+		{"nothing"},
+	} {
+		var out, errb bytes.Buffer
+		if err := run(args, &out, &errb); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+func TestMedianSpread(t *testing.T) {
+	m, s := medianSpread([]float64{3, 1, 2})
+	if m != 2 || s != 1 {
+		t.Fatalf("median %v spread %v", m, s)
+	}
+	if m, s := medianSpread(nil); m != 0 || s != 0 {
+		t.Fatalf("empty: median %v spread %v", m, s)
+	}
+	m, s = medianSpread([]float64{4, 2})
+	if m != 3 || s != 2.0/3 {
+		t.Fatalf("median %v spread %v", m, s)
+	}
+}
+
+// bench runs both engines in child processes and reports a row per
+// metric with a ratio; needs the llama.cpp libraries (skips without them
+// unless CI=true).
+func TestBenchSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	if _, err := llamacpp.Open(""); err != nil {
+		if errors.Is(err, llamacpp.ErrNotInstalled) && os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	bin := filepath.Join(t.TempDir(), "tessera-peer")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	dir := nanoDir(t)
+	js := filepath.Join(t.TempDir(), "peers.json")
+	cmd := exec.Command(bin, "bench", "--bf16", dir, "--gguf-dir", t.TempDir(), "--threads", "1", "--rounds", "1",
+		"--prompt-lens", "8", "--gen", "4", "--json", js)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep BenchReport
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 2 || len(rep.Runs) != 2 || !strings.Contains(string(out), "decode 4") {
+		t.Fatalf("report %+v\n%s", rep, out)
+	}
+	for _, r := range rep.Rows {
+		if r.Tessera <= 0 || r.Llama <= 0 || r.Ratio <= 0 {
+			t.Fatalf("row %+v", r)
+		}
+	}
+}
