@@ -366,9 +366,7 @@ func (r *Runner) kda(st *KDAState, w *KDA, xn, out []float32, T int) {
 	ref.ShortConv(vc, v, w.VConv1d, st.ConvV, T, hd, K)
 	ref.L2Norm(qc, dk, 1e-6, float32(1/math.Sqrt(float64(dk))))
 	ref.L2Norm(kc, dk, 1e-6, 1)
-	for i, b := range beta {
-		beta[i] = ref.Sigmoid(b)
-	}
+	ref.Sigmoids(beta, beta)
 	if T == 1 && w.GProj == nil { // the two second-stage products together
 		ref.LinearBatch(p, append(s.gemvs[:0], ref.GEMV{W: w.FBProj, X: fa, Out: g}, ref.GEMV{W: w.GBProj, X: ga, Out: gate}))
 	} else {
@@ -440,8 +438,9 @@ func (r *Runner) mlaForward(st *State, cache *ref.LatentCache, w *MLA, xn, out [
 		ref.MLANaive(p, &a, &r.mla)
 	}
 	if w.GProj != nil {
+		ref.Sigmoids(gate, gate) // gate is scratch of this layer
 		for i, gv := range gate {
-			o[i] *= ref.Sigmoid(gv)
+			o[i] *= gv
 		}
 	}
 	ref.Linear(p, out, o, T, w.OProj)

@@ -16,12 +16,17 @@ func Softplus(x float32) float32 {
 	return float32(math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))))
 }
 
+// Exps writes dst[i] = e^{src[i]} (dst may alias src). Like the other
+// slice activations below it runs 16 lanes at a time with float32
+// arithmetic where AVX-512 is available (within a few ulp of the scalar
+// float64 forms, which are its reference and fallback).
+func Exps(dst, src []float32) { expVec(dst, src) }
+
+// Sigmoids writes dst[i] = σ(src[i]) (dst may alias src).
+func Sigmoids(dst, src []float32) { sigmoidVec(dst, src) }
+
 // SiLUInPlace applies SiLU to every element of x.
-func SiLUInPlace(x []float32) {
-	for i, v := range x {
-		x[i] = SiLU(v)
-	}
-}
+func SiLUInPlace(x []float32) { siluVec(x, x) }
 
 // Act is a GLU expert's activation.
 type Act struct {
@@ -39,7 +44,10 @@ type Act struct {
 //	SiTU-GLU:  h = (β·tanh(gate/β)·σ(gate)) ⊙ (β_lin·tanh(up/β_lin))
 //
 // (K3 SituAndMul; with β_lin = 0 the up branch is left uncapped.)
-func (a Act) GLU(out, gate, up []float32) {
+func (a Act) GLU(out, gate, up []float32) { gluVec(a, out, gate, up) }
+
+// gluGeneric is GLU in float64 scalar arithmetic.
+func (a Act) gluGeneric(out, gate, up []float32) {
 	up = up[:len(gate)]
 	out = out[:len(gate)]
 	if !a.SiTU {
@@ -57,5 +65,26 @@ func (a Act) GLU(out, gate, up []float32) {
 			u = bl * math.Tanh(u/bl)
 		}
 		out[i] = float32(gp * u)
+	}
+}
+
+func expGeneric(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float32(math.Exp(float64(v)))
+	}
+}
+
+func sigmoidGeneric(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = Sigmoid(v)
+	}
+}
+
+func siluGeneric(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = SiLU(v)
 	}
 }

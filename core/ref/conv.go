@@ -29,8 +29,9 @@ func ShortConv(out, x, w, state []float32, T, C, K int) {
 				}
 				s += wc[j] * v
 			}
-			o[c] = SiLU(s)
+			o[c] = s
 		}
+		siluVec(o, o)
 	}
 	// Shift the state: keep the last K−1 inputs of [state; x].
 	if T >= hist {

@@ -16,6 +16,10 @@ import "math"
 func KDAGate(g, raw, dtBias, aLog []float32, H, dk int, bounded bool, lowerBound float32) {
 	hd := H * dk
 	perChannel := len(aLog) == hd
+	if bounded {
+		kdaGateBounded(g, raw, dtBias, aLog, hd, dk, perChannel, lowerBound)
+		return
+	}
 	for i := range raw {
 		c := i % hd
 		al := aLog[c/dk]
@@ -28,6 +32,27 @@ func KDAGate(g, raw, dtBias, aLog []float32, H, dk int, bounded bool, lowerBound
 			g[i] = lowerBound * Sigmoid(float32(a*float64(x)))
 		} else {
 			g[i] = float32(-a) * Softplus(x)
+		}
+	}
+}
+
+// kdaGateBounded is KDAGate's lower-bounded form, the sigmoids a chunk at
+// a time through the slice kernel.
+func kdaGateBounded(g, raw, dtBias, aLog []float32, hd, dk int, perChannel bool, lowerBound float32) {
+	var buf [64]float32
+	for i0 := 0; i0 < len(raw); i0 += len(buf) {
+		n := min(len(buf), len(raw)-i0)
+		for j := range n {
+			c := (i0 + j) % hd
+			al := aLog[c/dk]
+			if perChannel {
+				al = aLog[c]
+			}
+			buf[j] = float32(math.Exp(float64(al)) * float64(raw[i0+j]+dtBias[c]))
+		}
+		sigmoidVec(buf[:n], buf[:n])
+		for j := range n {
+			g[i0+j] = lowerBound * buf[j]
 		}
 	}
 }

@@ -40,3 +40,8 @@ func rowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
 
 // spinPause is one busy-wait step (no PAUSE instruction here).
 func spinPause() {}
+
+func expVec(dst, src []float32)             { expGeneric(dst, src) }
+func sigmoidVec(dst, src []float32)         { sigmoidGeneric(dst, src) }
+func siluVec(dst, src []float32)            { siluGeneric(dst, src) }
+func gluVec(a Act, out, gate, up []float32) { a.gluGeneric(out, gate, up) }

@@ -31,8 +31,8 @@ type Router struct {
 func (r Router) Route(idx []int, w []float32, logits, bias, scratch []float32) {
 	E := len(logits)
 	s, sel := scratch[:E], scratch[E:2*E]
-	for e, x := range logits {
-		s[e] = Sigmoid(x)
+	sigmoidVec(s, logits)
+	for e := range logits {
 		sel[e] = s[e]
 		if bias != nil {
 			sel[e] += bias[e]

@@ -50,12 +50,18 @@ func RMSNormGated(out, x, g, w []float32, eps float32, act GateAct) {
 	for r := 0; r+d <= len(x); r += d {
 		xr, gr, or := x[r:r+d], g[r:r+d], out[r:r+d]
 		inv := rmsInv(xr, eps)
-		for i, v := range xr {
-			a := Sigmoid(gr[i])
+		var a [64]float32 // act(g) a chunk at a time: out may alias x
+		for c := 0; c < d; c += len(a) {
+			gc := gr[c:min(c+len(a), d)]
+			ac := a[:len(gc)]
 			if act == GateSiLU {
-				a *= gr[i]
+				siluVec(ac, gc)
+			} else {
+				sigmoidVec(ac, gc)
 			}
-			or[i] = (v * inv) * w[i] * a
+			for i, av := range ac {
+				or[c+i] = (xr[c+i] * inv) * w[c+i] * av
+			}
 		}
 	}
 }
