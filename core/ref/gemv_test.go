@@ -102,3 +102,33 @@ func (j countJob) Run(_, lo, hi int) {
 
 // spinFor sleeps for d (long enough for idle workers to park).
 func spinFor(d time.Duration) { time.Sleep(d) }
+
+// TestLinearTokensMatchDecode: with the AVX-512 kernels, every token of a
+// prefill (4×6 tiles, leftover tokens and rows, half weights widened in
+// registers or into scratch) gets the bits a one-token Linear gives it, so
+// prefilled and decoded states agree exactly.
+func TestLinearTokensMatchDecode(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	p := NewPool(2)
+	defer p.Close()
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
+		for _, T := range []int{2, 5, 6, 7, 13, 16, 23} {
+			for _, in := range []int{16, 17, 47, 64, 100} {
+				for _, outN := range []int{1, 3, 4, 9, 14} {
+					W, _ := randMat(r, outN, in, dt)
+					if !useTiles(W) {
+						continue // AVX2 / portable kernels: tiles and dots round differently
+					}
+					x := randVec(r, T*in, 1)
+					got := make([]float32, T*outN)
+					Linear(p, got, x, T, W)
+					one := make([]float32, outN)
+					for tt := range T {
+						Linear(p, one, x[tt*in:(tt+1)*in], 1, W)
+						require.Equal(t, one, got[tt*outN:(tt+1)*outN], "%v T=%d in=%d out=%d token %d", dt, T, in, outN, tt)
+					}
+				}
+			}
+		}
+	}
+}

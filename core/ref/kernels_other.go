@@ -45,3 +45,9 @@ func expVec(dst, src []float32)             { expGeneric(dst, src) }
 func sigmoidVec(dst, src []float32)         { sigmoidGeneric(dst, src) }
 func siluVec(dst, src []float32)            { siluGeneric(dst, src) }
 func gluVec(a Act, out, gate, up []float32) { a.gluGeneric(out, gate, up) }
+
+const tileRows = 1
+
+func useTiles(W *tensor.Mat) bool { return false }
+
+func (j *linearJob) runTiles(lo, hi int, buf []float32) { panic("ref: no AVX-512 tiles") }

@@ -30,7 +30,7 @@ func Linear(p *Pool, out, x []float32, T int, W *tensor.Mat) {
 	j := &p.lin
 	*j = linearJob{out: out[:T*W.Rows], x: x[:T*W.Cols], T: T, W: W}
 	if W.DType != tensor.F32 {
-		j.scratch = p.rowScratch(gemmRows * W.Cols)
+		j.scratch = p.rowScratch(max(gemmRows, tileRows) * W.Cols)
 	}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	if T >= gemmToks {
@@ -55,6 +55,10 @@ func (j *linearJob) Run(w, lo, hi int) {
 	}
 	if T == 1 {
 		rowsDot(j.W, lo, hi, j.x, j.out[lo:hi], buf)
+		return
+	}
+	if useTiles(j.W) {
+		j.runTiles(lo, hi, buf)
 		return
 	}
 	if T < gemmToks {

@@ -28,8 +28,11 @@ type Job interface {
 // A decode step is a few hundred short parallel regions, so waking workers
 // through the scheduler (tens of microseconds each) would cost more than
 // the work: workers spin on a generation counter for spinWait after their
-// last job and only then park on a channel, and the caller spins while the
-// workers finish. An idle pool parks within spinWait and burns no CPU.
+// last job and only then park on a channel, and the caller spins as long
+// for the workers to finish before it parks too. Spinning longer would win
+// a little on an idle machine and lose badly on a busy one (a spinning
+// thread takes the core a descheduled worker needs); an idle pool parks
+// within spinWait and burns no CPU.
 type Pool struct {
 	n int
 	// gen is bumped once per dispatched For; spans[w] is worker w's part.
@@ -41,6 +44,9 @@ type Pool struct {
 	parked []atomic.Bool
 	wake   []chan struct{}
 	quit   atomic.Bool
+	// callerParked is set while the caller of For sleeps on done.
+	callerParked atomic.Bool
+	done         chan struct{}
 
 	// rows is per-worker scratch for widening half-precision weight rows.
 	rows [][]float32
@@ -59,7 +65,7 @@ type span struct {
 
 // spinWait is how long an idle worker polls for the next job before it
 // parks (and how long the caller polls before yielding its thread).
-const spinWait = 100 * time.Microsecond
+const spinWait = 20 * time.Microsecond
 
 // NewPool starts a pool of n workers (n ≤ 0: GOMAXPROCS). Worker 0 is the
 // calling goroutine, so a pool of one worker runs everything inline.
@@ -67,7 +73,7 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{n: n, spans: make([]span, n), parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n)}
+	p := &Pool{n: n, spans: make([]span, n), parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n), done: make(chan struct{}, 1)}
 	for w := 1; w < n; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w)
@@ -86,7 +92,14 @@ func (p *Pool) worker(w int) {
 		if s := p.spans[w]; s.lo < s.hi {
 			s.job.Run(w, s.lo, s.hi)
 		}
-		p.left.Add(-1)
+		// The last one out wakes a parked caller (same protocol as await:
+		// the caller sets callerParked before it re-reads left).
+		if p.left.Add(-1) == 0 && p.callerParked.Load() {
+			select {
+			case p.done <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
@@ -182,9 +195,17 @@ func (p *Pool) For(n, grain int, job Job) {
 		}
 		if t0.IsZero() {
 			t0 = time.Now()
-		} else if time.Since(t0) > spinWait {
-			runtime.Gosched() // a worker may be waiting for a thread
+			continue
 		}
+		if time.Since(t0) < spinWait {
+			continue
+		}
+		p.callerParked.Store(true)
+		if p.left.Load() != 0 {
+			<-p.done
+		}
+		p.callerParked.Store(false)
+		t0 = time.Time{}
 	}
 	for w := 1; w < p.n; w++ {
 		p.spans[w] = span{}
