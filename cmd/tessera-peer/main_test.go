@@ -46,14 +46,14 @@ func nanoDir(t *testing.T) string {
 func TestRunTessera(t *testing.T) {
 	dir := nanoDir(t)
 	var out, errb bytes.Buffer
-	if err := run([]string{"run", "--engine", "tessera", "--model", dir, "--prompt-lens", "8,16", "--gen", "4"}, &out, &errb); err != nil {
+	if err := run([]string{"run", "--engine", "tessera", "--model", dir, "--prompt-lens", "8,16", "--gen", "2"}, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	var r RunResult
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v: %q", err, out.String())
 	}
-	if r.Engine != "tessera" || r.Prefill["8"] <= 0 || r.Prefill["16"] <= 0 || r.Decode <= 0 || len(r.FirstIDs) != 4 || r.DecodeAfter != 8 {
+	if r.Engine != "tessera" || r.Prefill["8"] <= 0 || r.Prefill["16"] <= 0 || r.Decode <= 0 || len(r.FirstIDs) != 2 || r.DecodeAfter != 8 {
 		t.Fatalf("result %+v", r)
 	}
 }
