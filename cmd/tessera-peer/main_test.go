@@ -12,12 +12,11 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/models/presets"
 	"github.com/tessera-llm/tessera/native/llamacpp"
 )
 
-// nanoDir writes a random k3-nano checkpoint.
+// nanoDir writes a random BF16 k3-nano checkpoint.
 func nanoDir(t *testing.T) string {
 	t.Helper()
 	raw, err := presets.Read("k3-nano")
@@ -29,14 +28,7 @@ func nanoDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	js, err := cfg.Marshal(cfg.Layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := safetensors.WriteDir(dir, model.RandomTensors(cfg, 1, "BF16"), nil, 0); err != nil {
+	if err := model.WriteRandomDir(dir, cfg, 1, "BF16"); err != nil {
 		t.Fatal(err)
 	}
 	return dir
