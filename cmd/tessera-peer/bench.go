@@ -27,9 +27,12 @@ type variant struct {
 	Tessera string `json:"tessera_model"`
 	GGUF    string `json:"gguf"`
 	// NoExtraBuffers runs llama.cpp without its extra weight buffers:
-	// at 0ad4a86, on a CPU with AMX, they abort kimi-k3 graphs with F16 or
-	// Q8_0 weights (GGML_ASSERT(*cur_backend_id != -1) in
-	// ggml_backend_sched_split_graph).
+	// at 0ad4a86, on a CPU with AMX, the 3-D attn_k_b weight in F16 or
+	// Q8_0 is put in the AMX buffer, whose kernels cannot take its
+	// permuted operand, and building the graph aborts
+	// (GGML_ASSERT(*cur_backend_id != -1) in
+	// ggml_backend_sched_split_graph). On x86 without AMX the extra
+	// buffers hold no Q8_0 weights, so this changes nothing there.
 	NoExtraBuffers bool `json:"llamacpp_no_extra_buffers"`
 }
 

@@ -136,7 +136,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	for _, n := range lens {
 		maxLen = max(maxLen, n)
 	}
-	nctx := max(maxLen, lens[0]+*gen) + 1
+	const warmSteps = 4
+	nctx := max(maxLen, lens[0]+max(*gen, warmSteps)) + 1
 	t0 := time.Now()
 	var e engine
 	res := RunResult{Engine: *eng, Threads: *threads, Gen: *gen, DecodeAfter: lens[0], Prefill: map[string]float64{}}
@@ -171,7 +172,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if _, err := e.prefill(benchPrompt(lens[0], e.vocab())); err != nil {
 		return err
 	}
-	for i := 0; i < 4; i++ {
+	for i := 0; i < warmSteps; i++ {
 		if _, err := e.step(i); err != nil {
 			return err
 		}

@@ -12,12 +12,11 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/models/presets"
 	"github.com/tessera-llm/tessera/native/llamacpp"
 )
 
-// nanoDir writes a random k3-nano checkpoint.
+// nanoDir writes a random BF16 k3-nano checkpoint.
 func nanoDir(t *testing.T) string {
 	t.Helper()
 	raw, err := presets.Read("k3-nano")
@@ -29,14 +28,7 @@ func nanoDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	js, err := cfg.Marshal(cfg.Layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := safetensors.WriteDir(dir, model.RandomTensors(cfg, 1, "BF16"), nil, 0); err != nil {
+	if err := model.WriteRandomDir(dir, cfg, 1, "BF16"); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -46,14 +38,14 @@ func nanoDir(t *testing.T) string {
 func TestRunTessera(t *testing.T) {
 	dir := nanoDir(t)
 	var out, errb bytes.Buffer
-	if err := run([]string{"run", "--engine", "tessera", "--model", dir, "--prompt-lens", "8,16", "--gen", "4"}, &out, &errb); err != nil {
+	if err := run([]string{"run", "--engine", "tessera", "--model", dir, "--prompt-lens", "8,16", "--gen", "2"}, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	var r RunResult
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v: %q", err, out.String())
 	}
-	if r.Engine != "tessera" || r.Prefill["8"] <= 0 || r.Prefill["16"] <= 0 || r.Decode <= 0 || len(r.FirstIDs) != 4 || r.DecodeAfter != 8 {
+	if r.Engine != "tessera" || r.Prefill["8"] <= 0 || r.Prefill["16"] <= 0 || r.Decode <= 0 || len(r.FirstIDs) != 2 || r.DecodeAfter != 8 {
 		t.Fatalf("result %+v", r)
 	}
 }

@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
@@ -78,6 +81,27 @@ func RandomCheckpoint(cfg *config.Config, seed uint64, dt safetensors.DType) ([]
 		out = append(out, vision.RandomTensors(vc, seed, dt)...)
 	}
 	return out, nil
+}
+
+// WriteRandomDir writes RandomCheckpoint(cfg, seed, dt) as a model
+// directory: config.json (in cfg.Layout) and model.safetensors.
+func WriteRandomDir(dir string, cfg *config.Config, seed uint64, dt safetensors.DType) error {
+	ts, err := RandomCheckpoint(cfg, seed, dt)
+	if err != nil {
+		return err
+	}
+	js, err := cfg.Marshal(cfg.Layout)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
+		return err
+	}
+	meta := map[string]string{"format": "pt", "generator": fmt.Sprintf("tessera random seed=%d", seed)}
+	return safetensors.WriteDir(dir, ts, meta, 0)
 }
 
 // fnv is FNV-1a of s, used to give each tensor its own random stream.

@@ -5,7 +5,6 @@ package llamacpp
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/models/presets"
 )
 
@@ -40,21 +38,7 @@ func writeRandomModel(t testing.TB, dir, preset, layout string, seed uint64) {
 			t.Fatal(err)
 		}
 	}
-	ts, err := model.RandomCheckpoint(cfg, seed, "F32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := cfg.Marshal(cfg.Layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := safetensors.WriteDir(dir, ts, map[string]string{"format": "pt"}, 0); err != nil {
+	if err := model.WriteRandomDir(dir, cfg, seed, "F32"); err != nil {
 		t.Fatal(err)
 	}
 }
