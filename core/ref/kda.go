@@ -113,7 +113,7 @@ func KDAChunked(p *Pool, a *KDAArgs, C int) {
 	p = poolOr(p)
 	j := &p.kda
 	j.a, j.chunk = *a, C
-	need := C*a.DK*3 + C*C*2 + C*a.DV*2 + a.DK
+	need := C*a.DK*3 + C*C*2 + C*a.DV*2 + a.DK + max(C, a.DK)
 	if len(j.scratch) != p.n || len(j.scratch[0]) < need {
 		j.scratch = make([][]float32, p.n)
 		for i := range j.scratch {
@@ -181,7 +181,8 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 	Aqk, sc := sc[:C*C], sc[C*C:]
 	U, sc := sc[:C*dv], sc[C*dv:]
 	Vn, sc := sc[:C*dv], sc[C*dv:]
-	dec := sc[:dk] // a_i = exp(g_i)
+	dec, sc := sc[:dk], sc[dk:] // a_i = exp(g_i)
+	coef := sc[:max(C, dk)]     // one row's coefficients for axpyRows
 	qRow := func(t int) []float32 { o := t*a.H*dk + h*dk; return a.Q[o : o+dk] }
 	kRow := func(t int) []float32 { o := t*a.H*dk + h*dk; return a.K[o : o+dk] }
 	for c0 := 0; c0 < a.T; c0 += C {
@@ -191,27 +192,23 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 		// KP_j, so the chunk needs n·dk exponentials instead of n²·dk and
 		// nothing can overflow (products of factors ≤ 1 only underflow).
 		for i := 0; i < n; i++ {
-			gi := a.G[(c0+i)*a.H*dk+h*dk:][:dk]
-			for d, g := range gi {
-				dec[d] = float32(math.Exp(float64(g)))
-			}
+			expVec(dec, a.G[(c0+i)*a.H*dk+h*dk:][:dk])
 			Ei := E[i*dk : (i+1)*dk]
 			if i == 0 {
 				copy(Ei, dec)
 			} else {
 				mulInto(Ei, E[(i-1)*dk:i*dk], dec)
 			}
-			for jj := 0; jj < i; jj++ {
-				mulInto(KP[jj*dk:(jj+1)*dk], KP[jj*dk:(jj+1)*dk], dec)
-			}
+			mulRows(KP[:i*dk], dec)
 			Ki, Qi := kRow(c0+i), qRow(c0+i)
 			copy(KP[i*dk:(i+1)*dk], Ki)
 			bi := a.Beta[(c0+i)*a.H+h]
-			for jj := 0; jj <= i; jj++ {
-				kp := KP[jj*dk : (jj+1)*dk]
-				L[i*C+jj] = bi * Dot(Ki, kp)
-				Aqk[i*C+jj] = Dot(Qi, kp)
+			Li := L[i*C : i*C+i+1]
+			dotRows(Li, Ki, KP, dk)
+			for jj := range Li {
+				Li[jj] *= bi
 			}
+			dotRows(Aqk[i*C:i*C+i+1], Qi, KP, dk)
 		}
 		// Forward substitution: U_i = β_i V_i − Σ_{j<i} L_ij U_j,
 		// W_i = β_i exp(G_i) K_i − Σ_{j<i} L_ij W_j.
@@ -226,32 +223,32 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 			for d := range Wi {
 				Wi[d] = bi * Ei[d] * Ki[d]
 			}
-			for jj := 0; jj < i; jj++ {
-				l := L[i*C+jj]
-				Axpy(-l, U[jj*dv:(jj+1)*dv], Ui)
-				Axpy(-l, W[jj*dk:(jj+1)*dk], Wi)
+			negL := coef[:i]
+			for jj := range negL {
+				negL[jj] = -L[i*C+jj]
 			}
+			axpyRows(Ui, negL, U, dv)
+			axpyRows(Wi, negL, W, dk)
 		}
 		// Vnew = U − W S, and the inter-chunk part of O: (exp(G) ⊙ Q) S.
 		for i := 0; i < n; i++ {
 			Vi := Vn[i*dv : (i+1)*dv]
 			copy(Vi, U[i*dv:(i+1)*dv])
 			Wi := W[i*dk : (i+1)*dk]
+			cw := coef[:dk]
+			for d, v := range Wi {
+				cw[d] = -v
+			}
+			axpyRows(Vi, cw, S, dv)
 			Oi := a.O[(c0+i)*a.H*dv+h*dv:][:dv]
 			clear(Oi)
-			Ei, Qi := E[i*dk:(i+1)*dk], qRow(c0+i)
-			for d := 0; d < dk; d++ {
-				Srow := S[d*dv : (d+1)*dv]
-				Axpy(-Wi[d], Srow, Vi)
-				Axpy(Qi[d]*Ei[d], Srow, Oi)
-			}
+			mulInto(cw, qRow(c0+i), E[i*dk:(i+1)*dk])
+			axpyRows(Oi, cw, S, dv)
 		}
 		// Intra-chunk part of O.
 		for i := 0; i < n; i++ {
 			Oi := a.O[(c0+i)*a.H*dv+h*dv:][:dv]
-			for jj := 0; jj <= i; jj++ {
-				Axpy(Aqk[i*C+jj], Vn[jj*dv:(jj+1)*dv], Oi)
-			}
+			axpyRows(Oi, Aqk[i*C:i*C+i+1], Vn, dv)
 		}
 		// State update: S = Diag(exp(G_{n−1})) S + Σ_j KP_j Vnew_jᵀ, where KP_j
 		// now holds K_j ⊙ exp(G_{n−1} − G_j).
@@ -261,9 +258,11 @@ func kdaChunkedHead(a *KDAArgs, h, C int, scratch []float32) {
 			for x := range Srow {
 				Srow[x] *= El[d]
 			}
-			for jj := 0; jj < n; jj++ {
-				Axpy(KP[jj*dk+d], Vn[jj*dv:(jj+1)*dv], Srow)
+			ck := coef[:n]
+			for jj := range ck {
+				ck[jj] = KP[jj*dk+d]
 			}
+			axpyRows(Srow, ck, Vn, dv)
 		}
 	}
 }

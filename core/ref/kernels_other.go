@@ -51,3 +51,7 @@ const tileRows = 1
 func useTiles(W *tensor.Mat) bool { return false }
 
 func (j *linearJob) runTiles(lo, hi int, buf []float32) { panic("ref: no AVX-512 tiles") }
+
+func axpyRows(dst, c, R []float32, ld int) { axpyRowsGeneric(dst, c, R, ld) }
+func mulRows(dst, v []float32)             { mulRowsGeneric(dst, v) }
+func dotRows(out, x, R []float32, ld int)  { dotRowsGeneric(out, x, R, ld) }
