@@ -85,8 +85,20 @@ func KDARecurrent(p *Pool, a *KDAArgs) {
 	p = poolOr(p)
 	j := &p.kda
 	j.a, j.chunk = *a, 0
+	j.ensureScratch(p.n, a.DK)
 	p.For(a.H, 1, j)
-	*j = kdaJob{}
+	j.a = KDAArgs{}
+}
+
+// ensureScratch gives each of n workers at least need floats, allocating
+// only when they grow.
+func (j *kdaJob) ensureScratch(n, need int) {
+	if len(j.scratch) != n || len(j.scratch[0]) < need {
+		j.scratch = make([][]float32, n)
+		for i := range j.scratch {
+			j.scratch[i] = make([]float32, need)
+		}
+	}
 }
 
 // KDAChunked computes exactly what KDARecurrent computes, chunk by chunk
@@ -114,12 +126,7 @@ func KDAChunked(p *Pool, a *KDAArgs, C int) {
 	j := &p.kda
 	j.a, j.chunk = *a, C
 	need := C*a.DK*3 + C*C*2 + C*a.DV*2 + a.DK + max(C, a.DK)
-	if len(j.scratch) != p.n || len(j.scratch[0]) < need {
-		j.scratch = make([][]float32, p.n)
-		for i := range j.scratch {
-			j.scratch[i] = make([]float32, need)
-		}
-	}
+	j.ensureScratch(p.n, need)
 	p.For(a.H, 1, j)
 	j.a = KDAArgs{}
 }
@@ -133,14 +140,14 @@ type kdaJob struct {
 func (j *kdaJob) Run(w, lo, hi int) {
 	for h := lo; h < hi; h++ {
 		if j.chunk == 0 {
-			kdaRecurrentHead(&j.a, h)
+			kdaRecurrentHead(&j.a, h, j.scratch[w][:j.a.DK])
 		} else {
 			kdaChunkedHead(&j.a, h, j.chunk, j.scratch[w])
 		}
 	}
 }
 
-func kdaRecurrentHead(a *KDAArgs, h int) {
+func kdaRecurrentHead(a *KDAArgs, h int, e []float32) {
 	dk, dv := a.DK, a.DV
 	S := a.S[h*dk*dv : (h+1)*dk*dv]
 	for t := 0; t < a.T; t++ {
@@ -148,26 +155,34 @@ func kdaRecurrentHead(a *KDAArgs, h int) {
 		q, k, g := a.Q[kq:kq+dk], a.K[kq:kq+dk], a.G[kq:kq+dk]
 		ov := t*a.H*dv + h*dv
 		v, o := a.V[ov:ov+dv], a.O[ov:ov+dv]
-		beta := a.Beta[t*a.H+h]
-		clear(o)
-		for d := 0; d < dk; d++ { // decay, then o = Sᵀk (prediction)
-			row := S[d*dv : (d+1)*dv]
-			e := float32(math.Exp(float64(g[d])))
-			for i := range row {
-				row[i] *= e
-			}
-			Axpy(k[d], row, o)
+		expVec(e, g)
+		kdaStep(S, k, q, e, v, o, a.Beta[t*a.H+h])
+	}
+}
+
+// kdaStepGeneric is one token of kdaRecurrentHead: with the per-channel
+// decays e = exp(g),
+//
+//	S ← Diag(e) S;  o ← β(v − Sᵀk);  S ← S + k oᵀ;  o ← Sᵀq
+func kdaStepGeneric(S, k, q, e, v, o []float32, beta float32) {
+	dk, dv := len(k), len(v)
+	clear(o)
+	for d := 0; d < dk; d++ { // decay, then o = Sᵀk (prediction)
+		row := S[d*dv : (d+1)*dv]
+		for i := range row {
+			row[i] *= e[d]
 		}
-		for i := range o { // u = β(v − Sᵀk)
-			o[i] = beta * (v[i] - o[i])
-		}
-		for d := 0; d < dk; d++ { // S += k uᵀ
-			Axpy(k[d], o, S[d*dv:(d+1)*dv])
-		}
-		clear(o)
-		for d := 0; d < dk; d++ { // o = Sᵀq
-			Axpy(q[d], S[d*dv:(d+1)*dv], o)
-		}
+		Axpy(k[d], row, o)
+	}
+	for i := range o { // u = β(v − Sᵀk)
+		o[i] = beta * (v[i] - o[i])
+	}
+	for d := 0; d < dk; d++ { // S += k uᵀ
+		Axpy(k[d], o, S[d*dv:(d+1)*dv])
+	}
+	clear(o)
+	for d := 0; d < dk; d++ { // o = Sᵀq
+		Axpy(q[d], S[d*dv:(d+1)*dv], o)
 	}
 }
 

@@ -55,3 +55,5 @@ func (j *linearJob) runTiles(lo, hi int, buf []float32) { panic("ref: no AVX-512
 func axpyRows(dst, c, R []float32, ld int) { axpyRowsGeneric(dst, c, R, ld) }
 func mulRows(dst, v []float32)             { mulRowsGeneric(dst, v) }
 func dotRows(out, x, R []float32, ld int)  { dotRowsGeneric(out, x, R, ld) }
+
+func kdaStep(S, k, q, e, v, o []float32, beta float32) { kdaStepGeneric(S, k, q, e, v, o, beta) }

@@ -57,3 +57,18 @@ func dotRows(out, x, R []float32, ld int) {
 		out[r] = dot(R[r*ld:r*ld+d], x)
 	}
 }
+
+//go:noescape
+func kdaStepAVX512(S, k, q, e, v, o *float32, beta float32, dk, dv int)
+
+// kdaStep is kdaStepGeneric in two passes over S per 16 value columns on
+// AVX-512.
+func kdaStep(S, k, q, e, v, o []float32, beta float32) {
+	dk, dv := len(k), len(v)
+	if vecHead(dv) != dv || dk == 0 {
+		kdaStepGeneric(S, k, q, e, v, o, beta)
+		return
+	}
+	_, _, _, _ = S[dk*dv-1], q[dk-1], e[dk-1], o[dv-1]
+	kdaStepAVX512(&S[0], &k[0], &q[0], &e[0], &v[0], &o[0], beta, dk, dv)
+}

@@ -89,3 +89,61 @@ mrcol:
 	JNZ  mrrow
 	VZEROUPPER
 	RET
+
+// func kdaStepAVX512(S, k, q, e, v, o *float32, beta float32, dk, dv int)
+// One token of the KDA recurrence for one head, 16 value columns at a time
+// (dv a multiple of 16): for each block of columns,
+//
+//	S[d] ⊙= e[d];  p = Σ_d k[d]·S[d]              (decay, prediction)
+//	u = β(v − p);  S[d] += k[d]·u;  o = Σ_d q[d]·S[d]
+TEXT ·kdaStepAVX512(SB), NOSPLIT, $0-72
+	MOVQ S+0(FP), SI
+	MOVQ k+8(FP), R12
+	MOVQ q+16(FP), R13
+	MOVQ e+24(FP), R14
+	MOVQ v+32(FP), DI
+	MOVQ o+40(FP), DX
+	VBROADCASTSS beta+48(FP), Z7
+	MOVQ dk+56(FP), R9
+	MOVQ dv+64(FP), CX
+	MOVQ CX, R8
+	SHLQ $2, R8 // row stride in bytes
+ksblk:
+	VPXORD Z0, Z0, Z0
+	MOVQ SI, R10
+	XORQ R11, R11
+kspass1:
+	VBROADCASTSS (R14)(R11*4), Z1
+	VMULPS (R10), Z1, Z2
+	VMOVUPS Z2, (R10)
+	VBROADCASTSS (R12)(R11*4), Z3
+	VFMADD231PS Z2, Z3, Z0
+	ADDQ R8, R10
+	INCQ R11
+	CMPQ R11, R9
+	JL   kspass1
+	VMOVUPS (DI), Z4
+	VSUBPS Z0, Z4, Z4
+	VMULPS Z7, Z4, Z4 // u
+	VPXORD Z0, Z0, Z0
+	MOVQ SI, R10
+	XORQ R11, R11
+kspass2:
+	VBROADCASTSS (R12)(R11*4), Z3
+	VMOVUPS (R10), Z2
+	VFMADD231PS Z4, Z3, Z2
+	VMOVUPS Z2, (R10)
+	VBROADCASTSS (R13)(R11*4), Z5
+	VFMADD231PS Z2, Z5, Z0
+	ADDQ R8, R10
+	INCQ R11
+	CMPQ R11, R9
+	JL   kspass2
+	VMOVUPS Z0, (DX)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JNZ  ksblk
+	VZEROUPPER
+	RET
