@@ -7,20 +7,20 @@ func (r *Runner) act() ref.Act {
 	return ref.Act{SiTU: c.SiTU, Beta: c.SiTUBeta, BetaLin: c.SiTULinearBeta}
 }
 
-// glu evaluates a GLU block for T rows: out = down(act(gate x, up x)).
-// h1 and h2 are scratch of at least T·I floats.
-func (r *Runner) glu(w *MLP, x, out []float32, T int, h1, h2 []float32) {
+// glu evaluates a GLU block for T rows on pool p: out = down(act(gate x,
+// up x)). h1 and h2 are scratch of at least T·I floats.
+func (r *Runner) glu(p *ref.Pool, w *MLP, x, out []float32, T int, h1, h2 []float32) {
 	I := w.GateProj.Rows
 	h1, h2 = h1[:T*I], h2[:T*I]
-	ref.Linear(r.pool, h1, x, T, w.GateProj)
-	ref.Linear(r.pool, h2, x, T, w.UpProj)
+	ref.Linear(p, h1, x, T, w.GateProj)
+	ref.Linear(p, h2, x, T, w.UpProj)
 	r.act().GLU(h1, h1, h2)
-	ref.Linear(r.pool, out, h1, T, w.DownProj)
+	ref.Linear(p, out, h1, T, w.DownProj)
 }
 
 func (r *Runner) ffn(i int, l *Layer, xn, out []float32, T int) {
 	if l.MLP != nil {
-		r.glu(l.MLP, xn, out, T, r.s.h1, r.s.h2)
+		r.glu(r.pool, l.MLP, xn, out, T, r.s.h1, r.s.h2)
 		return
 	}
 	r.moe(l.MoE, xn, out, T)
@@ -63,24 +63,29 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 		z = s.lat[:T*wd]
 		ref.Linear(r.pool, z, xn, T, w.RoutedExpertDownProj)
 	}
-	acc := s.racc[:T*wd]
-	clear(acc)
+	// The selected experts run whole on one worker each (one parallel
+	// region for all of them, split by token count), their outputs kept by
+	// slot, then combined in expert id order.
+	j := &s.experts
+	*j = expertsJob{r: r, w: w, z: z, K: K, wd: wd, experts: j.experts[:0], start: j.start[:0]}
+	slots := 0
 	for e, list := range s.byExpert {
-		n := len(list)
-		if n == 0 {
-			continue
-		}
-		tx, ty := s.tokX[:n*wd], s.tokY[:n*wd]
-		for i, tk := range list {
-			t := int(tk) / K
-			copy(tx[i*wd:(i+1)*wd], z[t*wd:(t+1)*wd])
-		}
-		r.glu(&w.Experts[e], tx, ty, n, s.h1, s.h2)
-		for i, tk := range list {
-			t := int(tk) / K
-			ref.Axpy(s.wts[tk], ty[i*wd:(i+1)*wd], acc[t*wd:(t+1)*wd])
+		if len(list) > 0 {
+			j.experts = append(j.experts, e)
+			j.start = append(j.start, slots)
+			slots += len(list)
 		}
 	}
+	r.pool.For(slots, 1, j)
+	acc := s.racc[:T*wd]
+	clear(acc)
+	for i, e := range j.experts {
+		for n, tk := range s.byExpert[e] {
+			t := int(tk) / K
+			ref.Axpy(s.wts[tk], s.slotY[(j.start[i]+n)*wd:(j.start[i]+n+1)*wd], acc[t*wd:(t+1)*wd])
+		}
+	}
+	j.r, j.w, j.z = nil, nil, nil
 	if w.RoutedExpertUpProj != nil {
 		if w.RoutedExpertNorm != nil {
 			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
@@ -91,7 +96,7 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 	}
 	if w.SharedExperts != nil {
 		sh := s.tokY[:T*d]
-		r.glu(w.SharedExperts, xn, sh, T, s.h1, s.h2)
+		r.glu(r.pool, w.SharedExperts, xn, sh, T, s.h1, s.h2)
 		add(out[:T*d], sh)
 	}
 }
@@ -166,5 +171,38 @@ func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
 	}
 	if sh != nil {
 		add(out[:d], s.dy[K*wd:K*wd+d])
+	}
+}
+
+// expertsJob runs the selected experts of a prefill piece over the slot
+// range [0, T·K) sorted by expert: the worker whose part holds an expert's
+// first slot runs that expert — gather its tokens, its GLU on the worker's
+// own one-thread pool and scratch — and writes the outputs to slotY by
+// slot. The per-(row, token) sums do not depend on the split.
+type expertsJob struct {
+	r       *Runner
+	w       *MoE
+	z       []float32 // the experts' input rows [T, wd]
+	K, wd   int
+	experts []int // experts with tokens, in id order
+	start   []int // their first slots
+}
+
+func (j *expertsJob) Run(worker, lo, hi int) {
+	s := &j.r.s
+	ws := &s.workers[worker]
+	for i, e := range j.experts {
+		if j.start[i] < lo || j.start[i] >= hi {
+			continue
+		}
+		list := s.byExpert[e]
+		n, wd := len(list), j.wd
+		tx := ws.tx[:n*wd]
+		for k, tk := range list {
+			t := int(tk) / j.K
+			copy(tx[k*wd:(k+1)*wd], j.z[t*wd:(t+1)*wd])
+		}
+		ty := s.slotY[j.start[i]*wd : (j.start[i]+n)*wd]
+		j.r.glu(ws.pool, &j.w.Experts[e], tx, ty, n, ws.h1, ws.h2)
 	}
 }

@@ -69,10 +69,21 @@ type scratch struct {
 	wts                           []float32 // [T, K]
 	byExpert                      [][]int32 // token·K+slot per expert
 	tokX, tokY                    []float32 // gathered rows for one expert
+	slotY                         []float32 // [T·K, w] routed experts' outputs by slot
+	experts                       expertsJob
+	workers                       []workerScratch // per pool worker (expertsJob)
 	// one decoded token's experts, batched (moeDecode)
 	dh1, dh2, dy []float32  // [K·I + I_shared], [K·w + d]
 	gemvs        []ref.GEMV // the products of one batch
 	order        []int      // slots in expert order
+}
+
+// workerScratch is one pool worker's scratch for the experts of a prefill
+// piece: a one-thread pool (the experts run whole on one worker) and room
+// for one expert's gathered rows and hidden activations.
+type workerScratch struct {
+	pool       *ref.Pool
+	tx, h1, h2 []float32
 }
 
 // errDeferred is the CPU runner's answer for a model whose weights were
@@ -129,6 +140,13 @@ func NewRunner(m *Model, opt Options) *Runner {
 		s.byExpert = make([][]int32, c.NumExperts)
 		for e := range s.byExpert {
 			s.byExpert[e] = make([]int32, 0, T*c.TopK)
+		}
+		s.slotY = f(T * c.TopK * w)
+		s.experts.experts = make([]int, 0, c.NumExperts)
+		s.experts.start = make([]int, 0, c.NumExperts)
+		s.workers = make([]workerScratch, r.pool.Workers())
+		for i := range s.workers {
+			s.workers[i] = workerScratch{pool: ref.NewPool(1), tx: f(T * w), h1: f(T * Ie), h2: f(T * Ie)}
 		}
 	}
 	return r
