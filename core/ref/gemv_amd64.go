@@ -44,8 +44,15 @@ func detectAVX512() bool {
 }
 
 // gemvPrefetch is how far ahead (bytes) each row stream of the AVX-512
-// GEMV prefetches.
-var gemvPrefetch = 1024
+// GEMV prefetches: the same offset in the next group of four rows (the
+// rows of a group are adjacent, so anything nearer is being read already),
+// or 2 KiB ahead in the row when a group is longer than 8 KiB.
+func gemvPrefetch(rowBytes int) int {
+	if g := 4 * rowBytes; g <= 8192 {
+		return g
+	}
+	return 2048
+}
 
 // AVX-512 tile of Linear: tileRows weight rows × tileToks tokens.
 const (
@@ -86,15 +93,16 @@ func (w rows4) gemv(x []float32, s *[4]float32) {
 	in, ldw := w.n, w.ldw
 	n16 := in &^ 15
 	x = x[:in]
+	pf := gemvPrefetch(in * w.dt.Size())
 	switch w.dt {
 	case tensor.F32:
-		gemv4F32AVX512(&w.f32[0], ldw, &x[0], n16, &s[0], gemvPrefetch)
+		gemv4F32AVX512(&w.f32[0], ldw, &x[0], n16, &s[0], pf)
 	case tensor.Q8:
-		gemv4Q8AVX512(&w.i8[0], ldw, &x[0], n16, &s[0], gemvPrefetch)
+		gemv4Q8AVX512(&w.i8[0], ldw, &x[0], n16, &s[0], pf)
 	case tensor.F16:
-		gemv4F16AVX512(&w.u16[0], ldw, &x[0], n16, &s[0], gemvPrefetch)
+		gemv4F16AVX512(&w.u16[0], ldw, &x[0], n16, &s[0], pf)
 	default:
-		gemv4BF16AVX512(&w.u16[0], ldw, &x[0], n16, &s[0], gemvPrefetch)
+		gemv4BF16AVX512(&w.u16[0], ldw, &x[0], n16, &s[0], pf)
 	}
 	if n16 < in {
 		for r := range 4 {
