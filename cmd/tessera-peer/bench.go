@@ -26,13 +26,12 @@ type variant struct {
 	Name    string `json:"name"`
 	Tessera string `json:"tessera_model"`
 	GGUF    string `json:"gguf"`
-	// NoExtraBuffers runs llama.cpp without its extra weight buffers:
-	// at 0ad4a86, on a CPU with AMX, the 3-D attn_k_b weight in F16 or
-	// Q8_0 is put in the AMX buffer, whose kernels cannot take its
-	// permuted operand, and building the graph aborts
-	// (GGML_ASSERT(*cur_backend_id != -1) in
-	// ggml_backend_sched_split_graph). On x86 without AMX the extra
-	// buffers hold no Q8_0 weights, so this changes nothing there.
+	// NoExtraBuffers runs llama.cpp without its extra weight buffers
+	// (repacked / AMX weights). tessera's exports no longer need it: at
+	// 0ad4a86, on a CPU with AMX, an F16 or Q8_0 attn_k_b put in the AMX
+	// buffer aborts building the graph (GGML_ASSERT(*cur_backend_id != -1)),
+	// so `tessera export` writes that tensor F32; a GGUF from elsewhere may
+	// still need it.
 	NoExtraBuffers bool `json:"llamacpp_no_extra_buffers"`
 }
 
@@ -145,7 +144,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *q8 != "" {
-		v := variant{Name: "int8 (q8 / Q8_0)", Tessera: *q8, GGUF: filepath.Join(*ggufDir, base+".q8_0.gguf"), NoExtraBuffers: true}
+		v := variant{Name: "int8 (q8 / Q8_0)", Tessera: *q8, GGUF: filepath.Join(*ggufDir, base+".q8_0.gguf")}
 		if err := ensureGGUF(*bf16, v.GGUF, "q8_0", stderr); err != nil {
 			return err
 		}

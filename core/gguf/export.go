@@ -226,9 +226,16 @@ func (c *converter) plan(w *Writer) error {
 
 // tensorType follows llama.cpp's converter: 1-D tensors, norms, names not
 // ending in ".weight" and f32Names stay F32; Q8_0 falls back to F16 for
-// rows that are not a multiple of 32.
+// rows that are not a multiple of 32. One departure: the 3-D attn_k_b of
+// an F16 or Q8_0 file is written F32, because llama.cpp 0ad4a86 places an
+// F16/Q8_0 attn_k_b in its AMX buffer on CPUs with AMX and then aborts
+// building the graph (GGML_ASSERT(*cur_backend_id != -1)); the tensor is
+// small (kv_lora_rank × H × qk_nope_head_dim).
 func (c *converter) tensorType(o out) GGMLType {
 	if c.target == TypeF32 || len(o.ne) == 1 || strings.HasSuffix(o.name, "_norm.weight") || !strings.HasSuffix(o.name, ".weight") {
+		return TypeF32
+	}
+	if (c.target == TypeF16 || c.target == TypeQ8_0) && strings.HasSuffix(o.name, ".attn_k_b.weight") {
 		return TypeF32
 	}
 	for _, n := range f32Names {
@@ -453,6 +460,9 @@ func (c *converter) splitKVB(kName, vName, name string) []out {
 // renames it into place; on any error the temporary file is removed.
 func writeAtomic(path string, w *Writer) (err error) {
 	dir := filepath.Dir(path)
+	if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+		return fmt.Errorf("gguf export: output directory %s does not exist (create it first)", dir)
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("gguf export: %w", err)

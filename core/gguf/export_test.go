@@ -342,10 +342,11 @@ func TestExportTypes(t *testing.T) {
 			for _, n := range []string{"token_embd.weight", "output.weight", "blk.0.attn_q.weight", "blk.1.ffn_down_exps.weight", "blk.3.attn_q_b.weight"} {
 				assert.Equal(t, c.want, types[n], n)
 			}
-			// ne[0] = 16 cannot be Q8_0 (blocks of 32): F16 as llama.cpp's converter falls back.
+			// attn_k_b of an F16 or Q8_0 file is F32 (llama.cpp aborts on it
+			// in its AMX buffer otherwise); BF16 keeps BF16.
 			kb := c.want
-			if c.want == TypeQ8_0 {
-				kb = TypeF16
+			if c.want == TypeQ8_0 || c.want == TypeF16 {
+				kb = TypeF32
 			}
 			assert.Equal(t, kb, types["blk.3.attn_k_b.weight"])
 			// Values stay close to the F32 export.
