@@ -132,3 +132,38 @@ func TestLinearTokensMatchDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolBacksOffSpinning: a window of regions whose waits outlast the
+// spin turns spinning off; it comes back after one window, then after
+// twice as many when the retry fails too, and stays while it pays.
+func TestPoolBacksOffSpinning(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	window := func(missed bool) {
+		for range spinWindow {
+			p.judgeSpin(missed)
+		}
+	}
+	require.Positive(t, p.spin.Load())
+	window(false)
+	require.Positive(t, p.spin.Load(), "spinning that pays stays on")
+	window(true)
+	require.Zero(t, p.spin.Load(), "a window of missed spins turns spinning off")
+	window(false)
+	require.Positive(t, p.spin.Load(), "retried after one window")
+	window(true)
+	require.Zero(t, p.spin.Load())
+	window(false)
+	require.Zero(t, p.spin.Load(), "the second retry waits two windows")
+	window(false)
+	require.Positive(t, p.spin.Load())
+	window(false)
+	window(true)
+	window(false)
+	require.Positive(t, p.spin.Load(), "a retry that paid resets the back-off")
+	var hits [37]atomic.Int32
+	p.For(37, 1, countJob{&hits}) // a pool that does not spin still runs every span
+	for i := range 37 {
+		require.EqualValues(t, 1, hits[i].Load())
+	}
+}

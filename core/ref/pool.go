@@ -27,12 +27,17 @@ type Job interface {
 //
 // A decode step is a few hundred short parallel regions, so waking workers
 // through the scheduler (tens of microseconds each) would cost more than
-// the work: workers spin on a generation counter for spinWait after their
-// last job and only then park on a channel, and the caller spins as long
-// for the workers to finish before it parks too. Spinning longer would win
-// a little on an idle machine and lose badly on a busy one (a spinning
-// thread takes the core a descheduled worker needs); an idle pool parks
+// the work: workers spin on a generation counter for up to spinWait after
+// their last job and only then park on a channel, and the caller spins as
+// long for the workers to finish before it parks too. An idle pool parks
 // within spinWait and burns no CPU.
+//
+// On a busy machine spinning loses: a spinning thread takes the core a
+// descheduled worker needs. The caller counts the regions whose wait
+// outlasted the spin; when more than a quarter of a window of regions did,
+// the pool stops spinning (park at once, as a plain channel pool) for a
+// number of windows that doubles with each failed retry, then tries
+// spinning again.
 type Pool struct {
 	n int
 	// gen is bumped once per dispatched For; spans[w] is worker w's part.
@@ -47,6 +52,11 @@ type Pool struct {
 	// callerParked is set while the caller of For sleeps on done.
 	callerParked atomic.Bool
 	done         chan struct{}
+	// spin is the current spin budget (0: park at once); the rest is the
+	// caller's bookkeeping of it (see the type's doc).
+	spin                   atomic.Int64
+	regions, missed        int
+	blockWindows, backoffs int
 
 	// rows is per-worker scratch for widening half-precision weight rows.
 	rows [][]float32
@@ -67,6 +77,10 @@ type span struct {
 // parks (and how long the caller polls before yielding its thread).
 const spinWait = 20 * time.Microsecond
 
+// spinWindow is the number of regions over which the caller judges
+// whether spinning pays.
+const spinWindow = 64
+
 // NewPool starts a pool of n workers (n ≤ 0: GOMAXPROCS). Worker 0 is the
 // calling goroutine, so a pool of one worker runs everything inline.
 func NewPool(n int) *Pool {
@@ -74,6 +88,7 @@ func NewPool(n int) *Pool {
 		n = runtime.GOMAXPROCS(0)
 	}
 	p := &Pool{n: n, spans: make([]span, n), parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n), done: make(chan struct{}, 1)}
+	p.spin.Store(int64(spinWait))
 	for w := 1; w < n; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w)
@@ -104,7 +119,8 @@ func (p *Pool) worker(w int) {
 }
 
 // await returns once the generation differs from seen (true) or the pool
-// is closed (false): spinning for spinWait, then parked on wake[w].
+// is closed (false): spinning for the pool's spin budget, then parked on
+// wake[w].
 func (p *Pool) await(w int, seen uint32) bool {
 	var t0 time.Time
 	for i := 0; ; i++ {
@@ -114,15 +130,16 @@ func (p *Pool) await(w int, seen uint32) bool {
 		if p.gen.Load() != seen {
 			return true
 		}
-		if i&63 != 63 {
+		budget := time.Duration(p.spin.Load())
+		if budget > 0 && i&63 != 63 {
 			spinPause()
 			continue
 		}
-		if t0.IsZero() {
+		if budget > 0 && t0.IsZero() {
 			t0 = time.Now()
 			continue
 		}
-		if time.Since(t0) < spinWait {
+		if budget > 0 && time.Since(t0) < budget {
 			continue
 		}
 		// Park. The caller bumps gen before it reads parked, and we set
@@ -187,19 +204,22 @@ func (p *Pool) For(n, grain int, job Job) {
 		}
 	}
 	job.Run(0, 0, min(step, n))
+	budget := time.Duration(p.spin.Load())
 	var t0 time.Time
+	missed := false
 	for i := 0; p.left.Load() != 0; i++ {
-		if i&63 != 63 {
+		if budget > 0 && i&63 != 63 {
 			spinPause()
 			continue
 		}
-		if t0.IsZero() {
+		if budget > 0 && t0.IsZero() {
 			t0 = time.Now()
 			continue
 		}
-		if time.Since(t0) < spinWait {
+		if budget > 0 && time.Since(t0) < budget {
 			continue
 		}
+		missed = missed || budget > 0
 		p.callerParked.Store(true)
 		if p.left.Load() != 0 {
 			<-p.done
@@ -207,9 +227,36 @@ func (p *Pool) For(n, grain int, job Job) {
 		p.callerParked.Store(false)
 		t0 = time.Time{}
 	}
+	p.judgeSpin(missed)
 	for w := 1; w < p.n; w++ {
 		p.spans[w] = span{}
 	}
+}
+
+// judgeSpin updates the spin budget after a region (missed: the caller's
+// spin ran out before the workers finished); see Pool.
+func (p *Pool) judgeSpin(missed bool) {
+	p.regions++
+	if missed {
+		p.missed++
+	}
+	if p.regions < spinWindow {
+		return
+	}
+	spinning := p.spin.Load() > 0
+	switch {
+	case spinning && p.missed > spinWindow/4:
+		p.spin.Store(0)
+		p.blockWindows = 1 << min(p.backoffs, 6)
+		p.backoffs++
+	case spinning:
+		p.backoffs = 0
+	case p.blockWindows > 1:
+		p.blockWindows--
+	default:
+		p.spin.Store(int64(spinWait)) // try spinning again
+	}
+	p.regions, p.missed = 0, 0
 }
 
 // rowScratch returns per-worker buffers of at least n floats, grown once.
