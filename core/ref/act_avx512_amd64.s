@@ -37,8 +37,9 @@ GLOBL actc<>(SB), RODATA|NOPTR, $48
 	VBROADCASTSS actc<>+40(SB), Z26; \
 	VBROADCASTSS actc<>+44(SB), Z27
 
-// EXP sets P = e^X (X and N, X2 are clobbered).
-#define EXP(X, N, P, X2) \
+// EXPPOLY reduces X = N·ln2 + r (|r| ≤ ln2/2; X becomes r) and sets
+// P = e^r − 1 = r + r²·q(r) (X2 is clobbered).
+#define EXPPOLY(X, N, P, X2) \
 	VMULPS Z16, X, N; \
 	VRNDSCALEPS $0, N, N; \
 	VFNMADD231PS Z17, N, X; \
@@ -50,26 +51,19 @@ GLOBL actc<>(SB), RODATA|NOPTR, $48
 	VFMADD213PS Z23, X, P; \
 	VFMADD213PS Z24, X, P; \
 	VMULPS X, X, X2; \
-	VFMADD213PS X, X2, P; \
+	VFMADD213PS X, X2, P
+
+// EXP sets P = e^X = 2^N·(1 + (e^r − 1)) (X, N and X2 are clobbered).
+#define EXP(X, N, P, X2) \
+	EXPPOLY(X, N, P, X2); \
 	VADDPS Z25, P, P; \
 	VSCALEFPS N, P, P
 
-// EXPM1 sets P = e^X − 1, accurate near 0: for |X| ≤ ln2/2 (n = 0) it is
+// EXPM1 sets P = e^X − 1, accurate near 0: for |X| ≤ ln2/2 (N = 0) it is
 // the polynomial r + r²·q(r) itself, with no 1 added and taken away
 // (X, N, E, X2 and K1 are clobbered; Z31 must be zero).
 #define EXPM1(X, N, P, E, X2) \
-	VMULPS Z16, X, N; \
-	VRNDSCALEPS $0, N, N; \
-	VFNMADD231PS Z17, N, X; \
-	VFNMADD231PS Z18, N, X; \
-	VMOVAPS Z19, P; \
-	VFMADD213PS Z20, X, P; \
-	VFMADD213PS Z21, X, P; \
-	VFMADD213PS Z22, X, P; \
-	VFMADD213PS Z23, X, P; \
-	VFMADD213PS Z24, X, P; \
-	VMULPS X, X, X2; \
-	VFMADD213PS X, X2, P; \
+	EXPPOLY(X, N, P, X2); \
 	VADDPS Z25, P, E; \
 	VSCALEFPS N, E, E; \
 	VSUBPS Z25, E, E; \
