@@ -53,7 +53,7 @@ func TestExportCommandBadInput(t *testing.T) {
 		{[]string{"--model", dir, "--out", out, "--format", "onnx"}, 1, `--format "onnx": only gguf is supported`},
 		{[]string{"--model", filepath.Join(dir, "missing"), "--out", out}, 1, "config.json"},
 		{[]string{"--model", dir, "--out", outDir}, 1, "is a directory"},
-		{[]string{"--model", dir, "--out", filepath.Join(outDir, "no", "x.gguf")}, 1, "no such file or directory"},
+		{[]string{"--model", dir, "--out", filepath.Join(outDir, "no", "x.gguf")}, 1, "output directory " + filepath.Join(outDir, "no") + " does not exist"},
 	}
 	for _, c := range cases {
 		code, stdout, errs := tessera(t, append([]string{"export"}, c.args...)...)
