@@ -203,7 +203,7 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 		if m.Vision == nil {
 			return fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
 		}
-		if codec, err = tokenizer.LoadCodec(*dir, m.Cfg.VocabSize); err != nil {
+		if codec, err = loadCodec(*dir, m.Cfg.VocabSize); err != nil {
 			return err
 		}
 	}
@@ -319,18 +319,12 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("need exactly one model directory: %w", errUsage)
 	}
 	dir := fs.Arg(0)
-	cfg, err := config.Load(dir)
+	loaded, ck, err := model.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	ck, err := safetensors.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
 	defer ck.Close()
-	if _, err := model.Load(cfg, ck); err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
+	cfg := loaded.Cfg
 	var weightBytes int64
 	dtypes := map[string]int64{}
 	for _, n := range ck.Names() {
