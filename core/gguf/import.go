@@ -63,10 +63,11 @@ var modelTypes = map[GGMLType]tensor.DType{
 	TypeF32: tensor.F32, TypeF16: tensor.F16, TypeBF16: tensor.BF16,
 	TypeQ8_0: tensor.Q8_0, TypeQ4_0: tensor.Q4_0, TypeQ4_K: tensor.Q4K,
 	TypeQ5_K: tensor.Q5K, TypeQ6_K: tensor.Q6K, TypeMXFP4: tensor.MXFP4,
+	TypeQ4_1: tensor.Q4_1, TypeQ5_0: tensor.Q5_0, TypeQ5_1: tensor.Q5_1,
 }
 
 // supportedTypes lists modelTypes for error messages.
-const supportedTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4"
+const supportedTypes = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, MXFP4"
 
 // ImportCheckpoint rebuilds the tessera configuration from f's
 // hyperparameters and a checkpoint (kimi_linear names) whose tensors view

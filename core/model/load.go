@@ -182,7 +182,7 @@ func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
 }
 
 // blockFormats are the ggml block dtypes a checkpoint tensor may have.
-var blockFormats = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4K, tensor.Q5K, tensor.Q6K, tensor.MXFP4}
+var blockFormats = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q4K, tensor.Q5K, tensor.Q6K, tensor.MXFP4}
 
 // blockDType maps a checkpoint dtype spelled as tensor.DType.String()
 // ("Q4_K") to its block dtype.

@@ -18,7 +18,7 @@ import (
 // element types).
 func (d DType) BlockLen() int {
 	switch d {
-	case Q8_0, Q4_0, MXFP4:
+	case Q8_0, Q4_0, MXFP4, Q4_1, Q5_0, Q5_1:
 		return 32
 	case Q4K, Q5K, Q6K:
 		return 256
@@ -36,6 +36,12 @@ func (d DType) BlockBytes() int {
 		return 2 + 16
 	case MXFP4:
 		return 1 + 16
+	case Q4_1:
+		return 2 + 2 + 16
+	case Q5_0:
+		return 2 + 4 + 16
+	case Q5_1:
+		return 2 + 2 + 4 + 16
 	case Q4K:
 		return 2 + 2 + 12 + 128
 	case Q5K:
@@ -82,6 +88,7 @@ func Dequantize(dt DType, dst []float32, src []byte) {
 var dequantizers = map[DType]func(y []float32, b []byte){
 	Q8_0: dequantQ8_0, Q4_0: dequantQ4_0, MXFP4: dequantMXFP4,
 	Q4K: dequantQ4K, Q5K: dequantQ5K, Q6K: dequantQ6K,
+	Q4_1: dequantQ4_1, Q5_0: dequantQ5_0, Q5_1: dequantQ5_1,
 }
 
 func f16(b []byte) float32 { return half.F16ToF32(uint16(b[0]) | uint16(b[1])<<8) }
@@ -102,6 +109,48 @@ func dequantQ4_0(y []float32, b []byte) {
 		q := b[2+j]
 		y[j] = float32(int(q&15)-8) * d
 		y[j+16] = float32(int(q>>4)-8) * d
+	}
+}
+
+// dequantQ4_1 is block_q4_1 {fp16 d, m; u8 qs[16]}: y[j] = (qs[j]&15)·d + m,
+// y[j+16] = (qs[j]>>4)·d + m.
+func dequantQ4_1(y []float32, b []byte) {
+	d, m := f16(b), f16(b[2:])
+	for j := range 16 {
+		q := b[4+j]
+		y[j] = float32(float32(q&15)*d) + m
+		y[j+16] = float32(float32(q>>4)*d) + m
+	}
+}
+
+// q5Bits returns the 5-bit values j and j+16 of a Q5_0/Q5_1 block: the
+// nibbles of qs[j] with bits j and j+16 of the little-endian uint32 qh as
+// their fifth bits.
+func q5Bits(qh uint32, q byte, j int) (lo, hi int) {
+	return int(q&15) | int(qh>>j&1)<<4, int(q>>4) | int(qh>>(j+16)&1)<<4
+}
+
+// dequantQ5_0 is block_q5_0 {fp16 d; u8 qh[4]; u8 qs[16]}: y = (q − 16)·d
+// with 5-bit q (q5Bits).
+func dequantQ5_0(y []float32, b []byte) {
+	d := f16(b)
+	qh := uint32(b[2]) | uint32(b[3])<<8 | uint32(b[4])<<16 | uint32(b[5])<<24
+	for j := range 16 {
+		lo, hi := q5Bits(qh, b[6+j], j)
+		y[j] = float32(lo-16) * d
+		y[j+16] = float32(hi-16) * d
+	}
+}
+
+// dequantQ5_1 is block_q5_1 {fp16 d, m; u8 qh[4]; u8 qs[16]}: y = q·d + m
+// with 5-bit q (q5Bits).
+func dequantQ5_1(y []float32, b []byte) {
+	d, m := f16(b), f16(b[2:])
+	qh := uint32(b[4]) | uint32(b[5])<<8 | uint32(b[6])<<16 | uint32(b[7])<<24
+	for j := range 16 {
+		lo, hi := q5Bits(qh, b[8+j], j)
+		y[j] = float32(float32(lo)*d) + m
+		y[j+16] = float32(float32(hi)*d) + m
 	}
 }
 

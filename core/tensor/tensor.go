@@ -29,6 +29,9 @@ const (
 	Q5K   // block_q5_K: as Q4_K with a fifth bit per value
 	Q6K   // block_q6_K: 256 6-bit values, 16 int8 sub-block scales
 	MXFP4 // block_mxfp4: 32 E2M1 values and an E8M0 scale
+	Q4_1  // block_q4_1: 32 4-bit values, an fp16 scale and an fp16 min
+	Q5_0  // block_q5_0: 32 5-bit values offset by 16 and an fp16 scale
+	Q5_1  // block_q5_1: 32 5-bit values, an fp16 scale and an fp16 min
 )
 
 // String returns the safetensors spelling of the type.
@@ -54,6 +57,12 @@ func (d DType) String() string {
 		return "Q6_K"
 	case MXFP4:
 		return "MXFP4"
+	case Q4_1:
+		return "Q4_1"
+	case Q5_0:
+		return "Q5_0"
+	case Q5_1:
+		return "Q5_1"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }

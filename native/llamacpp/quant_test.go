@@ -19,6 +19,7 @@ var blockTypes = []struct {
 }{
 	{gguf.TypeQ8_0, tensor.Q8_0}, {gguf.TypeQ4_0, tensor.Q4_0}, {gguf.TypeQ4_K, tensor.Q4K},
 	{gguf.TypeQ5_K, tensor.Q5K}, {gguf.TypeQ6_K, tensor.Q6K}, {gguf.TypeMXFP4, tensor.MXFP4},
+	{gguf.TypeQ4_1, tensor.Q4_1}, {gguf.TypeQ5_0, tensor.Q5_0}, {gguf.TypeQ5_1, tensor.Q5_1},
 }
 
 // testRows are rows·perRow values drawn from a few scales per row (and a
@@ -100,9 +101,9 @@ func TestDequantizeMatchesGGML(t *testing.T) {
 func finiteHalves(dt tensor.DType, blk []byte) {
 	var at []int
 	switch dt {
-	case tensor.Q8_0, tensor.Q4_0:
+	case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0:
 		at = []int{0}
-	case tensor.Q4K, tensor.Q5K:
+	case tensor.Q4K, tensor.Q5K, tensor.Q4_1, tensor.Q5_1:
 		at = []int{0, 2}
 	case tensor.Q6K:
 		at = []int{208}

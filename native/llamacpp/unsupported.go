@@ -65,7 +65,9 @@ func (c *Context) Reset() {}
 func (c *Context) Close() {}
 
 // TypeTraits is unavailable in this build.
-func (l *Lib) TypeTraits(t int) (name string, blockLen, blockBytes int, ok bool) { return "", 0, 0, false }
+func (l *Lib) TypeTraits(t int) (name string, blockLen, blockBytes int, ok bool) {
+	return "", 0, 0, false
+}
 
 // Dequantize is unavailable in this build.
 func (l *Lib) Dequantize(t int, src []byte, n int) ([]float32, error) { return nil, errUnsupported }
