@@ -14,15 +14,15 @@ import (
 )
 
 func init() {
-	register("quantize", "write a quantized copy of a model: int8 (q8) safetensors, or a GGUF with --type q8_0|q4_0|mxfp4", cmdQuantize)
+	register("quantize", "write a quantized copy of a model: int8 (q8) safetensors, or a GGUF with --type q8_0|q4_0|q4_k|mxfp4", cmdQuantize)
 }
 
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("quantize", "--model DIR --out DIR [--shard-bytes N] | --model DIR --type q8_0|q4_0|mxfp4 --out FILE.gguf", stderr)
+	fs := newFlags("quantize", "--model DIR --out DIR [--shard-bytes N] | --model DIR --type q8_0|q4_0|q4_k|mxfp4 --out FILE.gguf", stderr)
 	dir := fs.String("model", "", "model directory (F32, F16 or BF16 weights)")
 	out := fs.String("out", "", "output directory (q8), or GGUF file (--type)")
 	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
-	typ := fs.String("type", "", "write a GGUF in llama.cpp's layout with this weight type: q8_0, q4_0 or mxfp4 (MXFP4 experts, Q8_0 elsewhere); empty: int8 safetensors")
+	typ := fs.String("type", "", "write a GGUF in llama.cpp's layout with this weight type: q8_0, q4_0, q4_k or mxfp4 (MXFP4 experts, Q8_0 elsewhere); empty: int8 safetensors")
 	noVocab := fs.Bool("no-vocab", false, "with --type: write an id-only vocabulary")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -33,9 +33,9 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	}
 	if *typ != "" {
 		switch strings.ToLower(*typ) {
-		case "q8_0", "q4_0", "mxfp4":
+		case "q8_0", "q4_0", "q4_k", "mxfp4":
 		default:
-			return fmt.Errorf("--type %q: want q8_0, q4_0 or mxfp4 (Q4_K/Q5_K/Q6_K files: llama.cpp's quantizer, see tessera-peer quantize)", *typ)
+			return fmt.Errorf("--type %q: want q8_0, q4_0, q4_k or mxfp4 (K-quant mixes such as Q4_K_M: llama.cpp's quantizer, tessera-peer quantize)", *typ)
 		}
 		if err := gguf.Export(*dir, *out, gguf.ExportOptions{Type: *typ, NoVocab: *noVocab}); err != nil {
 			return err

@@ -16,10 +16,11 @@ import (
 
 // ExportOptions controls Export.
 type ExportOptions struct {
-	// Type is the weight type: "f32", "f16", "bf16", "q8_0", "q4_0" or
-	// "mxfp4". Vectors, norms, conv taps, the router and biases stay F32
-	// (as llama.cpp's converter keeps them); with a block type a matrix
-	// whose rows are not a multiple of 32 is written F16. With mxfp4 only
+	// Type is the weight type: "f32", "f16", "bf16", "q8_0", "q4_0",
+	// "q4_k" or "mxfp4". Vectors, norms, conv taps, the router and biases
+	// stay F32 (as llama.cpp's converter keeps them); with a block type a
+	// matrix whose rows are not a whole number of blocks is written Q8_0
+	// (rows a multiple of 32) or F16. With mxfp4 only
 	// the routed experts are MXFP4 and the other matrices Q8_0, as
 	// llama.cpp's MXFP4_MOE file type has them.
 	Type string
@@ -49,7 +50,7 @@ func refuse(feature, format string, args ...any) error {
 }
 
 // exportTypes maps ExportOptions.Type to the tensor type of weight matrices.
-var exportTypes = map[string]GGMLType{"f32": TypeF32, "f16": TypeF16, "bf16": TypeBF16, "q8_0": TypeQ8_0, "q4_0": TypeQ4_0, "mxfp4": TypeMXFP4}
+var exportTypes = map[string]GGMLType{"f32": TypeF32, "f16": TypeF16, "bf16": TypeBF16, "q8_0": TypeQ8_0, "q4_0": TypeQ4_0, "mxfp4": TypeMXFP4, "q4_k": TypeQ4_K}
 
 // Export converts the tessera model in modelDir (config.json + safetensors,
 // either layout) into a GGUF file at outPath in llama.cpp's layout: arch
@@ -61,7 +62,7 @@ var exportTypes = map[string]GGMLType{"f32": TypeF32, "f16": TypeF16, "bf16": Ty
 func Export(modelDir, outPath string, opt ExportOptions) error {
 	target, ok := exportTypes[strings.ToLower(opt.Type)]
 	if !ok {
-		return fmt.Errorf("gguf export: type %q: want f32, f16, bf16, q8_0, q4_0 or mxfp4", opt.Type)
+		return fmt.Errorf("gguf export: type %q: want f32, f16, bf16, q8_0, q4_0, q4_k or mxfp4", opt.Type)
 	}
 	ctx := opt.Context
 	if ctx == nil {
@@ -238,7 +239,10 @@ func (c *converter) tensorType(o out) GGMLType {
 			return TypeF32
 		}
 	}
-	if c.target.BlockSize() > 1 && o.ne[0]%c.target.BlockSize() != 0 {
+	if bs := c.target.BlockSize(); bs > 1 && o.ne[0]%bs != 0 {
+		if o.ne[0]%q80Block == 0 {
+			return TypeQ8_0
+		}
 		return TypeF16
 	}
 	if c.target == TypeMXFP4 && !strings.HasSuffix(o.name, "_exps.weight") {

@@ -196,8 +196,8 @@ func TestFloat32Conversions(t *testing.T) {
 	assert.ErrorContains(t, err, `tensor "iq": converting IQ2_XXS to float32 is not implemented`)
 	_, err = f.Float32("nope")
 	assert.ErrorContains(t, err, `no tensor "nope"`)
-	_, err = Encode(TypeQ4_K, x32)
-	assert.ErrorContains(t, err, "encoding float32 as Q4_K is not implemented")
+	_, err = Encode(TypeQ6_K, x32)
+	assert.ErrorContains(t, err, "encoding float32 as Q6_K is not implemented")
 }
 
 // TestQ8_0HandComputed checks blocks whose quantization is easy by hand.

@@ -57,8 +57,9 @@ func DequantizeQ8_0(dst []float32, src []byte) {
 }
 
 // Encode converts float32 values to the bytes of a tensor of type t: F32,
-// F16 and BF16 (rounded to nearest even), Q8_0, Q4_0 or MXFP4 (ggml's
-// reference quantizers: QuantizeQ8_0, QuantizeQ4_0, QuantizeMXFP4).
+// F16 and BF16 (rounded to nearest even), Q8_0, Q4_0, MXFP4 or Q4_K
+// (ggml's reference quantizers: QuantizeQ8_0, QuantizeQ4_0, QuantizeMXFP4,
+// QuantizeQ4K).
 func Encode(t GGMLType, x []float32) ([]byte, error) {
 	switch t {
 	case TypeF32:
@@ -83,6 +84,8 @@ func Encode(t GGMLType, x []float32) ([]byte, error) {
 		return QuantizeQ4_0(x)
 	case TypeMXFP4:
 		return QuantizeMXFP4(x)
+	case TypeQ4_K:
+		return QuantizeQ4K(x)
 	}
 	return nil, fmt.Errorf("encoding float32 as %s is not implemented", t)
 }

@@ -45,14 +45,14 @@ func perplexity(windows [][]int, V int, logitsOf func(ids []int) []float32) floa
 
 // TestQuantizedPerplexityMatchesLlamaCpp scores k3-micro's held-out text
 // with tessera and with llama.cpp on the same GGUF file, for the block
-// formats tessera writes (Q8_0, Q4_0, MXFP4) and those llama.cpp's
+// formats tessera writes (Q8_0, Q4_0, MXFP4, Q4_K) and those llama.cpp's
 // quantizer writes (Q4_K_M, Q5_K_M, Q6_K, MXFP4_MOE), and requires the
 // perplexities to agree within 1 %. llama.cpp runs its own kernels
 // (activations quantized to Q8 for the dot products); tessera dequantizes
 // exactly, so the two differ by llama.cpp's activation rounding only.
 func TestQuantizedPerplexityMatchesLlamaCpp(t *testing.T) {
 	if testing.Short() {
-		t.Skip("scores 7 files with both engines")
+		t.Skip("scores 9 files with both engines")
 	}
 	lib := openPeer(t)
 	dir := filepath.Join("..", "..", "models", "k3-micro")
@@ -82,6 +82,7 @@ func TestQuantizedPerplexityMatchesLlamaCpp(t *testing.T) {
 		{"Q8_0", func(out string) error { return gguf.Export(dir, out, gguf.ExportOptions{Type: "q8_0"}) }},
 		{"Q4_0", func(out string) error { return gguf.Export(dir, out, gguf.ExportOptions{Type: "q4_0"}) }},
 		{"MXFP4", func(out string) error { return gguf.Export(dir, out, gguf.ExportOptions{Type: "mxfp4"}) }},
+		{"Q4_K", func(out string) error { return gguf.Export(dir, out, gguf.ExportOptions{Type: "q4_k"}) }},
 		{"Q4_K_M (llama.cpp)", func(out string) error { return lib.Quantize(f32, out, FTypeQ4_K_M, 1) }},
 		{"Q5_K_M (llama.cpp)", func(out string) error { return lib.Quantize(f32, out, FTypeQ5_K_M, 1) }},
 		{"Q6_K (llama.cpp)", func(out string) error { return lib.Quantize(f32, out, FTypeQ6_K, 1) }},

@@ -118,9 +118,9 @@ func finiteHalves(dt tensor.DType, blk []byte) {
 func TestQuantizersMatchGGML(t *testing.T) {
 	lib := openPeer(t)
 	rng := rand.New(rand.NewPCG(15, 2))
-	for _, g := range []gguf.GGMLType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeMXFP4} {
+	for _, g := range []gguf.GGMLType{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeMXFP4, gguf.TypeQ4_K} {
 		t.Run(g.String(), func(t *testing.T) {
-			rows, perRow := 6, 4*256
+			rows, perRow := 32, 4*256
 			x := testRows(rng, rows, perRow)
 			want, err := lib.QuantizeRows(int(g), x, rows, perRow)
 			if err != nil {
