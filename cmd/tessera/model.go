@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
-	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
