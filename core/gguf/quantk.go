@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/tensor"
 )
 
 // nearestInt rounds to the nearest integer, halves to even, as ggml's
@@ -137,7 +138,7 @@ func QuantizeQ4K(x []float32) ([]byte, error) {
 		binary.LittleEndian.PutUint16(o[0:], dh)
 		binary.LittleEndian.PutUint16(o[2:], mh)
 		for j := 0; j < 8; j++ {
-			s6, m6 := scaleMinK4(j, sc)
+			s6, m6 := tensor.ScaleMinK4(j, sc)
 			d := half.F16ToF32(dh) * float32(s6)
 			if d == 0 {
 				continue
@@ -155,13 +156,4 @@ func QuantizeQ4K(x []float32) ([]byte, error) {
 		}
 	}
 	return out, nil
-}
-
-// scaleMinK4 unpacks the j-th 6-bit scale and min of 12 packed bytes
-// (ggml's get_scale_min_k4).
-func scaleMinK4(j int, q []byte) (sc, m uint8) {
-	if j < 4 {
-		return q[j] & 63, q[j+4] & 63
-	}
-	return q[j+4]&15 | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }

@@ -8,9 +8,13 @@ import "github.com/tessera-llm/tessera/core/tensor"
 // scratch and then multiplied with the float32 kernels, so a quantized
 // matrix computes what its dequantized float32 copy computes.
 
-// blockRowDot is W[o,:]·x for a block-format W: Σ_i deq(W)[o,i]·x[i], the
-// row dequantized into buf (len ≥ W.Cols) first.
+// blockRowDot is W[o,:]·x for a block-format W: Σ_i deq(W)[o,i]·x[i],
+// with the SIMD kernel of W's format where there is one (fastBlockDot),
+// else the row dequantized into buf (len ≥ W.Cols) first.
 func blockRowDot(W *tensor.Mat, o int, x, buf []float32) float32 {
+	if s, ok := fastBlockDot(W, o, x, buf); ok {
+		return s
+	}
 	rb := W.DType.RowBytes(W.Cols)
 	row := buf[:W.Cols]
 	tensor.Dequantize(W.DType, row, W.Q[o*rb:(o+1)*rb])

@@ -64,13 +64,14 @@ func TestLinearBlockedMatchesDequantized(t *testing.T) {
 						for i := range x {
 							x[i] = float32(rng.NormFloat64())
 						}
-						got, want := make([]float32, T*rows), make([]float32, T*rows)
+						got, want, mag := make([]float32, T*rows), make([]float32, T*rows), make([]float32, T*rows)
 						Linear(p, got, x, T, W)
 						Linear(p, want, x, T, F)
-						assertClose(t, name, got, want)
+						Linear(p, mag, abs(x), T, tensor.NewF32(rows, cols, abs(F.F32)))
+						assertClose(t, name, got, want, mag)
 						if T == 1 {
 							LinearBatch(p, []GEMV{{W: W, X: x, Out: got}, {W: F, X: x, Out: want}})
-							assertClose(t, name+"/batch", got, want)
+							assertClose(t, name+"/batch", got, want, mag)
 						}
 					}
 				}
@@ -79,10 +80,20 @@ func TestLinearBlockedMatchesDequantized(t *testing.T) {
 	}
 }
 
-func assertClose(t *testing.T, name string, got, want []float32) {
+func abs(x []float32) []float32 {
+	y := make([]float32, len(x))
+	for i, v := range x {
+		y[i] = float32(math.Abs(float64(v)))
+	}
+	return y
+}
+
+// assertClose requires |got − want| ≤ 1e-6·(1 + mag), mag = Σ|w||x| (the
+// rounding scale of a dot product whose terms cancel).
+func assertClose(t *testing.T, name string, got, want, mag []float32) {
 	t.Helper()
 	for i := range want {
-		tol := 1e-5 * (1 + math.Abs(float64(want[i])))
+		tol := 1e-6 * (1 + float64(mag[i]))
 		if math.Abs(float64(got[i]-want[i])) > tol || math.IsNaN(float64(got[i])) {
 			t.Fatalf("%s: element %d: got %v, want %v", name, i, got[i], want[i])
 		}

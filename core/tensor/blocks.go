@@ -177,9 +177,9 @@ func dequantMXFP4(y []float32, b []byte) {
 	}
 }
 
-// scaleMinK4 unpacks the j-th 6-bit scale and min of a Q4_K/Q5_K block's
+// ScaleMinK4 unpacks the j-th 6-bit scale and min of a Q4_K/Q5_K block's
 // 12 scale bytes (ggml's get_scale_min_k4).
-func scaleMinK4(j int, q []byte) (sc, m uint8) {
+func ScaleMinK4(j int, q []byte) (sc, m uint8) {
 	if j < 4 {
 		return q[j] & 63, q[j+4] & 63
 	}
@@ -194,8 +194,8 @@ func dequantQ4K(y []float32, b []byte) {
 	d, dmin := f16(b), f16(b[2:])
 	sc, qs := b[4:16], b[16:144]
 	for p := range 4 {
-		s1, m1 := scaleMinK4(2*p, sc)
-		s2, m2 := scaleMinK4(2*p+1, sc)
+		s1, m1 := ScaleMinK4(2*p, sc)
+		s2, m2 := ScaleMinK4(2*p+1, sc)
 		d1, n1 := d*float32(s1), dmin*float32(m1)
 		d2, n2 := d*float32(s2), dmin*float32(m2)
 		q := qs[32*p : 32*p+32]
@@ -214,8 +214,8 @@ func dequantQ5K(y []float32, b []byte) {
 	d, dmin := f16(b), f16(b[2:])
 	sc, qh, qs := b[4:16], b[16:48], b[48:176]
 	for p := range 4 {
-		s1, m1 := scaleMinK4(2*p, sc)
-		s2, m2 := scaleMinK4(2*p+1, sc)
+		s1, m1 := ScaleMinK4(2*p, sc)
+		s2, m2 := ScaleMinK4(2*p+1, sc)
 		d1, n1 := d*float32(s1), dmin*float32(m1)
 		d2, n2 := d*float32(s2), dmin*float32(m2)
 		q := qs[32*p : 32*p+32]
