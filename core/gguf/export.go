@@ -284,47 +284,68 @@ func reversed(shape []int) []uint64 {
 	return ne
 }
 
-// convert maps one tessera tensor; done records GGUF names already
-// produced (a pair or an expert stack covers several tessera tensors).
-func (c *converter) convert(name string, done map[string]bool) ([]out, error) {
-	layer, rel := -1, name
-	var bid string
-	if strings.HasPrefix(name, "model.layers.") {
-		rest := name[len("model.layers."):]
+// match is where a tessera tensor sits in the rule tables: its rule, its
+// decoder layer (−1 outside the layers) with the GGUF prefix "blk.{i}.",
+// its layer-relative key ("experts.*" for an expert) and expert index.
+type match struct {
+	r      rule
+	layer  int
+	bid    string
+	key    string
+	expert int
+}
+
+// findRule finds the rule of tessera tensor name (without the layout
+// prefix) for cfg's layer kinds; ok is false when no rule maps it.
+func findRule(cfg *config.Config, name string) (m match, ok bool) {
+	m.layer, m.key, m.expert = -1, name, -1
+	if rest, found := strings.CutPrefix(name, "model.layers."); found {
 		dot := strings.IndexByte(rest, '.')
 		if dot < 0 {
-			return nil, refuse(c.prefix+name, "no GGUF mapping")
+			return m, false
 		}
-		fmt.Sscanf(rest[:dot], "%d", &layer)
-		rel, bid = rest[dot+1:], fmt.Sprintf("blk.%d.", layer)
+		if _, err := fmt.Sscanf(rest[:dot], "%d", &m.layer); err != nil || m.layer < 0 || m.layer >= len(cfg.Kinds) {
+			return m, false
+		}
+		m.key, m.bid = rest[dot+1:], fmt.Sprintf("blk.%d.", m.layer)
 	}
-	key, expert := rel, -1
-	if i := strings.Index(rel, "experts."); i >= 0 && !strings.Contains(rel, "shared_experts.") {
-		rest := rel[i+len("experts."):]
+	if i := strings.Index(m.key, "experts."); i >= 0 && !strings.Contains(m.key, "shared_experts.") {
+		rest := m.key[i+len("experts."):]
 		if dot := strings.IndexByte(rest, '.'); dot > 0 {
-			fmt.Sscanf(rest[:dot], "%d", &expert)
-			key = rel[:i] + "experts.*" + rest[dot:]
+			fmt.Sscanf(rest[:dot], "%d", &m.expert)
+			m.key = m.key[:i] + "experts.*" + rest[dot:]
 		}
 	}
 	rules := modelRules
-	if layer >= 0 {
+	if m.layer >= 0 {
 		rules = layerRules
 	}
 	for _, r := range rules {
-		if r.hf != key && !(r.op == opResScore && r.pair == key) {
+		if r.hf != m.key && !(r.op == opResScore && r.pair == m.key) {
 			continue
 		}
-		if layer >= 0 && r.only != anyLayer && (r.only == kdaOnly) != (c.cfg.Kinds[layer] == config.KDA) {
+		if m.layer >= 0 && r.only != anyLayer && (r.only == kdaOnly) != (cfg.Kinds[m.layer] == config.KDA) {
 			continue
 		}
-		gname := bid + r.gguf
-		if done[gname] {
-			return nil, nil
-		}
-		done[gname] = true
-		return c.apply(r, layer, bid, gname, name)
+		m.r = r
+		return m, true
 	}
-	return nil, refuse(c.prefix+name, "no GGUF mapping for this tensor in llama.cpp's %s", c.arch)
+	return m, false
+}
+
+// convert maps one tessera tensor; done records GGUF names already
+// produced (a pair or an expert stack covers several tessera tensors).
+func (c *converter) convert(name string, done map[string]bool) ([]out, error) {
+	m, ok := findRule(c.cfg, name)
+	if !ok {
+		return nil, refuse(c.prefix+name, "no GGUF mapping for this tensor in llama.cpp's %s", c.arch)
+	}
+	gname := m.bid + m.r.gguf
+	if done[gname] {
+		return nil, nil
+	}
+	done[gname] = true
+	return c.apply(m.r, m.layer, m.bid, gname, name)
 }
 
 // apply builds the GGUF tensor(s) of rule r for tessera tensor name.

@@ -163,83 +163,61 @@ func (im *importer) bind(s model.TensorSpec) error {
 	if name == "lm_head.weight" {
 		return im.copy(name, "output.weight", shape)
 	}
-	layer, rel, bid := -1, name, ""
-	if rest, ok := strings.CutPrefix(name, "model.layers."); ok {
-		dot := strings.IndexByte(rest, '.')
-		fmt.Sscanf(rest[:dot], "%d", &layer)
-		rel, bid = rest[dot+1:], rest[:dot]
-		bid = "blk." + bid + "."
+	m, ok := findRule(im.cfg, name)
+	if !ok {
+		return fmt.Errorf("tensor %s: no GGUF mapping in llama.cpp's %s", name, im.arch)
 	}
-	key, expert := rel, -1
-	if i := strings.Index(rel, "experts."); i >= 0 && !strings.Contains(rel, "shared_experts.") {
-		rest := rel[i+len("experts."):]
-		if dot := strings.IndexByte(rest, '.'); dot > 0 {
-			fmt.Sscanf(rest[:dot], "%d", &expert)
-			key = rel[:i] + "experts.*" + rest[dot:]
-		}
-	}
-	rules := modelRules
-	if layer >= 0 {
-		rules = layerRules
-	}
-	for _, r := range rules {
-		if r.hf != key && !(r.op == opResScore && r.pair == key) {
-			continue
-		}
-		if layer >= 0 && r.only != anyLayer && (r.only == kdaOnly) != (im.cfg.Kinds[layer] == config.KDA) {
-			continue
-		}
-		gname := bid + r.gguf
-		switch r.op {
-		case opCopy, opConv1d:
-			return im.copy(name, gname, shape)
-		case opResScore:
-			if key == r.pair { // …_res_proj: ones
-				x := make([]float32, numel(shape))
-				for i := range x {
-					x[i] = 1
-				}
-				im.derived(name, shape, x)
-				return nil
+	r, key, bid, expert := m.r, m.key, m.bid, m.expert
+	gname := bid + r.gguf
+	switch r.op {
+	case opCopy, opConv1d:
+		return im.copy(name, gname, shape)
+	case opResScore:
+		if key == r.pair { // …_res_proj: ones
+			x := make([]float32, numel(shape))
+			for i := range x {
+				x[i] = 1
 			}
-			return im.copy(name, gname, shape)
-		case opALog:
-			g, err := im.tensor(gname, name, im.cfg.KDAHeads)
-			if err != nil {
-				return err
-			}
-			a, err := im.f.Float32(g.Name)
-			if err != nil {
-				return err
-			}
-			for i, v := range a {
-				if !(v < 0) {
-					return fmt.Errorf("tensor %s: element %d is %v; ssm_a = −exp(A_log) must be negative", gname, i, v)
-				}
-				a[i] = float32(math.Log(float64(-v)))
-			}
-			im.derived(name, shape, a)
-			return nil
-		case opSplitKVB:
-			return im.kvb(name, bid+r.gguf, bid+r.pair, shape)
-		case opExperts:
-			E := im.cfg.NumExperts
-			g, err := im.tensor(gname, name, E*numel(shape))
-			if err != nil {
-				return err
-			}
-			if len(g.Ne) != 3 || g.Ne[0] != uint64(shape[1]) || g.Ne[1] != uint64(shape[0]) {
-				return fmt.Errorf("tensor %s: shape %v, want [%d %d %d]", gname, g.Ne, shape[1], shape[0], E)
-			}
-			if _, blocked := blockedType(g.Type); !blocked && g.Type != TypeF32 && g.Type != TypeF16 && g.Type != TypeBF16 {
-				return fmt.Errorf("tensor %s: ggml type %s is not supported", gname, g.Type)
-			}
-			per := g.Size / uint64(E)
-			im.view(name, g, shape, uint64(expert)*per, per)
+			im.derived(name, shape, x)
 			return nil
 		}
+		return im.copy(name, gname, shape)
+	case opALog:
+		g, err := im.tensor(gname, name, im.cfg.KDAHeads)
+		if err != nil {
+			return err
+		}
+		a, err := im.f.Float32(g.Name)
+		if err != nil {
+			return err
+		}
+		for i, v := range a {
+			if !(v < 0) {
+				return fmt.Errorf("tensor %s: element %d is %v; ssm_a = −exp(A_log) must be negative", gname, i, v)
+			}
+			a[i] = float32(math.Log(float64(-v)))
+		}
+		im.derived(name, shape, a)
+		return nil
+	case opSplitKVB:
+		return im.kvb(name, bid+r.gguf, bid+r.pair, shape)
+	case opExperts:
+		E := im.cfg.NumExperts
+		g, err := im.tensor(gname, name, E*numel(shape))
+		if err != nil {
+			return err
+		}
+		if len(g.Ne) != 3 || g.Ne[0] != uint64(shape[1]) || g.Ne[1] != uint64(shape[0]) {
+			return fmt.Errorf("tensor %s: shape %v, want [%d %d %d]", gname, g.Ne, shape[1], shape[0], E)
+		}
+		if _, blocked := blockedType(g.Type); !blocked && g.Type != TypeF32 && g.Type != TypeF16 && g.Type != TypeBF16 {
+			return fmt.Errorf("tensor %s: ggml type %s is not supported", gname, g.Type)
+		}
+		per := g.Size / uint64(E)
+		im.view(name, g, shape, uint64(expert)*per, per)
+		return nil
 	}
-	return fmt.Errorf("tensor %s: no GGUF mapping in llama.cpp's %s", name, im.arch)
+	return fmt.Errorf("gguf import: internal: unknown conversion %d for %s", r.op, name)
 }
 
 // blockedType reports whether t loads as a tessera block format.

@@ -190,29 +190,18 @@ func ScaleMinK4(j int, q []byte) (sc, m uint8) {
 // each 64-element half-pair p (sub-blocks 2p, 2p+1 with 6-bit scale s and
 // min m): y = (d·s)·q − dmin·m, q the low then the high nibbles of
 // qs[32p : 32p+32].
-func dequantQ4K(y []float32, b []byte) {
-	d, dmin := f16(b), f16(b[2:])
-	sc, qs := b[4:16], b[16:144]
-	for p := range 4 {
-		s1, m1 := ScaleMinK4(2*p, sc)
-		s2, m2 := ScaleMinK4(2*p+1, sc)
-		d1, n1 := d*float32(s1), dmin*float32(m1)
-		d2, n2 := d*float32(s2), dmin*float32(m2)
-		q := qs[32*p : 32*p+32]
-		o := y[64*p : 64*p+64]
-		for l := range 32 {
-			o[l] = float32(d1*float32(q[l]&15)) - n1
-			o[l+32] = float32(d2*float32(q[l]>>4)) - n2
-		}
-	}
-}
+func dequantQ4K(y []float32, b []byte) { dequantK(y, b, nil, b[16:144]) }
 
 // dequantQ5K is block_q5_K {fp16 d, dmin; u8 scales[12]; u8 qh[32];
 // u8 qs[128]}: as Q4_K with a fifth bit from qh (bit 2p for the low
 // nibbles, 2p+1 for the high ones) adding 16 to q.
-func dequantQ5K(y []float32, b []byte) {
+func dequantQ5K(y []float32, b []byte) { dequantK(y, b, b[16:48], b[48:176]) }
+
+// dequantK expands a Q4_K (qh nil) or Q5_K super-block: d, dmin and the
+// 12 scale bytes lead b; qs holds the nibbles, qh the fifth bits.
+func dequantK(y []float32, b, qh, qs []byte) {
 	d, dmin := f16(b), f16(b[2:])
-	sc, qh, qs := b[4:16], b[16:48], b[48:176]
+	sc := b[4:16]
 	for p := range 4 {
 		s1, m1 := ScaleMinK4(2*p, sc)
 		s2, m2 := ScaleMinK4(2*p+1, sc)
@@ -222,8 +211,10 @@ func dequantQ5K(y []float32, b []byte) {
 		o := y[64*p : 64*p+64]
 		for l := range 32 {
 			lo, hi := q[l]&15, q[l]>>4
-			lo += (qh[l] >> (2 * p) & 1) << 4
-			hi += (qh[l] >> (2*p + 1) & 1) << 4
+			if qh != nil {
+				lo += (qh[l] >> (2 * p) & 1) << 4
+				hi += (qh[l] >> (2*p + 1) & 1) << 4
+			}
 			o[l] = float32(d1*float32(lo)) - n1
 			o[l+32] = float32(d2*float32(hi)) - n2
 		}
