@@ -10,6 +10,15 @@ DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL nibmask<>(SB), RODATA|NOPTR, $16
 
+// HSUM13 sums the eight lanes of Y13 into the low lane of X0.
+#define HSUM13 \
+	VEXTRACTF128 $1, Y13, X1; \
+	VADDPS X1, X13, X0; \
+	VMOVHLPS X0, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVSHDUP X0, X1; \
+	VADDSS X1, X0, X0
+
 // NIB8(X, xoff, ACC, SUM): the 8 int8 in the low half of X, widened to
 // float32, times x[xoff/4 ..] into ACC; the x values into SUM.
 #define NIB8(X, XMEM, ACC, SUM) \
@@ -84,12 +93,7 @@ chunk:
 	INCQ DX
 	JMP blockloop
 done:
-	VEXTRACTF128 $1, Y13, X1
-	VADDPS X1, X13, X0
-	VMOVHLPS X0, X0, X1
-	VADDPS X1, X0, X0
-	VMOVSHDUP X0, X1
-	VADDSS X1, X0, X0
+	HSUM13
 	VMOVSS X0, ret+80(FP)
 	VZEROUPPER
 	RET
@@ -128,12 +132,7 @@ i8loop:
 	INCQ DX
 	JMP i8loop
 i8done:
-	VEXTRACTF128 $1, Y13, X1
-	VADDPS X1, X13, X0
-	VMOVHLPS X0, X0, X1
-	VADDPS X1, X0, X0
-	VMOVSHDUP X0, X1
-	VADDSS X1, X0, X0
+	HSUM13
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
