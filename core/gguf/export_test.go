@@ -33,7 +33,7 @@ type modelSpec struct {
 }
 
 // makeModel writes a random F32 checkpoint of s into a new directory.
-func makeModel(t *testing.T, s modelSpec) string {
+func makeModel(t testing.TB, s modelSpec) string {
 	t.Helper()
 	raw, err := presets.Read(s.preset)
 	require.NoError(t, err)
