@@ -191,6 +191,6 @@ weights to F16 on upload (` + "`" + `gpuWeights` + "`" + `), so a GGUF runs on t
 | Q5_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
 | Q4_K | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
 | Q5_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| Q6_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
+| Q6_K | ✓ AVX2 | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
 | MXFP4 | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
 `

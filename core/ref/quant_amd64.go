@@ -15,6 +15,9 @@ func nibbleRowAVX2(q *byte, stride int, x *float32, nblk, half int, lut *[16]int
 //go:noescape
 func int8RowAVX2(q *byte, stride int, x *float32, nblk int, s *float32) float32
 
+//go:noescape
+func q6kRowAVX2(q *byte, x *float32, nblk int, s *float32) float32
+
 // Nibble → value tables: Q4_0 (q − 8), Q4_K (q) and MXFP4 (doubled E2M1).
 var (
 	lutQ4_0  = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
@@ -23,8 +26,8 @@ var (
 )
 
 // fastBlockDot is W[o,:]·x = Σ_b d_b·Σ_j q_bj·x_bj (− Σ_sub dmin·m·Σx for
-// Q4_K) for Q8_0, Q4_0, Q4_K and MXFP4 rows with the AVX2 kernels: the
-// block scales are decoded into buf (≥ 2·blocks floats) and the packed
+// Q4_K) for Q8_0, Q4_0, Q4_K, Q6_K and MXFP4 rows with the AVX2 kernels: the
+// block scales are decoded into buf (≥ Cols/16 floats) and the packed
 // values widened in registers, never written out. ok is false for other
 // dtypes or without AVX2.
 func fastBlockDot(W *tensor.Mat, o int, x, buf []float32) (float32, bool) {
@@ -57,6 +60,16 @@ func fastBlockDot(W *tensor.Mat, o int, x, buf []float32) (float32, bool) {
 			s[b] = tensor.E8M0Half(q[17*b])
 		}
 		return nibbleRowAVX2(&q[1], 17, &x[0], nb, 16, &lutMXFP4, &s[0], &s[0], &z[0], &z[0]), true
+	case tensor.Q6K:
+		s := buf[:16*nb]
+		for b := 0; b < nb; b++ {
+			blk := q[210*b : 210*b+210]
+			d := f16(blk[208:])
+			for g := range 16 {
+				s[16*b+g] = d * float32(int8(blk[192+g]))
+			}
+		}
+		return q6kRowAVX2(&q[0], &x[0], nb, &s[0]), true
 	case tensor.Q4K:
 		var sLo, sHi, mLo, mHi [4]float32
 		var sum float32

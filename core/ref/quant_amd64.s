@@ -136,3 +136,97 @@ i8done:
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+DATA q6consts<>+0(SB)/8, $0x0303030303030303
+DATA q6consts<>+8(SB)/8, $0x0303030303030303
+DATA q6consts<>+16(SB)/8, $0x2020202020202020
+DATA q6consts<>+24(SB)/8, $0x2020202020202020
+GLOBL q6consts<>(SB), RODATA|NOPTR, $32
+
+// DOT16(V, XA, XB, S): the 16 int8 of V times x at XA(R10) and XB(R10),
+// summed, times the scale at S(R12), into Y13.
+#define DOT16(V, XA, XB, S) \
+	VPMOVSXBD V, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VMULPS XA(R10), Y6, Y0; \
+	VPSRLDQ $8, V, X7; \
+	VPMOVSXBD X7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VFMADD231PS XB(R10), Y7, Y0; \
+	VBROADCASTSS S(R12), Y9; \
+	VFMADD231PS Y9, Y0, Y13
+
+// Q6CHUNK: 16 positions l of a Q6_K half (ql at R8, qh at R9): the four
+// values (ql[l]&15, ql[l+32]&15, ql[l]>>4, ql[l+32]>>4, each with two bits
+// of qh[l] above) minus 32, each against its 16 activations and scale.
+#define Q6CHUNK(AO, BO, HO, X0A, X0B, S0, X1A, X1B, S1, X2A, X2B, S2, X3A, X3B, S3) \
+	VMOVDQU AO(R8), X1; \
+	VMOVDQU BO(R8), X2; \
+	VMOVDQU HO(R9), X3; \
+	VPAND X15, X1, X4; \
+	VPAND X12, X3, X5; \
+	VPSLLW $4, X5, X5; \
+	VPOR X5, X4, X4; \
+	VPSUBB X11, X4, X4; \
+	DOT16(X4, X0A, X0B, S0); \
+	VPAND X15, X2, X4; \
+	VPSRLW $2, X3, X5; \
+	VPAND X12, X5, X5; \
+	VPSLLW $4, X5, X5; \
+	VPOR X5, X4, X4; \
+	VPSUBB X11, X4, X4; \
+	DOT16(X4, X1A, X1B, S1); \
+	VPSRLW $4, X1, X4; \
+	VPAND X15, X4, X4; \
+	VPSRLW $4, X3, X5; \
+	VPAND X12, X5, X5; \
+	VPSLLW $4, X5, X5; \
+	VPOR X5, X4, X4; \
+	VPSUBB X11, X4, X4; \
+	DOT16(X4, X2A, X2B, S2); \
+	VPSRLW $4, X2, X4; \
+	VPAND X15, X4, X4; \
+	VPSRLW $6, X3, X5; \
+	VPAND X12, X5, X5; \
+	VPSLLW $4, X5, X5; \
+	VPOR X5, X4, X4; \
+	VPSUBB X11, X4, X4; \
+	DOT16(X4, X3A, X3B, S3)
+
+// func q6kRowAVX2(q *byte, x *float32, nblk int, s *float32) float32
+//
+// A Q6_K row (nblk blocks of 210 bytes: ql[128], qh[64], scales[16], d)
+// against x: Σ_g s[g]·Σ_{16 elements of group g} (q − 32)·x, s[g] =
+// d·scales[g] decoded by the caller (16 per block).
+TEXT ·q6kRowAVX2(SB), NOSPLIT, $0-36
+	MOVQ q+0(FP), SI
+	MOVQ x+8(FP), R10
+	MOVQ nblk+16(FP), BX
+	MOVQ s+24(FP), R12
+	VMOVDQU nibmask<>(SB), X15
+	VMOVDQU q6consts<>(SB), X12
+	VMOVDQU q6consts<>+16(SB), X11
+	VXORPS Y13, Y13, Y13
+q6block:
+	TESTQ BX, BX
+	JZ q6done
+	MOVQ SI, R8
+	LEAQ 128(SI), R9
+	MOVQ $2, CX
+q6half:
+	Q6CHUNK(0, 32, 0, 0, 32, 0, 128, 160, 8, 256, 288, 16, 384, 416, 24)
+	Q6CHUNK(16, 48, 16, 64, 96, 4, 192, 224, 12, 320, 352, 20, 448, 480, 28)
+	ADDQ $64, R8
+	ADDQ $32, R9
+	ADDQ $512, R10
+	ADDQ $32, R12
+	DECQ CX
+	JNZ q6half
+	ADDQ $210, SI
+	DECQ BX
+	JMP q6block
+q6done:
+	HSUM13
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
