@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,12 +73,38 @@ func TestImportLogitsEqualOriginal(t *testing.T) {
 			wc.BOSTokenID, wc.EOSTokenIDs = -1, nil
 			gc.Text = nil
 			assert.Equal(t, wc, gc)
-			// F32 weights are views of the mapped file.
+			// F32 weights and per-expert slices are views of the mapped file.
 			assert.Equal(t, tensor.F32, got.Layers[0].MLP.GateProj.DType)
+			b, err := gck.Bytes("model.layers.0.mlp.gate_proj.weight")
+			require.NoError(t, err)
+			assert.Equal(t, unsafe.Pointer(&b[0]), unsafe.Pointer(&got.Layers[0].MLP.GateProj.F32[0]), "gate_proj copied")
+			e := got.Layers[1].MoE.Experts[3].DownProj
+			b, err = gck.Bytes("model.layers.1.block_sparse_moe.experts.3.w2.weight")
+			require.NoError(t, err)
+			assert.Equal(t, unsafe.Pointer(&b[0]), unsafe.Pointer(&e.F32[0]), "expert 3 copied")
 			ids := testTokens(want.Cfg.VocabSize, 12)
-			a, b := logitsOf(t, want, ids), logitsOf(t, got, ids)
-			assert.LessOrEqual(t, maxAbsDiff(a, b), 1e-5)
+			la, lb := logitsOf(t, want, ids), logitsOf(t, got, ids)
+			assert.LessOrEqual(t, maxAbsDiff(la, lb), 1e-5)
 		})
+	}
+}
+
+// TestImportBlocksInPlace: quantized weights keep their raw blocks, in the
+// mapped file.
+func TestImportBlocksInPlace(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano"})
+	for _, typ := range []string{"q4_0", "mxfp4", "q8_0"} {
+		path := exportFile(t, dir, typ, true)
+		m, ck, err := model.OpenDir(path)
+		require.NoError(t, err)
+		w := m.Layers[1].MoE.Experts[2].UpProj
+		want := map[string]tensor.DType{"q4_0": tensor.Q4_0, "mxfp4": tensor.MXFP4, "q8_0": tensor.Q8_0}[typ]
+		assert.Equal(t, want, w.DType, typ)
+		b, err := ck.Bytes("model.layers.1.block_sparse_moe.experts.2.w3.weight")
+		require.NoError(t, err)
+		assert.Equal(t, unsafe.Pointer(&b[0]), unsafe.Pointer(&w.Q[0]), typ)
+		assert.Len(t, w.Q, w.Rows*want.RowBytes(w.Cols))
+		ck.Close()
 	}
 }
 
