@@ -156,6 +156,14 @@ GLOBL q6consts<>(SB), RODATA|NOPTR, $32
 	VBROADCASTSS S(R12), Y9; \
 	VFMADD231PS Y9, Y0, Y13
 
+// Q6HI puts the two bits in X5 (low bits of each byte, not yet masked)
+// above the nibbles in X4 and subtracts 32.
+#define Q6HI \
+	VPAND X12, X5, X5; \
+	VPSLLW $4, X5, X5; \
+	VPOR X5, X4, X4; \
+	VPSUBB X11, X4, X4
+
 // Q6CHUNK: 16 positions l of a Q6_K half (ql at R8, qh at R9): the four
 // values (ql[l]&15, ql[l+32]&15, ql[l]>>4, ql[l+32]>>4, each with two bits
 // of qh[l] above) minus 32, each against its 16 activations and scale.
@@ -164,33 +172,22 @@ GLOBL q6consts<>(SB), RODATA|NOPTR, $32
 	VMOVDQU BO(R8), X2; \
 	VMOVDQU HO(R9), X3; \
 	VPAND X15, X1, X4; \
-	VPAND X12, X3, X5; \
-	VPSLLW $4, X5, X5; \
-	VPOR X5, X4, X4; \
-	VPSUBB X11, X4, X4; \
+	VMOVDQU X3, X5; \
+	Q6HI; \
 	DOT16(X4, X0A, X0B, S0); \
 	VPAND X15, X2, X4; \
 	VPSRLW $2, X3, X5; \
-	VPAND X12, X5, X5; \
-	VPSLLW $4, X5, X5; \
-	VPOR X5, X4, X4; \
-	VPSUBB X11, X4, X4; \
+	Q6HI; \
 	DOT16(X4, X1A, X1B, S1); \
 	VPSRLW $4, X1, X4; \
 	VPAND X15, X4, X4; \
 	VPSRLW $4, X3, X5; \
-	VPAND X12, X5, X5; \
-	VPSLLW $4, X5, X5; \
-	VPOR X5, X4, X4; \
-	VPSUBB X11, X4, X4; \
+	Q6HI; \
 	DOT16(X4, X2A, X2B, S2); \
 	VPSRLW $4, X2, X4; \
 	VPAND X15, X4, X4; \
 	VPSRLW $6, X3, X5; \
-	VPAND X12, X5, X5; \
-	VPSLLW $4, X5, X5; \
-	VPOR X5, X4, X4; \
-	VPSUBB X11, X4, X4; \
+	Q6HI; \
 	DOT16(X4, X3A, X3B, S3)
 
 // func q6kRowAVX2(q *byte, x *float32, nblk int, s *float32) float32
