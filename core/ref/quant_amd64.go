@@ -10,7 +10,7 @@ import (
 // nibbleRowAVX2 and int8RowAVX2 are in quant_amd64.s.
 //
 //go:noescape
-func nibbleRowAVX2(q *byte, stride int, x *float32, nblk, half int, lut *[16]int8, sLo, sHi, mLo, mHi *float32) float32
+func nibbleRowAVX2(q *byte, stride int, x *float32, nblk, half int, lut *[16]int8, sLo, sHi, mLo, mHi *float32, group, gap int) float32
 
 //go:noescape
 func int8RowAVX2(q *byte, stride int, x *float32, nblk int, s *float32) float32
@@ -54,12 +54,12 @@ func fastBlockDot(W *tensor.Mat, o int, x, buf []float32) (float32, bool) {
 			for b := range s {
 				s[b] = f16(q[18*b:])
 			}
-			return nibbleRowAVX2(&q[2], 18, &x[0], nb, 16, &lutQ4_0, &s[0], &s[0], &z[0], &z[0]), true
+			return nibbleRowAVX2(&q[2], 18, &x[0], nb, 16, &lutQ4_0, &s[0], &s[0], &z[0], &z[0], nb, 0), true
 		}
 		for b := range s {
 			s[b] = tensor.E8M0Half(q[17*b])
 		}
-		return nibbleRowAVX2(&q[1], 17, &x[0], nb, 16, &lutMXFP4, &s[0], &s[0], &z[0], &z[0]), true
+		return nibbleRowAVX2(&q[1], 17, &x[0], nb, 16, &lutMXFP4, &s[0], &s[0], &z[0], &z[0], nb, 0), true
 	case tensor.Q6K:
 		s := buf[:16*nb]
 		for b := 0; b < nb; b++ {
@@ -71,20 +71,21 @@ func fastBlockDot(W *tensor.Mat, o int, x, buf []float32) (float32, bool) {
 		}
 		return q6kRowAVX2(&q[0], &x[0], nb, &s[0]), true
 	case tensor.Q4K:
-		var sLo, sHi, mLo, mHi [4]float32
-		var sum float32
+		// Four 64-element pairs per 144-byte super-block: nibbles 32 bytes
+		// apart, then 16 bytes of the next block's scales.
+		sLo, sHi, mLo, mHi := buf[:4*nb], buf[4*nb:8*nb], buf[8*nb:12*nb], buf[12*nb:16*nb]
 		for sb := 0; sb < nb; sb++ {
 			blk := q[144*sb : 144*sb+144]
 			d, dmin := f16(blk), f16(blk[2:])
 			for p := range 4 {
 				s1, m1 := tensor.ScaleMinK4(2*p, blk[4:16])
 				s2, m2 := tensor.ScaleMinK4(2*p+1, blk[4:16])
-				sLo[p], mLo[p] = d*float32(s1), dmin*float32(m1)
-				sHi[p], mHi[p] = d*float32(s2), dmin*float32(m2)
+				i := 4*sb + p
+				sLo[i], mLo[i] = d*float32(s1), dmin*float32(m1)
+				sHi[i], mHi[i] = d*float32(s2), dmin*float32(m2)
 			}
-			sum += nibbleRowAVX2(&blk[16], 32, &x[256*sb], 4, 32, &lutIdent, &sLo[0], &sHi[0], &mLo[0], &mHi[0])
 		}
-		return sum, true
+		return nibbleRowAVX2(&q[16], 32, &x[0], 4*nb, 32, &lutIdent, &sLo[0], &sHi[0], &mLo[0], &mHi[0], 4, 16), true
 	}
 	return 0, false
 }

@@ -28,13 +28,14 @@ GLOBL nibmask<>(SB), RODATA|NOPTR, $16
 	VFMADD231PS Y8, Y6, ACC; \
 	VADDPS Y8, SUM, SUM
 
-// func nibbleRowAVX2(q *byte, stride int, x *float32, nblk, half int, lut *[16]int8, sLo, sHi, mLo, mHi *float32) float32
+// func nibbleRowAVX2(q *byte, stride int, x *float32, nblk, half int, lut *[16]int8, sLo, sHi, mLo, mHi *float32, group, gap int) float32
 //
-// For each block b (nibbles at q + b·stride, half bytes, half a multiple
-// of 16; activations x[b·2·half ..]): lo = Σ_j lut[q_j & 15]·x_j,
+// For each block b (nibbles at q + b·stride, plus gap bytes after every
+// group blocks; half bytes, half a multiple of 16; activations
+// x[b·2·half ..]): lo = Σ_j lut[q_j & 15]·x_j,
 // hi = Σ_j lut[q_j >> 4]·x_{half+j}, and the sums of those x; the result
 // is Σ_b sLo[b]·lo + sHi[b]·hi − mLo[b]·Σx_lo − mHi[b]·Σx_hi.
-TEXT ·nibbleRowAVX2(SB), NOSPLIT, $0-84
+TEXT ·nibbleRowAVX2(SB), NOSPLIT, $0-100
 	MOVQ q+0(FP), SI
 	MOVQ stride+8(FP), R9
 	MOVQ x+16(FP), DI
@@ -49,8 +50,7 @@ TEXT ·nibbleRowAVX2(SB), NOSPLIT, $0-84
 	VMOVDQU (AX), X14
 	VXORPS Y13, Y13, Y13 // total
 	XORQ DX, DX // block index
-	MOVQ R10, R15
-	SHLQ $2, R15 // bytes of x in one half
+	MOVQ group+80(FP), R15 // blocks left in this group
 blockloop:
 	CMPQ DX, BX
 	JGE done
@@ -59,8 +59,7 @@ blockloop:
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	MOVQ SI, AX
-	MOVQ DI, R8
-	ADDQ R15, R8 // x of the high half
+	LEAQ (DI)(R10*4), R8 // x of the high half
 	MOVQ R10, CX
 chunk:
 	VMOVDQU (AX), X4
@@ -91,10 +90,14 @@ chunk:
 	MOVQ R8, DI // next block's x follows the high half
 	ADDQ R9, SI
 	INCQ DX
+	DECQ R15
+	JNZ blockloop
+	ADDQ gap+88(FP), SI
+	MOVQ group+80(FP), R15
 	JMP blockloop
 done:
 	HSUM13
-	VMOVSS X0, ret+80(FP)
+	VMOVSS X0, ret+96(FP)
 	VZEROUPPER
 	RET
 
