@@ -85,6 +85,9 @@ func ImportCheckpoint(f *File) (*config.Config, *safetensors.Checkpoint, error) 
 			return nil, nil, fmt.Errorf("tensor %s: ggml type %s is not supported (supported: %s)", t.Name, t.Type, supportedTypes)
 		}
 	}
+	if err := checkExperts(f, cfg); err != nil {
+		return nil, nil, err
+	}
 	im := &importer{f: f, cfg: cfg, arch: f.Architecture()}
 	for _, s := range model.Spec(cfg) {
 		if err := im.bind(s); err != nil {
@@ -101,6 +104,29 @@ func ImportCheckpoint(f *File) (*config.Config, *safetensors.Checkpoint, error) 
 		return nil, nil, err
 	}
 	return cfg, ck, nil
+}
+
+// checkExperts requires every MoE layer's stacked expert tensors to hold
+// the configured experts before model.Spec lists them one by one, so a
+// header's expert and layer counts are bounded by the data in the file.
+func checkExperts(f *File, cfg *config.Config) error {
+	E, I, w := uint64(cfg.NumExperts), uint64(cfg.MoEIntermediateSize), uint64(cfg.ExpertWidth())
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		if !cfg.IsMoE(i) {
+			continue
+		}
+		for _, n := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
+			name := fmt.Sprintf("blk.%d.%s.weight", i, n)
+			g, ok := f.Tensor(name)
+			if !ok {
+				return fmt.Errorf("tensor %s: missing (%d experts configured)", name, E)
+			}
+			if len(g.Ne) != 3 || g.Ne[2] != E || g.NumElements() != E*I*w {
+				return fmt.Errorf("tensor %s: shape %v, want %d experts of %d×%d", name, g.Ne, E, I, w)
+			}
+		}
+	}
+	return nil
 }
 
 // sizedSource adapts a Parse reader to safetensors.Source.

@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -186,4 +187,34 @@ func indexOf(b, sub []byte) int {
 		}
 	}
 	return -1
+}
+
+// TestImportHostileExpertCount: a header claiming far more experts than the
+// file holds is refused before the per-expert tensor list is built.
+func TestImportHostileExpertCount(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano"})
+	f, err := Open(exportFile(t, dir, "f32", true))
+	require.NoError(t, err)
+	defer f.Close()
+	w := NewWriter()
+	for _, kv := range f.KVs {
+		v := kv.Value
+		if kv.Key == ArchKimiK3+".expert_count" {
+			v = uint32(60000)
+		}
+		require.NoError(t, w.Add(kv.Key, v))
+	}
+	for _, ti := range f.Tensors {
+		b, err := f.TensorData(ti.Name)
+		require.NoError(t, err)
+		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Ne, func() ([]byte, error) { return b, nil }))
+	}
+	var buf bytes.Buffer
+	_, err = w.WriteTo(&buf)
+	require.NoError(t, err)
+	g, err := Parse(bytes.NewReader(buf.Bytes()), int64(buf.Len()), Limits{})
+	require.NoError(t, err)
+	_, _, err = ImportCheckpoint(g)
+	assert.ErrorContains(t, err, "blk.1.ffn_gate_exps.weight")
+	assert.ErrorContains(t, err, "60000 experts")
 }
