@@ -38,7 +38,8 @@ func blockRowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
 // register tiles over all T tokens.
 func linearBlocked(p *Pool, out, x []float32, T int, W *tensor.Mat) {
 	j := blockedJobs.Get().(*blockedJob)
-	*j = blockedJob{out: out[:T*W.Rows], x: x[:T*W.Cols], T: T, W: W, scratch: p.rowScratch(gemmRows * W.Cols)}
+	// Scratch: gemmRows dequantized rows, then Cols/16 floats of scales.
+	*j = blockedJob{out: out[:T*W.Rows], x: x[:T*W.Cols], T: T, W: W, scratch: p.rowScratch(gemmRows*W.Cols + W.Cols/16)}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	if T >= gemmToks {
 		grain = max(grain, gemmRows)
@@ -73,7 +74,9 @@ func (j *blockedJob) Run(w, lo, hi int) {
 	for o0 := lo; o0 < hi; o0 += gemmRows {
 		nr := min(gemmRows, hi-o0)
 		rows := buf[:nr*in]
-		tensor.Dequantize(W.DType, rows, W.Q[o0*rb:(o0+nr)*rb])
+		if !fastDequantRows(W, o0, nr, rows, buf[gemmRows*in:]) {
+			tensor.Dequantize(W.DType, rows, W.Q[o0*rb:(o0+nr)*rb])
+		}
 		t0 := 0
 		if nr == gemmRows {
 			for ; t0+gemmToks <= T; t0 += gemmToks {

@@ -230,3 +230,72 @@ q6done:
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// DEQ8(X, OUT): the 8 int8 in the low half of X as float32, times Y10,
+// minus Y12, stored at OUT (multiply then subtract, as ggml rounds).
+#define DEQ8(X, OUT, S, M) \
+	VPMOVSXBD X, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VMULPS S, Y6, Y6; \
+	VSUBPS M, Y6, Y6; \
+	VMOVUPS Y6, OUT
+
+// func nibbleDequantAVX2(q *byte, stride int, dst *float32, nblk, half int, lut *[16]int8, sLo, sHi, mLo, mHi *float32, group, gap int)
+//
+// The values nibbleRowAVX2 multiplies, written out: per block b,
+// dst[j] = lut[q_j & 15]·sLo[b] − mLo[b] and dst[half+j] =
+// lut[q_j >> 4]·sHi[b] − mHi[b] for j < half.
+TEXT ·nibbleDequantAVX2(SB), NOSPLIT, $0-96
+	MOVQ q+0(FP), SI
+	MOVQ stride+8(FP), R9
+	MOVQ dst+16(FP), DI
+	MOVQ nblk+24(FP), BX
+	MOVQ half+32(FP), R10
+	MOVQ lut+40(FP), AX
+	MOVQ sLo+48(FP), R11
+	MOVQ sHi+56(FP), R12
+	MOVQ mLo+64(FP), R13
+	MOVQ mHi+72(FP), R14
+	VMOVDQU nibmask<>(SB), X15
+	VMOVDQU (AX), X14
+	XORQ DX, DX
+	MOVQ group+80(FP), R15
+dqblock:
+	CMPQ DX, BX
+	JGE dqdone
+	VBROADCASTSS (R11)(DX*4), Y10
+	VBROADCASTSS (R12)(DX*4), Y11
+	VBROADCASTSS (R13)(DX*4), Y12
+	VBROADCASTSS (R14)(DX*4), Y13
+	MOVQ SI, AX
+	LEAQ (DI)(R10*4), R8
+	MOVQ R10, CX
+dqchunk:
+	VMOVDQU (AX), X4
+	VPSRLW $4, X4, X5
+	VPAND X15, X4, X4
+	VPAND X15, X5, X5
+	VPSHUFB X4, X14, X4
+	VPSHUFB X5, X14, X5
+	DEQ8(X4, (DI), Y10, Y12)
+	VPSRLDQ $8, X4, X7
+	DEQ8(X7, 32(DI), Y10, Y12)
+	DEQ8(X5, (R8), Y11, Y13)
+	VPSRLDQ $8, X5, X7
+	DEQ8(X7, 32(R8), Y11, Y13)
+	ADDQ $16, AX
+	ADDQ $64, DI
+	ADDQ $64, R8
+	SUBQ $16, CX
+	JNZ dqchunk
+	MOVQ R8, DI
+	ADDQ R9, SI
+	INCQ DX
+	DECQ R15
+	JNZ dqblock
+	ADDQ gap+88(FP), SI
+	MOVQ group+80(FP), R15
+	JMP dqblock
+dqdone:
+	VZEROUPPER
+	RET

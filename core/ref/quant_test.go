@@ -99,3 +99,32 @@ func assertClose(t *testing.T, name string, got, want, mag []float32) {
 		}
 	}
 }
+
+// TestFastDequantRowsBitExact: the SIMD dequantizer used for prefill
+// writes tensor.Dequantize's bits (ggml's reference values).
+func TestFastDequantRowsBitExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 4))
+	ran := 0
+	defer func() {
+		if ran == 0 && hasAVX2() {
+			t.Fatal("no format ran through the SIMD dequantizer")
+		}
+	}()
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4K, tensor.MXFP4, tensor.Q8_0} {
+		for _, blocks := range []int{1, 2, 3} {
+			cols := blocks * dt.BlockLen()
+			W, F := randomBlocked(rng, dt, 5, cols)
+			got := make([]float32, 3*cols)
+			if !fastDequantRows(W, 1, 3, got, make([]float32, cols)) {
+				continue // no kernel for dt here
+			}
+			ran++
+			want := F.F32[cols : 4*cols]
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v %d cols: element %d: %v, want %v", dt, cols, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
