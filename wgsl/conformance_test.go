@@ -185,12 +185,12 @@ weights to F16 on upload (` + "`" + `gpuWeights` + "`" + `), so a GGUF runs on t
 | type | CPU decode (row dot) | CPU prefill | tessera writes it | GPU (WGSL) |
 |---|---|---|---|---|
 | Q8_0 | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
-| Q4_0 | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| Q4_0 | ✓ AVX2 | ✓ AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
 | Q4_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
 | Q5_0 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
 | Q5_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| Q4_K | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| Q4_K | ✓ AVX2 | ✓ AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
 | Q5_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
 | Q6_K | ✓ AVX2 | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| MXFP4 | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| MXFP4 | ✓ AVX2 | ✓ AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
 `
