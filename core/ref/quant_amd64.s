@@ -19,6 +19,33 @@ GLOBL nibmask<>(SB), RODATA|NOPTR, $16
 	VMOVSHDUP X0, X1; \
 	VADDSS X1, X0, X0
 
+// NIBARGS(XARG) loads the arguments shared by the nibble kernels
+// (XARG: the activation or destination pointer at 16(FP)) and the mask
+// and lookup table.
+#define NIBARGS(XARG) \
+	MOVQ q+0(FP), SI; \
+	MOVQ stride+8(FP), R9; \
+	MOVQ XARG, DI; \
+	MOVQ nblk+24(FP), BX; \
+	MOVQ half+32(FP), R10; \
+	MOVQ lut+40(FP), AX; \
+	MOVQ sLo+48(FP), R11; \
+	MOVQ sHi+56(FP), R12; \
+	MOVQ mLo+64(FP), R13; \
+	MOVQ mHi+72(FP), R14; \
+	VMOVDQU nibmask<>(SB), X15; \
+	VMOVDQU (AX), X14
+
+// NIBSPLIT reads 16 bytes at AX into the looked-up values of their low
+// nibbles (X4) and high nibbles (X5), as int8.
+#define NIBSPLIT \
+	VMOVDQU (AX), X4; \
+	VPSRLW $4, X4, X5; \
+	VPAND X15, X4, X4; \
+	VPAND X15, X5, X5; \
+	VPSHUFB X4, X14, X4; \
+	VPSHUFB X5, X14, X5
+
 // NIB8(X, xoff, ACC, SUM): the 8 int8 in the low half of X, widened to
 // float32, times x[xoff/4 ..] into ACC; the x values into SUM.
 #define NIB8(X, XMEM, ACC, SUM) \
@@ -36,18 +63,7 @@ GLOBL nibmask<>(SB), RODATA|NOPTR, $16
 // hi = Σ_j lut[q_j >> 4]·x_{half+j}, and the sums of those x; the result
 // is Σ_b sLo[b]·lo + sHi[b]·hi − mLo[b]·Σx_lo − mHi[b]·Σx_hi.
 TEXT ·nibbleRowAVX2(SB), NOSPLIT, $0-100
-	MOVQ q+0(FP), SI
-	MOVQ stride+8(FP), R9
-	MOVQ x+16(FP), DI
-	MOVQ nblk+24(FP), BX
-	MOVQ half+32(FP), R10
-	MOVQ lut+40(FP), AX
-	MOVQ sLo+48(FP), R11
-	MOVQ sHi+56(FP), R12
-	MOVQ mLo+64(FP), R13
-	MOVQ mHi+72(FP), R14
-	VMOVDQU nibmask<>(SB), X15
-	VMOVDQU (AX), X14
+	NIBARGS(x+16(FP))
 	VXORPS Y13, Y13, Y13 // total
 	XORQ DX, DX // block index
 	MOVQ group+80(FP), R15 // blocks left in this group
@@ -62,12 +78,7 @@ blockloop:
 	LEAQ (DI)(R10*4), R8 // x of the high half
 	MOVQ R10, CX
 chunk:
-	VMOVDQU (AX), X4
-	VPSRLW $4, X4, X5
-	VPAND X15, X4, X4
-	VPAND X15, X5, X5
-	VPSHUFB X4, X14, X4
-	VPSHUFB X5, X14, X5
+	NIBSPLIT
 	NIB8(X4, (DI), Y0, Y2)
 	VPSRLDQ $8, X4, X7
 	NIB8(X7, 32(DI), Y0, Y2)
@@ -246,18 +257,7 @@ q6done:
 // dst[j] = lut[q_j & 15]·sLo[b] − mLo[b] and dst[half+j] =
 // lut[q_j >> 4]·sHi[b] − mHi[b] for j < half.
 TEXT ·nibbleDequantAVX2(SB), NOSPLIT, $0-96
-	MOVQ q+0(FP), SI
-	MOVQ stride+8(FP), R9
-	MOVQ dst+16(FP), DI
-	MOVQ nblk+24(FP), BX
-	MOVQ half+32(FP), R10
-	MOVQ lut+40(FP), AX
-	MOVQ sLo+48(FP), R11
-	MOVQ sHi+56(FP), R12
-	MOVQ mLo+64(FP), R13
-	MOVQ mHi+72(FP), R14
-	VMOVDQU nibmask<>(SB), X15
-	VMOVDQU (AX), X14
+	NIBARGS(dst+16(FP))
 	XORQ DX, DX
 	MOVQ group+80(FP), R15
 dqblock:
@@ -271,12 +271,7 @@ dqblock:
 	LEAQ (DI)(R10*4), R8
 	MOVQ R10, CX
 dqchunk:
-	VMOVDQU (AX), X4
-	VPSRLW $4, X4, X5
-	VPAND X15, X4, X4
-	VPAND X15, X5, X5
-	VPSHUFB X4, X14, X4
-	VPSHUFB X5, X14, X5
+	NIBSPLIT
 	DEQ8(X4, (DI), Y10, Y12)
 	VPSRLDQ $8, X4, X7
 	DEQ8(X7, 32(DI), Y10, Y12)
