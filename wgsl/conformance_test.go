@@ -166,5 +166,31 @@ func writeMatrix(path, adapter string) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(blockFormatSection)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
+
+// blockFormatSection is the support matrix's GGUF block-format table
+// (CPU kernels in core/ref; no WGSL kernels yet).
+const blockFormatSection = `
+## GGUF block formats (quantized weights)
+
+Weights in ggml's block formats, from a GGUF file (` + "`" + `tessera run --model FILE.gguf` + "`" + `, any command taking a model).
+CPU: ` + "`" + `core/ref` + "`" + `; dequantizers equal ggml's bit for bit (` + "`" + `TestDequantizeMatchesGGML` + "`" + `, native/llamacpp, vectors
+made by llama.cpp's own libggml-base), kernels checked against the dequantized F32 matrix
+(` + "`" + `TestLinearBlockedMatchesDequantized` + "`" + `), k3-micro perplexity within 1 % of llama.cpp's on the same file
+(` + "`" + `TestQuantizedPerplexityMatchesLlamaCpp` + "`" + `). GPU: no WGSL kernels for these formats yet; the runner widens such
+weights to F16 on upload (` + "`" + `gpuWeights` + "`" + `), so a GGUF runs on the GPU at F16 size and speed.
+
+| type | CPU decode (row dot) | CPU prefill | tessera writes it | GPU (WGSL) |
+|---|---|---|---|---|
+| Q8_0 | ✓ AVX2 | ✓ dequantize rows + f32 tiles | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| Q4_0 | ✓ AVX2 | ✓ AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| Q4_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
+| Q5_0 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
+| Q5_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
+| Q4_K | ✓ AVX2 | ✓ AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| Q5_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
+| Q6_K | ✓ AVX2 | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
+| MXFP4 | ✓ AVX2 | ✓ AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+`

@@ -120,11 +120,12 @@ func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 	return w, nil
 }
 
-// gpuWeights returns m in a dtype the kernels read. There are no int8
-// kernels yet: Q8 weights are widened to f16 on upload (half the memory of
-// f32; ≤ 2^-11 relative error per weight).
+// gpuWeights returns m in a dtype the kernels read. There are no int8 or
+// ggml block-format kernels yet: Q8 and block-format (GGUF Q4_K, MXFP4, …)
+// weights are widened to f16 on upload (half the memory of f32; ≤ 2^-11
+// relative error per weight).
 func gpuWeights(m *tensor.Mat) *tensor.Mat {
-	if m == nil || m.DType != tensor.Q8 {
+	if m == nil || (m.DType != tensor.Q8 && !m.DType.Blocked()) {
 		return m
 	}
 	u := make([]uint16, m.Rows*m.Cols)

@@ -30,6 +30,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/native"
 	"github.com/tessera-llm/tessera/wgsl"
@@ -161,7 +162,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
-	codec, err := tokenizer.LoadCodec(o.model, m.Cfg.VocabSize)
+	var codec tokenizer.Codec
+	if model.IsGGUF(o.model) {
+		codec, err = gguf.LoadCodec(o.model, m.Cfg.VocabSize)
+	} else {
+		codec, err = tokenizer.LoadCodec(o.model, m.Cfg.VocabSize)
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,10 @@
 //	tessera-peer run --engine tessera --model DIR [flags]
 //	tessera-peer run --engine llamacpp --gguf FILE [flags]
 //	tessera-peer bench --bf16 DIR [--q8 DIR] [flags]
+//	tessera-peer quantize --model DIR --ftype q4_k_m --out FILE.gguf
+//
+// quantize writes a GGUF with llama.cpp's own quantizer (K-quant mixes,
+// MXFP4_MOE), which tessera then loads like any GGUF.
 //
 // run measures one engine in this process and prints one JSON object: a
 // warm-up pass, then prefill of each --prompt-lens length from an empty
@@ -45,7 +49,8 @@ func main() {
 const usage = `usage:
   tessera-peer run --engine tessera --model DIR [--threads N] [--prompt-lens 64,512] [--gen 128]
   tessera-peer run --engine llamacpp --gguf FILE [--threads N] [--prompt-lens 64,512] [--gen 128]
-  tessera-peer bench --bf16 DIR [--q8 DIR] [--threads 1,2] [--rounds 3] [--json FILE]`
+  tessera-peer bench --bf16 DIR [--q8 DIR] [--threads 1,2] [--rounds 3] [--json FILE]
+  tessera-peer quantize (--model DIR | --gguf FILE) --ftype q4_k_m|q5_k_m|q6_k|mxfp4_moe --out FILE.gguf`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -56,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdRun(args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(args[1:], stdout, stderr)
+	case "quantize":
+		return cmdQuantize(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

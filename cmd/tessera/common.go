@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/core/tokenizer"
@@ -53,7 +54,7 @@ func openModel(dir string) (*loadedModel, error) {
 		ck.Close()
 		return nil, err
 	}
-	codec, err := tokenizer.LoadCodec(dir, m.Cfg.VocabSize)
+	codec, err := loadCodec(dir, m.Cfg.VocabSize)
 	if err != nil {
 		ck.Close()
 		return nil, err
@@ -62,3 +63,12 @@ func openModel(dir string) (*loadedModel, error) {
 }
 
 func (l *loadedModel) Close() error { return l.ck.Close() }
+
+// loadCodec is the text codec of a model directory, or of a GGUF file's
+// vocabulary.
+func loadCodec(path string, vocab int) (tokenizer.Codec, error) {
+	if model.IsGGUF(path) {
+		return gguf.LoadCodec(path, vocab)
+	}
+	return tokenizer.LoadCodec(path, vocab)
+}

@@ -18,11 +18,11 @@ func init() {
 }
 
 func cmdExport(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", "--model DIR --out FILE.gguf [--format gguf] [--type f32|f16|bf16|q8_0] [--no-vocab]", stderr)
+	fs := newFlags("export", "--model DIR --out FILE.gguf [--format gguf] [--type f32|f16|bf16|q8_0|q4_0|q4_k|mxfp4] [--no-vocab]", stderr)
 	dir := fs.String("model", "", "model directory (config.json + safetensors)")
 	out := fs.String("out", "", "output file")
 	format := fs.String("format", "gguf", "output format (gguf)")
-	typ := fs.String("type", "f16", "weight type: f32, f16, bf16 or q8_0 (vectors, norms and the router stay f32)")
+	typ := fs.String("type", "f16", "weight type: f32, f16, bf16, q8_0, q4_0, q4_k or mxfp4 (vectors, norms and the router stay f32)")
 	noVocab := fs.Bool("no-vocab", false, "write an id-only vocabulary even when the model has a tokenizer.json")
 	name := fs.String("name", "", "general.name (default: the model directory's name)")
 	if err := parseFlags(fs, args); err != nil {

@@ -49,7 +49,7 @@ func TestExportCommandBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--model", dir}, 2, "need --model and --out"},
-		{[]string{"--model", dir, "--out", out, "--type", "q4_k"}, 1, `type "q4_k": want f32, f16, bf16 or q8_0`},
+		{[]string{"--model", dir, "--out", out, "--type", "q5_k"}, 1, `type "q5_k": want f32, f16, bf16, q8_0, q4_0, q4_k or mxfp4`},
 		{[]string{"--model", dir, "--out", out, "--format", "onnx"}, 1, `--format "onnx": only gguf is supported`},
 		{[]string{"--model", filepath.Join(dir, "missing"), "--out", out}, 1, "config.json"},
 		{[]string{"--model", dir, "--out", outDir}, 1, "is a directory"},

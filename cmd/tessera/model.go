@@ -14,6 +14,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
@@ -203,7 +204,7 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 		if m.Vision == nil {
 			return fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
 		}
-		if codec, err = tokenizer.LoadCodec(*dir, m.Cfg.VocabSize); err != nil {
+		if codec, err = loadCodec(*dir, m.Cfg.VocabSize); err != nil {
 			return err
 		}
 	}
@@ -319,18 +320,12 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("need exactly one model directory: %w", errUsage)
 	}
 	dir := fs.Arg(0)
-	cfg, err := config.Load(dir)
+	loaded, ck, err := model.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	ck, err := safetensors.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
 	defer ck.Close()
-	if _, err := model.Load(cfg, ck); err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
+	cfg := loaded.Cfg
 	var weightBytes int64
 	dtypes := map[string]int64{}
 	for _, n := range ck.Names() {
@@ -416,14 +411,14 @@ func tokStr(n int64) string {
 }
 
 func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("init-random", "--config PRESET_OR_FILE --out DIR [--seed N] [--layout kimi_linear|kimi_k3] [--dtype f32|f16|bf16]", stderr)
+	fs := newFlags("init-random", "--config PRESET_OR_FILE --out DIR [--seed N] [--layout kimi_linear|kimi_k3] [--dtype f32|f16|bf16] [--quant q8] | --quant q8_0|q4_0|q4_k|mxfp4 --out FILE.gguf", stderr)
 	cfgArg := fs.String("config", "", "preset name ("+strings.Join(presets.Names(), ", ")+") or a config.json path")
 	out := fs.String("out", "", "output directory")
 	seed := fs.Uint64("seed", 1, "random seed")
 	layoutArg := fs.String("layout", "", "kimi_linear or kimi_k3 (default: as the config says)")
 	dtArg := fs.String("dtype", "f32", "weight dtype: f32, f16 or bf16")
 	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
-	quant := fs.String("quant", "", "q8: int8 linear weights with per-row scales (compressed-tensors format)")
+	quant := fs.String("quant", "", "q8: int8 linear weights with per-row scales (compressed-tensors format); q8_0, q4_0, q4_k or mxfp4: a GGUF file in llama.cpp's layout at --out")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -456,8 +451,35 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("--dtype %q: want f32, f16 or bf16", *dtArg)
 	}
-	if *quant != "" && *quant != "q8" {
-		return fmt.Errorf("--quant %q: want q8", *quant)
+	ggufType := ""
+	switch q := strings.ToLower(*quant); q {
+	case "", "q8":
+	case "q8_0", "q4_0", "q4_k", "mxfp4":
+		ggufType = q
+	default:
+		return fmt.Errorf("--quant %q: want q8, q8_0, q4_0, q4_k or mxfp4", *quant)
+	}
+	if ggufType != "" {
+		if !strings.HasSuffix(strings.ToLower(*out), ".gguf") {
+			return fmt.Errorf("--quant %s writes a GGUF file: --out must end in .gguf, got %q", ggufType, *out)
+		}
+		tmp, err := os.MkdirTemp(filepath.Dir(*out), ".init-random-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		args := []string{"--config", *cfgArg, "--out", tmp, "--seed", fmt.Sprint(*seed), "--dtype", *dtArg}
+		if *layoutArg != "" {
+			args = append(args, "--layout", *layoutArg)
+		}
+		if err := cmdInitRandom(args, io.Discard, stderr); err != nil {
+			return err
+		}
+		if err := gguf.Export(tmp, *out, gguf.ExportOptions{Type: ggufType, Name: "random-" + *cfgArg}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: %s, layout %s, %s weights (GGUF)\n", *out, cfg.Summary(), layout, strings.ToUpper(ggufType))
+		return nil
 	}
 	cfg.Layout = layout
 	ts, err := model.RandomCheckpoint(cfg, *seed, dt)

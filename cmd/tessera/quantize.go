@@ -8,25 +8,44 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 )
 
 func init() {
-	register("quantize", "write an int8 (q8) copy of a model: linear weights with per-row scales", cmdQuantize)
+	register("quantize", "write a quantized copy of a model: int8 (q8) safetensors, or a GGUF with --type q8_0|q4_0|q4_k|mxfp4", cmdQuantize)
 }
 
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("quantize", "--model DIR --out DIR [--shard-bytes N]", stderr)
+	fs := newFlags("quantize", "--model DIR --out DIR [--shard-bytes N] | --model DIR --type q8_0|q4_0|q4_k|mxfp4 --out FILE.gguf", stderr)
 	dir := fs.String("model", "", "model directory (F32, F16 or BF16 weights)")
-	out := fs.String("out", "", "output directory")
+	out := fs.String("out", "", "output directory (q8), or GGUF file (--type)")
 	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
+	typ := fs.String("type", "", "write a GGUF in llama.cpp's layout with this weight type: q8_0, q4_0, q4_k or mxfp4 (MXFP4 experts, Q8_0 elsewhere); empty: int8 safetensors")
+	noVocab := fs.Bool("no-vocab", false, "with --type: write an id-only vocabulary")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || *out == "" {
 		fs.Usage()
 		return fmt.Errorf("need --model and --out: %w", errUsage)
+	}
+	if *typ != "" {
+		switch strings.ToLower(*typ) {
+		case "q8_0", "q4_0", "q4_k", "mxfp4":
+		default:
+			return fmt.Errorf("--type %q: want q8_0, q4_0, q4_k or mxfp4 (K-quant mixes such as Q4_K_M: llama.cpp's quantizer, tessera-peer quantize)", *typ)
+		}
+		if err := gguf.Export(*dir, *out, gguf.ExportOptions{Type: *typ, NoVocab: *noVocab}); err != nil {
+			return err
+		}
+		st, err := os.Stat(*out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: %s weights, %s\n", *out, strings.ToUpper(*typ), bytesStr(st.Size()))
+		return nil
 	}
 	if abs1, _ := filepath.Abs(*dir); abs1 != "" {
 		if abs2, _ := filepath.Abs(*out); abs1 == abs2 {

@@ -16,10 +16,13 @@ import (
 
 // ExportOptions controls Export.
 type ExportOptions struct {
-	// Type is the weight type: "f32", "f16", "bf16" or "q8_0". Vectors,
-	// norms, conv taps, the router and biases stay F32 (as llama.cpp's
-	// converter keeps them); with q8_0 a matrix whose rows are not a
-	// multiple of 32 is written F16.
+	// Type is the weight type: "f32", "f16", "bf16", "q8_0", "q4_0",
+	// "q4_k" or "mxfp4". Vectors, norms, conv taps, the router and biases
+	// stay F32 (as llama.cpp's converter keeps them); with a block type a
+	// matrix whose rows are not a whole number of blocks is written Q8_0
+	// (rows a multiple of 32) or F16. With mxfp4 only
+	// the routed experts are MXFP4 and the other matrices Q8_0, as
+	// llama.cpp's MXFP4_MOE file type has them.
 	Type string
 	// NoVocab writes an id-only vocabulary (tokenizer.ggml.model "none")
 	// even when the model directory has a tokenizer.json.
@@ -47,7 +50,7 @@ func refuse(feature, format string, args ...any) error {
 }
 
 // exportTypes maps ExportOptions.Type to the tensor type of weight matrices.
-var exportTypes = map[string]GGMLType{"f32": TypeF32, "f16": TypeF16, "bf16": TypeBF16, "q8_0": TypeQ8_0}
+var exportTypes = map[string]GGMLType{"f32": TypeF32, "f16": TypeF16, "bf16": TypeBF16, "q8_0": TypeQ8_0, "q4_0": TypeQ4_0, "mxfp4": TypeMXFP4, "q4_k": TypeQ4_K}
 
 // Export converts the tessera model in modelDir (config.json + safetensors,
 // either layout) into a GGUF file at outPath in llama.cpp's layout: arch
@@ -59,7 +62,7 @@ var exportTypes = map[string]GGMLType{"f32": TypeF32, "f16": TypeF16, "bf16": Ty
 func Export(modelDir, outPath string, opt ExportOptions) error {
 	target, ok := exportTypes[strings.ToLower(opt.Type)]
 	if !ok {
-		return fmt.Errorf("gguf export: type %q: want f32, f16, bf16 or q8_0", opt.Type)
+		return fmt.Errorf("gguf export: type %q: want f32, f16, bf16, q8_0, q4_0, q4_k or mxfp4", opt.Type)
 	}
 	ctx := opt.Context
 	if ctx == nil {
@@ -243,8 +246,14 @@ func (c *converter) tensorType(o out) GGMLType {
 			return TypeF32
 		}
 	}
-	if c.target == TypeQ8_0 && o.ne[0]%q80Block != 0 {
+	if bs := c.target.BlockSize(); bs > 1 && o.ne[0]%bs != 0 {
+		if o.ne[0]%q80Block == 0 {
+			return TypeQ8_0
+		}
 		return TypeF16
+	}
+	if c.target == TypeMXFP4 && !strings.HasSuffix(o.name, "_exps.weight") {
+		return TypeQ8_0
 	}
 	return c.target
 }
@@ -282,47 +291,68 @@ func reversed(shape []int) []uint64 {
 	return ne
 }
 
-// convert maps one tessera tensor; done records GGUF names already
-// produced (a pair or an expert stack covers several tessera tensors).
-func (c *converter) convert(name string, done map[string]bool) ([]out, error) {
-	layer, rel := -1, name
-	var bid string
-	if strings.HasPrefix(name, "model.layers.") {
-		rest := name[len("model.layers."):]
+// match is where a tessera tensor sits in the rule tables: its rule, its
+// decoder layer (−1 outside the layers) with the GGUF prefix "blk.{i}.",
+// its layer-relative key ("experts.*" for an expert) and expert index.
+type match struct {
+	r      rule
+	layer  int
+	bid    string
+	key    string
+	expert int
+}
+
+// findRule finds the rule of tessera tensor name (without the layout
+// prefix) for cfg's layer kinds; ok is false when no rule maps it.
+func findRule(cfg *config.Config, name string) (m match, ok bool) {
+	m.layer, m.key, m.expert = -1, name, -1
+	if rest, found := strings.CutPrefix(name, "model.layers."); found {
 		dot := strings.IndexByte(rest, '.')
 		if dot < 0 {
-			return nil, refuse(c.prefix+name, "no GGUF mapping")
+			return m, false
 		}
-		fmt.Sscanf(rest[:dot], "%d", &layer)
-		rel, bid = rest[dot+1:], fmt.Sprintf("blk.%d.", layer)
+		if _, err := fmt.Sscanf(rest[:dot], "%d", &m.layer); err != nil || m.layer < 0 || m.layer >= len(cfg.Kinds) {
+			return m, false
+		}
+		m.key, m.bid = rest[dot+1:], fmt.Sprintf("blk.%d.", m.layer)
 	}
-	key, expert := rel, -1
-	if i := strings.Index(rel, "experts."); i >= 0 && !strings.Contains(rel, "shared_experts.") {
-		rest := rel[i+len("experts."):]
+	if i := strings.Index(m.key, "experts."); i >= 0 && !strings.Contains(m.key, "shared_experts.") {
+		rest := m.key[i+len("experts."):]
 		if dot := strings.IndexByte(rest, '.'); dot > 0 {
-			fmt.Sscanf(rest[:dot], "%d", &expert)
-			key = rel[:i] + "experts.*" + rest[dot:]
+			fmt.Sscanf(rest[:dot], "%d", &m.expert)
+			m.key = m.key[:i] + "experts.*" + rest[dot:]
 		}
 	}
 	rules := modelRules
-	if layer >= 0 {
+	if m.layer >= 0 {
 		rules = layerRules
 	}
 	for _, r := range rules {
-		if r.hf != key && !(r.op == opResScore && r.pair == key) {
+		if r.hf != m.key && !(r.op == opResScore && r.pair == m.key) {
 			continue
 		}
-		if layer >= 0 && r.only != anyLayer && (r.only == kdaOnly) != (c.cfg.Kinds[layer] == config.KDA) {
+		if m.layer >= 0 && r.only != anyLayer && (r.only == kdaOnly) != (cfg.Kinds[m.layer] == config.KDA) {
 			continue
 		}
-		gname := bid + r.gguf
-		if done[gname] {
-			return nil, nil
-		}
-		done[gname] = true
-		return c.apply(r, layer, bid, gname, name)
+		m.r = r
+		return m, true
 	}
-	return nil, refuse(c.prefix+name, "no GGUF mapping for this tensor in llama.cpp's %s", c.arch)
+	return m, false
+}
+
+// convert maps one tessera tensor; done records GGUF names already
+// produced (a pair or an expert stack covers several tessera tensors).
+func (c *converter) convert(name string, done map[string]bool) ([]out, error) {
+	m, ok := findRule(c.cfg, name)
+	if !ok {
+		return nil, refuse(c.prefix+name, "no GGUF mapping for this tensor in llama.cpp's %s", c.arch)
+	}
+	gname := m.bid + m.r.gguf
+	if done[gname] {
+		return nil, nil
+	}
+	done[gname] = true
+	return c.apply(m.r, m.layer, m.bid, gname, name)
 }
 
 // apply builds the GGUF tensor(s) of rule r for tessera tensor name.

@@ -122,7 +122,7 @@ var layerRules = []rule{
 var f32Names = []string{"ffn_gate_inp.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"}
 
 // fileTypes are general.file_type (enum llama_ftype) per export type.
-var fileTypes = map[GGMLType]uint32{TypeF32: 0, TypeF16: 1, TypeQ8_0: 7, TypeBF16: 32}
+var fileTypes = map[GGMLType]uint32{TypeF32: 0, TypeF16: 1, TypeQ4_0: 2, TypeQ8_0: 7, TypeBF16: 32, TypeMXFP4: 38, TypeQ4_K: 14}
 
 // expertGatingSigmoid is LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID.
 const expertGatingSigmoid = 2

@@ -33,7 +33,7 @@ type modelSpec struct {
 }
 
 // makeModel writes a random F32 checkpoint of s into a new directory.
-func makeModel(t *testing.T, s modelSpec) string {
+func makeModel(t testing.TB, s modelSpec) string {
 	t.Helper()
 	raw, err := presets.Read(s.preset)
 	require.NoError(t, err)
@@ -503,7 +503,7 @@ func TestExportRefusesByName(t *testing.T) {
 func TestExportBadInput(t *testing.T) {
 	dir := makeModel(t, modelSpec{preset: "k3-nano"})
 	out := filepath.Join(t.TempDir(), "m.gguf")
-	assert.ErrorContains(t, Export(dir, out, ExportOptions{Type: "q4_0"}), `type "q4_0": want f32, f16, bf16 or q8_0`)
+	assert.ErrorContains(t, Export(dir, out, ExportOptions{Type: "q3_k"}), `type "q3_k": want f32, f16, bf16, q8_0, q4_0, q4_k or mxfp4`)
 	assert.ErrorContains(t, Export(filepath.Join(dir, "nope"), out, ExportOptions{Type: "f16"}), "config.json")
 	assert.ErrorContains(t, Export(dir, filepath.Join(dir, "missing-dir", "m.gguf"), ExportOptions{Type: "f16"}), "missing-dir")
 

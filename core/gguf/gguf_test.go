@@ -171,6 +171,7 @@ func TestFloat32Conversions(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.AddTensor("q", TypeQ8_0, []uint64{32}, func() ([]byte, error) { return q, nil }))
 	require.NoError(t, w.AddTensor("raw", TypeQ4_K, []uint64{256}, func() ([]byte, error) { return make([]byte, 144), nil }))
+	require.NoError(t, w.AddTensor("iq", TypeIQ2_XXS, []uint64{256}, func() ([]byte, error) { return make([]byte, 66), nil }))
 	f, err := parse(encode(t, w))
 	require.NoError(t, err)
 	got, err := f.Float32("F32")
@@ -188,12 +189,15 @@ func TestFloat32Conversions(t *testing.T) {
 	for i := range x32 {
 		assert.InDelta(t, x32[i], got[i], float64(d)/2+1, "element %d", i)
 	}
-	_, err = f.Float32("raw")
-	assert.ErrorContains(t, err, `tensor "raw": converting Q4_K to float32 is not implemented`)
+	raw, err := f.Float32("raw")
+	require.NoError(t, err)
+	assert.Equal(t, make([]float32, 256), raw) // d = dmin = 0
+	_, err = f.Float32("iq")
+	assert.ErrorContains(t, err, `tensor "iq": converting IQ2_XXS to float32 is not implemented`)
 	_, err = f.Float32("nope")
 	assert.ErrorContains(t, err, `no tensor "nope"`)
-	_, err = Encode(TypeQ4_0, x32)
-	assert.ErrorContains(t, err, "encoding float32 as Q4_0 is not implemented")
+	_, err = Encode(TypeQ6_K, x32)
+	assert.ErrorContains(t, err, "encoding float32 as Q6_K is not implemented")
 }
 
 // TestQ8_0HandComputed checks blocks whose quantization is easy by hand.

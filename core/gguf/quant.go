@@ -57,7 +57,9 @@ func DequantizeQ8_0(dst []float32, src []byte) {
 }
 
 // Encode converts float32 values to the bytes of a tensor of type t: F32,
-// F16 and BF16 (rounded to nearest even) or Q8_0 (QuantizeQ8_0).
+// F16 and BF16 (rounded to nearest even), Q8_0, Q4_0, MXFP4 or Q4_K
+// (ggml's reference quantizers: QuantizeQ8_0, QuantizeQ4_0, QuantizeMXFP4,
+// QuantizeQ4K).
 func Encode(t GGMLType, x []float32) ([]byte, error) {
 	switch t {
 	case TypeF32:
@@ -78,6 +80,12 @@ func Encode(t GGMLType, x []float32) ([]byte, error) {
 		return out, nil
 	case TypeQ8_0:
 		return QuantizeQ8_0(x)
+	case TypeQ4_0:
+		return QuantizeQ4_0(x)
+	case TypeMXFP4:
+		return QuantizeMXFP4(x)
+	case TypeQ4_K:
+		return QuantizeQ4K(x)
 	}
 	return nil, fmt.Errorf("encoding float32 as %s is not implemented", t)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tensor"
 )
 
 // TensorInfo describes one tensor of a parsed file.
@@ -550,8 +551,9 @@ func (f *File) TensorData(name string) ([]byte, error) {
 }
 
 // Float32 returns the named tensor as float32 values in ggml order. F32,
-// F16, BF16 and Q8_0 tensors are supported; other types are reported by
-// name (their dequantization is not implemented here).
+// F16, BF16 and the block formats tessera loads (Q8_0, Q4_0, Q4_K, Q5_K,
+// Q6_K, MXFP4, dequantized as ggml does) are supported; other types are
+// reported by name.
 func (f *File) Float32(name string) ([]float32, error) {
 	t, ok := f.Tensor(name)
 	if !ok {
@@ -579,9 +581,11 @@ func (f *File) Float32(name string) ([]float32, error) {
 		for i := range out {
 			out[i] = conv(binary.LittleEndian.Uint16(raw[2*i:]))
 		}
-	case TypeQ8_0:
-		DequantizeQ8_0(out, raw)
 	default:
+		if dt, ok := blockedType(t.Type); ok {
+			tensor.Dequantize(dt, out, raw)
+			break
+		}
 		return nil, fmt.Errorf("gguf: tensor %q: converting %s to float32 is not implemented", name, t.Type)
 	}
 	return out, nil

@@ -172,10 +172,27 @@ func (b *binder) lookup(name string, shape ...int) *safetensors.Tensor {
 			return nil
 		}
 	default:
+		if _, ok := blockDType(t.DType); ok {
+			return t // raw ggml blocks (a GGUF checkpoint); vectors refuse them in vec
+		}
 		b.err = fmt.Errorf("tensor %s: dtype %s is not supported (want F32, F16, BF16, or I8 with quantization_config)", full, t.DType)
 		return nil
 	}
 	return t
+}
+
+// blockFormats are the ggml block dtypes a checkpoint tensor may have.
+var blockFormats = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q4K, tensor.Q5K, tensor.Q6K, tensor.MXFP4}
+
+// blockDType maps a checkpoint dtype spelled as tensor.DType.String()
+// ("Q4_K") to its block dtype.
+func blockDType(d safetensors.DType) (tensor.DType, bool) {
+	for _, b := range blockFormats {
+		if string(d) == b.String() {
+			return b, true
+		}
+	}
+	return 0, false
 }
 
 func (b *binder) optional(name string) { b.used[b.prefix+name] = true }
@@ -199,6 +216,13 @@ func (b *binder) mat(name string, rows, cols int) *tensor.Mat {
 		if err != nil {
 			return nil, err
 		}
+		if bt, ok := blockDType(t.DType); ok {
+			m, err := tensor.NewBlocked(rows, cols, bt, raw)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", full, err)
+			}
+			return m, nil
+		}
 		switch t.DType {
 		case "F32":
 			return tensor.NewF32(rows, cols, asF32(raw)), nil
@@ -214,6 +238,9 @@ func (b *binder) mat(name string, rows, cols int) *tensor.Mat {
 		dt := map[safetensors.DType]tensor.DType{"F32": tensor.F32, "I8": tensor.Q8, "F16": tensor.F16}[t.DType]
 		if t.DType == "BF16" {
 			dt = tensor.BF16
+		}
+		if bt, ok := blockDType(t.DType); ok {
+			dt = bt
 		}
 		return &tensor.Mat{Rows: rows, Cols: cols, DType: dt, Fetch: fetch}
 	}

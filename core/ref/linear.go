@@ -27,6 +27,10 @@ const (
 // in register tiles of 3 rows × 4 tokens.
 func Linear(p *Pool, out, x []float32, T int, W *tensor.Mat) {
 	p = poolOr(p)
+	if W.DType.Blocked() {
+		linearBlocked(p, out, x, T, W)
+		return
+	}
 	j := &p.lin
 	*j = linearJob{out: out[:T*W.Rows], x: x[:T*W.Cols], T: T, W: W}
 	if W.DType != tensor.F32 {
@@ -175,7 +179,9 @@ func (j *batchJob) Run(w, lo, hi int) {
 	base := 0
 	for _, g := range j.gs {
 		n := g.W.Rows
-		if a, b := max(lo, base), min(hi, base+n); a < b {
+		if a, b := max(lo, base), min(hi, base+n); a < b && g.W.DType.Blocked() {
+			blockRowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
+		} else if a < b {
 			rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
 		}
 		base += n

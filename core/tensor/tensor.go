@@ -22,6 +22,16 @@ const (
 	// W[r, c] = Scale[r] · I8[r·Cols + c] (compressed-tensors "int-quantized",
 	// channel strategy).
 	Q8
+	// Block formats of ggml (blocks.go), stored as raw blocks in Mat.Q.
+	Q8_0  // block_q8_0: 32 int8 and an fp16 scale
+	Q4_0  // block_q4_0: 32 4-bit values offset by 8 and an fp16 scale
+	Q4K   // block_q4_K: 256 4-bit values, 8 sub-blocks with 6-bit scales and mins
+	Q5K   // block_q5_K: as Q4_K with a fifth bit per value
+	Q6K   // block_q6_K: 256 6-bit values, 16 int8 sub-block scales
+	MXFP4 // block_mxfp4: 32 E2M1 values and an E8M0 scale
+	Q4_1  // block_q4_1: 32 4-bit values, an fp16 scale and an fp16 min
+	Q5_0  // block_q5_0: 32 5-bit values offset by 16 and an fp16 scale
+	Q5_1  // block_q5_1: 32 5-bit values, an fp16 scale and an fp16 min
 )
 
 // String returns the safetensors spelling of the type.
@@ -35,24 +45,46 @@ func (d DType) String() string {
 		return "BF16"
 	case Q8:
 		return "Q8"
+	case Q8_0:
+		return "Q8_0"
+	case Q4_0:
+		return "Q4_0"
+	case Q4K:
+		return "Q4_K"
+	case Q5K:
+		return "Q5_K"
+	case Q6K:
+		return "Q6_K"
+	case MXFP4:
+		return "MXFP4"
+	case Q4_1:
+		return "Q4_1"
+	case Q5_0:
+		return "Q5_0"
+	case Q5_1:
+		return "Q5_1"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
-// Size is the number of bytes of one element (Q8: without its row scale).
+// Size is the number of bytes of one element (Q8: without its row scale;
+// block formats: 0, see BlockBytes).
 func (d DType) Size() int {
 	switch d {
 	case F32:
 		return 4
 	case Q8:
 		return 1
+	case F16, BF16:
+		return 2
 	}
-	return 2
+	return 0
 }
 
-// Mat is a Rows×Cols row-major matrix. Exactly one of F32, U16 and I8 is
-// set: F32 for DType F32, U16 (raw bits) for F16 and BF16, I8 with Scale
-// (one per row) for Q8. A linear layer's weight W ∈ R^{out×in} is stored
+// Mat is a Rows×Cols row-major matrix. Exactly one of F32, U16, I8 and Q
+// is set: F32 for DType F32, U16 (raw bits) for F16 and BF16, I8 with Scale
+// (one per row) for Q8, Q (raw ggml blocks, row after row) for the block
+// formats. A linear layer's weight W ∈ R^{out×in} is stored
 // with Rows = out, Cols = in, as in PyTorch.
 //
 // A deferred matrix (model.LoadDeferred) has its shape and dtype but no
@@ -66,6 +98,7 @@ type Mat struct {
 	U16        []uint16
 	I8         []int8
 	Scale      []float32
+	Q          []byte
 	Fetch      func() (*Mat, error)
 }
 
@@ -157,6 +190,9 @@ func (m *Mat) Row(i int, dst []float32) []float32 {
 		for c, v := range m.I8[lo:hi] {
 			dst[c] = s * float32(v)
 		}
+	default:
+		rb := m.DType.RowBytes(m.Cols)
+		Dequantize(m.DType, dst[:m.Cols], m.Q[i*rb:(i+1)*rb])
 	}
 	return dst[:m.Cols]
 }
@@ -173,7 +209,7 @@ func (m *Mat) Float32() []float32 {
 		half.DecodeF16(out, m.U16)
 	case BF16:
 		half.DecodeBF16(out, m.U16)
-	case Q8:
+	default:
 		for r := 0; r < m.Rows; r++ {
 			m.Row(r, out[r*m.Cols:(r+1)*m.Cols])
 		}
@@ -183,6 +219,9 @@ func (m *Mat) Float32() []float32 {
 
 // Bytes is the storage size of the matrix in bytes (Q8: with its scales).
 func (m *Mat) Bytes() int64 {
+	if m.DType.Blocked() {
+		return int64(m.Rows) * int64(m.DType.RowBytes(m.Cols))
+	}
 	n := int64(m.Rows) * int64(m.Cols) * int64(m.DType.Size())
 	if m.DType == Q8 {
 		n += 4 * int64(m.Rows)
@@ -198,8 +237,11 @@ func (m *Mat) SliceRows(lo, hi int) *Mat {
 		s.F32 = m.F32[lo*m.Cols : hi*m.Cols]
 	case Q8:
 		s.I8, s.Scale = m.I8[lo*m.Cols:hi*m.Cols], m.Scale[lo:hi]
-	default:
+	case F16, BF16:
 		s.U16 = m.U16[lo*m.Cols : hi*m.Cols]
+	default:
+		rb := m.DType.RowBytes(m.Cols)
+		s.Q = m.Q[lo*rb : hi*rb]
 	}
 	return s
 }

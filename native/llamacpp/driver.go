@@ -112,7 +112,20 @@ static struct {
 	uint32_t (*model_quantize)(const char *, const char *, const tl_quantize_params *);
 	const char *(*print_system_info)(void);
 	const char *(*commit)(void);
+	const void *(*get_type_traits)(int32_t);
+	size_t (*quantize_chunk)(int32_t, const float *, void *, int64_t, int64_t, int64_t, const float *);
 } tl;
+
+// struct ggml_type_traits of ggml.h at that commit (the fields read here).
+typedef struct {
+	const char *type_name;
+	int64_t blck_size;
+	int64_t blck_size_interleave;
+	size_t type_size;
+	bool is_quantized;
+	void (*to_float)(const void *, float *, int64_t);
+	void (*from_float_ref)(const float *, void *, int64_t);
+} tl_type_traits;
 
 static int tl_verbose;
 static int tl_last_level;
@@ -164,6 +177,8 @@ static int tl_open(const char *llama, const char *ggml, const char *common, int 
 	TL_SYM(hl, model_quantize, "llama_model_quantize");
 	TL_SYM(hl, print_system_info, "llama_print_system_info");
 	TL_SYM(hc, commit, "_Z12llama_commitv"); // const char *llama_commit() (C++)
+	TL_SYM(hg, get_type_traits, "ggml_get_type_traits"); // from libggml-base
+	TL_SYM(hg, quantize_chunk, "ggml_quantize_chunk");
 	tl_verbose = verbose;
 	tl.log_set(tl_log, NULL);
 	return 0;
@@ -281,6 +296,25 @@ static uint32_t tl_quantize(const char *in, const char *out, int32_t ftype, int3
 	p.ftype = ftype;
 	p.nthread = nthread;
 	return tl.model_quantize(in, out, &p);
+}
+
+// tl_traits reports a ggml type's name, block length and block size.
+static const char *tl_traits(int32_t type, int64_t *blck, size_t *size, int *has_to_float) {
+	const tl_type_traits *t = tl.get_type_traits(type);
+	*blck = t->blck_size;
+	*size = t->type_size;
+	*has_to_float = t->to_float != NULL;
+	return t->type_name;
+}
+
+// tl_quantize_chunk_go quantizes whole rows from the start, no imatrix.
+static size_t tl_quantize_chunk_go(int32_t type, const float *src, void *dst, int64_t rows, int64_t per_row) {
+	return tl.quantize_chunk(type, src, dst, 0, rows, per_row, NULL);
+}
+
+// tl_to_float runs ggml's to_float of a type over k values.
+static void tl_to_float(int32_t type, const void *x, float *y, int64_t k) {
+	((const tl_type_traits *)tl.get_type_traits(type))->to_float(x, y, k);
 }
 */
 import "C"
@@ -538,4 +572,44 @@ func (l *Lib) Quantize(in, out string, ft FType, threads int) error {
 		return fmt.Errorf("llamacpp: llama_model_quantize %s → %s (ftype %d) returned %d", in, out, ft, int(rc))
 	}
 	return nil
+}
+
+// TypeTraits reports ggml's name, block length and block size of the ggml
+// type t (ggml_get_type_traits); ok is false when ggml has no to_float for
+// it.
+func (l *Lib) TypeTraits(t int) (name string, blockLen, blockBytes int, ok bool) {
+	var blck C.int64_t
+	var size C.size_t
+	var has C.int
+	name = C.GoString(C.tl_traits(C.int32_t(t), &blck, &size, &has))
+	return name, int(blck), int(size), has != 0
+}
+
+// Dequantize expands n values of ggml type t from src with ggml's own
+// to_float (the reference dequantizer for block formats).
+func (l *Lib) Dequantize(t int, src []byte, n int) ([]float32, error) {
+	name, bl, bb, ok := l.TypeTraits(t)
+	if !ok || bl <= 0 || n%bl != 0 || len(src) != n/bl*bb {
+		return nil, fmt.Errorf("llamacpp: dequantize %d values of %s (block %d, %d bytes) from %d bytes: bad size or no to_float", n, name, bl, bb, len(src))
+	}
+	out := make([]float32, n)
+	if n > 0 {
+		C.tl_to_float(C.int32_t(t), unsafe.Pointer(&src[0]), (*C.float)(&out[0]), C.int64_t(n))
+	}
+	return out, nil
+}
+
+// QuantizeRows quantizes rows rows of perRow values to ggml type t with
+// ggml_quantize_chunk (no importance matrix: ggml's reference quantizers).
+func (l *Lib) QuantizeRows(t int, src []float32, rows, perRow int) ([]byte, error) {
+	name, bl, bb, _ := l.TypeTraits(t)
+	if bl <= 0 || perRow%bl != 0 || len(src) != rows*perRow || rows == 0 {
+		return nil, fmt.Errorf("llamacpp: quantize %d×%d values to %s (block %d): bad size", rows, perRow, name, bl)
+	}
+	out := make([]byte, rows*perRow/bl*bb)
+	n := C.tl_quantize_chunk_go(C.int32_t(t), (*C.float)(&src[0]), unsafe.Pointer(&out[0]), C.int64_t(rows), C.int64_t(perRow))
+	if int(n) != len(out) {
+		return nil, fmt.Errorf("llamacpp: ggml_quantize_chunk %s wrote %d bytes, want %d", name, int(n), len(out))
+	}
+	return out, nil
 }

@@ -53,7 +53,18 @@ const (
 	FTypeQ4_0 FType = 2
 	FTypeQ8_0 FType = 7
 	FTypeBF16 FType = 32
+	// K-quant mixes and MXFP4 (llama.cpp picks each tensor's type).
+	FTypeQ4_K_M    FType = 15
+	FTypeQ5_K_M    FType = 17
+	FTypeQ6_K      FType = 18
+	FTypeMXFP4_MOE FType = 38
 )
+
+// FTypes names the file types by llama-quantize's spelling.
+var FTypes = map[string]FType{
+	"f32": FTypeF32, "f16": FTypeF16, "bf16": FTypeBF16, "q8_0": FTypeQ8_0, "q4_0": FTypeQ4_0,
+	"q4_k_m": FTypeQ4_K_M, "q5_k_m": FTypeQ5_K_M, "q6_k": FTypeQ6_K, "mxfp4_moe": FTypeMXFP4_MOE,
+}
 
 // ModelParams are the model-loading settings. The model always stays on
 // the CPU (n_gpu_layers 0).

@@ -63,3 +63,16 @@ func (c *Context) Reset() {}
 
 // Close is unavailable in this build.
 func (c *Context) Close() {}
+
+// TypeTraits is unavailable in this build.
+func (l *Lib) TypeTraits(t int) (name string, blockLen, blockBytes int, ok bool) {
+	return "", 0, 0, false
+}
+
+// Dequantize is unavailable in this build.
+func (l *Lib) Dequantize(t int, src []byte, n int) ([]float32, error) { return nil, errUnsupported }
+
+// QuantizeRows is unavailable in this build.
+func (l *Lib) QuantizeRows(t int, src []float32, rows, perRow int) ([]byte, error) {
+	return nil, errUnsupported
+}

@@ -1,0 +1,220 @@
+package gguf
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/tensor"
+	"github.com/tessera-llm/tessera/core/tokenizer"
+)
+
+// logitsOf runs tokens through m in one call and returns every token's
+// logits.
+func logitsOf(t *testing.T, m *model.Model, tokens []int) []float32 {
+	t.Helper()
+	r := model.NewRunner(m, model.Options{Workers: 1})
+	defer r.Close()
+	out := make([]float32, len(tokens)*m.Cfg.VocabSize)
+	require.NoError(t, r.Forward(m.NewState(), tokens, out))
+	return out
+}
+
+// maxAbsDiff is max_i |a[i] − b[i]|.
+func maxAbsDiff(a, b []float32) float64 {
+	var d float64
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+func testTokens(V, n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = (i*37 + 11) % V
+	}
+	return ids
+}
+
+// exportFile exports dir to a GGUF file of type typ and returns its path.
+func exportFile(t *testing.T, dir, typ string, noVocab bool) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, Export(dir, out, ExportOptions{Type: typ, NoVocab: noVocab}))
+	return out
+}
+
+func TestImportLogitsEqualOriginal(t *testing.T) {
+	for _, s := range []modelSpec{
+		{preset: "k3-nano", layout: "kimi_linear"},
+		{preset: "k3-nano", layout: "kimi_k3"},
+		{preset: "kimi-linear-nano"},
+	} {
+		t.Run(s.preset+"/"+s.layout, func(t *testing.T) {
+			dir := makeModel(t, s)
+			want, ck, err := model.OpenDir(dir)
+			require.NoError(t, err)
+			defer ck.Close()
+			path := exportFile(t, dir, "f32", false)
+			got, gck, err := model.OpenDir(path)
+			require.NoError(t, err)
+			defer gck.Close()
+			// The config round-trips, layout and tying aside (an id-only
+			// vocabulary carries no BOS/EOS ids).
+			wc, gc := *want.Cfg, *got.Cfg
+			wc.Layout, wc.TieWordEmbed, wc.Text, wc.NumExpertGroup, wc.TopKGroup = gc.Layout, gc.TieWordEmbed, nil, 1, 1
+			wc.BOSTokenID, wc.EOSTokenIDs = -1, nil
+			gc.Text = nil
+			assert.Equal(t, wc, gc)
+			// F32 weights and per-expert slices are views of the mapped file.
+			assert.Equal(t, tensor.F32, got.Layers[0].MLP.GateProj.DType)
+			b, err := gck.Bytes("model.layers.0.mlp.gate_proj.weight")
+			require.NoError(t, err)
+			assert.Equal(t, unsafe.Pointer(&b[0]), unsafe.Pointer(&got.Layers[0].MLP.GateProj.F32[0]), "gate_proj copied")
+			e := got.Layers[1].MoE.Experts[3].DownProj
+			b, err = gck.Bytes("model.layers.1.block_sparse_moe.experts.3.w2.weight")
+			require.NoError(t, err)
+			assert.Equal(t, unsafe.Pointer(&b[0]), unsafe.Pointer(&e.F32[0]), "expert 3 copied")
+			ids := testTokens(want.Cfg.VocabSize, 12)
+			la, lb := logitsOf(t, want, ids), logitsOf(t, got, ids)
+			assert.LessOrEqual(t, maxAbsDiff(la, lb), 1e-5)
+		})
+	}
+}
+
+// TestImportBlocksInPlace: quantized weights keep their raw blocks, in the
+// mapped file.
+func TestImportBlocksInPlace(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano"})
+	for _, typ := range []string{"q4_0", "mxfp4", "q8_0"} {
+		path := exportFile(t, dir, typ, true)
+		m, ck, err := model.OpenDir(path)
+		require.NoError(t, err)
+		w := m.Layers[1].MoE.Experts[2].UpProj
+		want := map[string]tensor.DType{"q4_0": tensor.Q4_0, "mxfp4": tensor.MXFP4, "q8_0": tensor.Q8_0}[typ]
+		assert.Equal(t, want, w.DType, typ)
+		b, err := ck.Bytes("model.layers.1.block_sparse_moe.experts.2.w3.weight")
+		require.NoError(t, err)
+		assert.Equal(t, unsafe.Pointer(&b[0]), unsafe.Pointer(&w.Q[0]), typ)
+		assert.Len(t, w.Q, w.Rows*want.RowBytes(w.Cols))
+		ck.Close()
+	}
+}
+
+func TestImportK3MicroWithTokenizer(t *testing.T) {
+	dir := filepath.Join("..", "..", "models", "k3-micro")
+	want, ck, err := model.OpenDir(dir)
+	require.NoError(t, err)
+	defer ck.Close()
+	path := exportFile(t, dir, "f32", false)
+	got, gck, err := model.OpenDir(path)
+	require.NoError(t, err)
+	defer gck.Close()
+
+	wantTok, err := tokenizer.LoadCodec(dir, want.Cfg.VocabSize)
+	require.NoError(t, err)
+	gotTok, err := LoadCodec(path, got.Cfg.VocabSize)
+	require.NoError(t, err)
+	text := "The quick brown fox jumps over the lazy dog. <|im_end|> Ünïcödé, 12345 tokens!\n\nnew  lines"
+	wi, err := wantTok.Encode(text)
+	require.NoError(t, err)
+	gi, err := gotTok.Encode(text)
+	require.NoError(t, err)
+	require.Equal(t, wi, gi)
+	id, ok := gotTok.TokenID("<|im_end|>")
+	assert.True(t, ok)
+	assert.Equal(t, 4081, id)
+
+	a, b := logitsOf(t, want, wi), logitsOf(t, got, gi)
+	assert.LessOrEqual(t, maxAbsDiff(a, b), 1e-5)
+
+	// An id-only GGUF gives the byte codec.
+	bare := exportFile(t, dir, "f16", true)
+	c, err := LoadCodec(bare, got.Cfg.VocabSize)
+	require.NoError(t, err)
+	_, isByte := c.(tokenizer.ByteCodec)
+	assert.True(t, isByte)
+}
+
+func TestImportRefusesByName(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano"})
+	path := exportFile(t, dir, "f32", true)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, err := Open(path)
+	require.NoError(t, err)
+	ti, _ := f.Tensor("blk.1.attn_q.weight")
+	name := ti.Name
+	f.Close()
+
+	// An unknown ggml type: rewrite the type field of one tensor info in
+	// place (the name is followed by n_dims, ne and the type).
+	bad := append([]byte(nil), raw...)
+	i := indexOf(bad, []byte(name))
+	require.Positive(t, i)
+	p := i + len(name)
+	nd := int(bad[p])
+	typeAt := p + 4 + 8*nd
+	bad[typeAt] = byte(TypeIQ2_XXS)
+	// IQ2_XXS has 256-element blocks: keep the file parseable only if the
+	// row fits; either way the error names the tensor.
+	bp := filepath.Join(t.TempDir(), "bad.gguf")
+	require.NoError(t, os.WriteFile(bp, bad, 0o644))
+	_, _, err = model.OpenDir(bp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), name)
+
+	// Truncated data.
+	tp := filepath.Join(t.TempDir(), "trunc.gguf")
+	require.NoError(t, os.WriteFile(tp, raw[:len(raw)-100], 0o644))
+	_, _, err = model.OpenDir(tp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "tensor")
+}
+
+func indexOf(b, sub []byte) int {
+	for i := 0; i+len(sub) <= len(b); i++ {
+		if string(b[i:i+len(sub)]) == string(sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestImportHostileExpertCount: a header claiming far more experts than the
+// file holds is refused before the per-expert tensor list is built.
+func TestImportHostileExpertCount(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano"})
+	f, err := Open(exportFile(t, dir, "f32", true))
+	require.NoError(t, err)
+	defer f.Close()
+	w := NewWriter()
+	for _, kv := range f.KVs {
+		v := kv.Value
+		if kv.Key == ArchKimiK3+".expert_count" {
+			v = uint32(60000)
+		}
+		require.NoError(t, w.Add(kv.Key, v))
+	}
+	for _, ti := range f.Tensors {
+		b, err := f.TensorData(ti.Name)
+		require.NoError(t, err)
+		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Ne, func() ([]byte, error) { return b, nil }))
+	}
+	var buf bytes.Buffer
+	_, err = w.WriteTo(&buf)
+	require.NoError(t, err)
+	g, err := Parse(bytes.NewReader(buf.Bytes()), int64(buf.Len()), Limits{})
+	require.NoError(t, err)
+	_, _, err = ImportCheckpoint(g)
+	assert.ErrorContains(t, err, "blk.1.ffn_gate_exps.weight")
+	assert.ErrorContains(t, err, "60000 experts")
+}
