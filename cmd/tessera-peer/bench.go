@@ -144,7 +144,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *q8 != "" {
-		v := variant{Name: "int8 (q8 / Q8_0)", Tessera: *q8, GGUF: filepath.Join(*ggufDir, base+".q8_0.gguf")}
+		v := variant{Name: "int8 (q8 / Q8_0)", Tessera: *q8, GGUF: filepath.Join(*ggufDir, base+".q8_0.gguf"), NoExtraBuffers: true}
 		if err := ensureGGUF(*bf16, v.GGUF, "q8_0", stderr); err != nil {
 			return err
 		}

@@ -33,8 +33,10 @@ type Job interface {
 // within spinWait and burns no CPU.
 //
 // On a busy machine spinning loses: a spinning thread takes the core a
-// descheduled worker needs. The caller counts the regions whose wait
-// outlasted the spin; when more than a quarter of a window of regions did,
+// descheduled worker needs. The caller counts the regions in which a
+// worker had not even started its part when the spin ran out (a worker that
+// has started is just busy, and the caller keeps polling for it); when more
+// than a quarter of a window of regions did,
 // the pool stops spinning (park at once, as a plain channel pool) for a
 // number of windows that doubles with each failed retry, then tries
 // spinning again.
@@ -49,6 +51,8 @@ type Pool struct {
 	parked []atomic.Bool
 	wake   []chan struct{}
 	quit   atomic.Bool
+	// started counts the workers that have picked up the current For.
+	started atomic.Int32
 	// callerParked is set while the caller of For sleeps on done.
 	callerParked atomic.Bool
 	done         chan struct{}
@@ -77,6 +81,10 @@ type span struct {
 // parks (and how long the caller polls before yielding its thread).
 const spinWait = 20 * time.Microsecond
 
+// spinBusy is how long the caller polls while every worker is running its
+// part (a large, slightly unbalanced region) before it parks.
+const spinBusy = 2 * time.Millisecond
+
 // spinWindow is the number of regions over which the caller judges
 // whether spinning pays.
 const spinWindow = 64
@@ -104,6 +112,7 @@ func (p *Pool) worker(w int) {
 			return
 		}
 		seen = p.gen.Load()
+		p.started.Add(1)
 		if s := p.spans[w]; s.lo < s.hi {
 			s.job.Run(w, s.lo, s.hi)
 		}
@@ -194,6 +203,7 @@ func (p *Pool) For(n, grain int, job Job) {
 		}
 	}
 	p.left.Store(int32(p.n - 1))
+	p.started.Store(0)
 	p.gen.Add(1)
 	for w := 1; w < p.n; w++ {
 		if p.parked[w].Load() {
@@ -216,10 +226,16 @@ func (p *Pool) For(n, grain int, job Job) {
 			t0 = time.Now()
 			continue
 		}
-		if budget > 0 && time.Since(t0) < budget {
-			continue
+		if budget > 0 {
+			// Workers that have all started are running their parts: keep
+			// polling (up to spinBusy). A worker that has not started
+			// within the budget is waiting for a core: park, and count it.
+			waited := time.Since(t0)
+			if waited < budget || (waited < spinBusy && p.started.Load() == int32(p.n-1)) {
+				continue
+			}
 		}
-		missed = missed || budget > 0
+		missed = missed || (budget > 0 && p.started.Load() != int32(p.n-1))
 		p.callerParked.Store(true)
 		if p.left.Load() != 0 {
 			<-p.done
