@@ -112,6 +112,7 @@ type Device struct {
 	raw     *wgpu.Device
 	q       *wgpu.Queue
 	info    string
+	adapter AdapterInfo
 	release func()
 
 	modules map[string]*wgpu.ShaderModule
@@ -165,6 +166,13 @@ func NewDevice(raw *wgpu.Device, info string, release func()) (*Device, error) {
 
 // Info describes the adapter (name, driver, backend) as given to NewDevice.
 func (d *Device) Info() string { return d.info }
+
+// SetAdapter records what the platform code knows about the device's
+// adapter (for ChooseAuto); Adapter returns it.
+func (d *Device) SetAdapter(a AdapterInfo) { d.adapter = a }
+
+// Adapter is the adapter description given to SetAdapter (zero if none).
+func (d *Device) Adapter() AdapterInfo { return d.adapter }
 
 // Close waits for pending work and releases every object the device created,
 // then the device itself. Buffers created by the caller must be released

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tessera-llm/tessera/native"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // requireGPU skips without a WebGPU adapter, except under CI=true where a
@@ -63,6 +64,44 @@ func abs64(x float64) float64 {
 	return x
 }
 
+// --backend auto says in one line what it chose and why: the CPU on a
+// software adapter (lavapipe here), with the CPU backend's output; the GPU
+// on a real one, or on a software one when TESSERA_AUTO_SOFTWARE_GPU=1.
+func TestCLIAutoBackendChoice(t *testing.T) {
+	requireGPU(t)
+	d, err := native.OpenQuiet()
+	require.NoError(t, err)
+	ad := d.Adapter()
+	d.Close()
+	require.NotEmpty(t, ad.Type, "native.Open must describe the adapter")
+	dir := filepath.Join(t.TempDir(), "k3-nano")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--seed", "4", "--out", dir)
+	require.Zero(t, code, errs)
+	args := []string{"run", "--model", dir, "--tokens", "5,6,7", "--max-tokens", "6", "--ids"}
+	code, cpu, errs := tessera(t, append(args, "--backend", "cpu")...)
+	require.Zero(t, code, errs)
+	require.Empty(t, errs)
+	code, auto, errs := tessera(t, append(args, "--backend", "auto")...)
+	require.Zero(t, code, errs)
+	require.Equal(t, cpu, auto)
+	line := strings.TrimSpace(errs)
+	require.NotContains(t, line, "\n", "one line on stderr")
+	if why := ad.Software(); why != "" {
+		require.Contains(t, line, "--backend auto chose the CPU: ")
+		require.Contains(t, line, why)
+		require.Contains(t, line, ad.Driver)
+		require.Contains(t, line, "--backend gpu forces it")
+	} else {
+		require.Contains(t, line, "--backend auto chose the GPU: ")
+	}
+	t.Setenv(wgsl.AutoSoftwareEnv, "1")
+	code, allowed, errs := tessera(t, append(args, "--backend", "auto")...)
+	require.Zero(t, code, errs)
+	require.Equal(t, cpu, allowed)
+	require.Contains(t, errs, "--backend auto chose the GPU: ")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, "one line on stderr:\n%s", errs)
+}
+
 // A model larger than the GPU memory (TESSERA_GPU_MEMORY) is refused with
 // what it needs and what is available on --backend gpu, and runs on the
 // CPU with one notice on --backend auto.
@@ -78,9 +117,11 @@ func TestCLIGPUMemoryBudget(t *testing.T) {
 	require.Contains(t, errs, "needs about")
 	require.Contains(t, errs, "but 0.1 MiB is available")
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, "one line on stderr:\n%s", errs)
+	t.Setenv(wgsl.AutoSoftwareEnv, "1") // let auto try lavapipe, to reach the budget check
 	code, auto, errs := tessera(t, append(args, "--backend", "auto")...)
 	require.Zero(t, code, errs)
-	require.Contains(t, errs, "running on the CPU")
+	require.Contains(t, errs, "--backend auto chose the CPU: no usable GPU")
+	require.Contains(t, errs, "needs about")
 	code, cpu, errs := tessera(t, append(args, "--backend", "cpu")...)
 	require.Zero(t, code, errs)
 	require.Equal(t, cpu, auto)
