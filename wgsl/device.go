@@ -137,6 +137,12 @@ type Device struct {
 	// Dispatches and Submits count recorded dispatches and submissions
 	// since the device was created (for stats and tests).
 	Dispatches, Submits int
+
+	// longWaits counts the runners whose steps may take seconds (long
+	// contexts); slowSeen is set once a wait took over a second. Either
+	// makes wait poll without blocking (bug 5; submit_native.go).
+	longWaits int
+	slowSeen  bool
 }
 
 // NewDevice wraps a device acquired by the platform code (native.Open, or a

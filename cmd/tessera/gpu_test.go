@@ -132,8 +132,9 @@ func TestCLIGPUMemoryBudget(t *testing.T) {
 }
 
 // `tessera bench --backend gpu` measures the GPU runner (not the CPU):
-// device copy bandwidth, dispatches per token, GPU memory; the CPU-only
-// measurements are refused rather than silently taken on the CPU.
+// device copy bandwidth, dispatches and submissions per token, GPU memory,
+// the context sweep; the CPU-only per-op plot is refused rather than
+// silently taken on the CPU.
 func TestBenchGPU(t *testing.T) {
 	requireGPU(t)
 	dir := filepath.Join(t.TempDir(), "m")
@@ -150,10 +151,28 @@ func TestBenchGPU(t *testing.T) {
 	require.Equal(t, "gpu", res.Backend)
 	require.NotEmpty(t, res.Adapter)
 	require.Positive(t, res.DispatchesPerToken)
+	require.Equal(t, 1, res.SubmitsPerToken)
 	require.Positive(t, res.GPUBytes)
 	require.Positive(t, res.DecodeTokPerS)
 	require.Positive(t, res.MachineGBPerS)
-	code, _, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--ctx-sweep", "1k")
+	// the context sweep on the GPU: paged caches filled with synthetic
+	// rows, state memory at the analytic figure
+	code, out, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--prompt-len", "8", "--gen", "2", "--repeats", "1",
+		"--ctx-sweep", "1k,3k", "--json", js)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "GPU state")
+	raw, err = os.ReadFile(js)
+	require.NoError(t, err)
+	res = benchResult{}
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Len(t, res.Sweep, 2)
+	for i, L := range []int{1024, 3072} {
+		p := res.Sweep[i]
+		require.Equal(t, L, p.Context)
+		require.Positive(t, p.DecodeTokPerS)
+		require.InDelta(t, 1, float64(p.StateBytes)/float64(p.Analytic), 0.1, "context %d: state %d, analytic %d", L, p.StateBytes, p.Analytic)
+	}
+	code, _, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--plot", t.TempDir())
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "--ctx-sweep")
+	require.Contains(t, errs, "--plot")
 }
