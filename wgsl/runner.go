@@ -886,7 +886,30 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 		return 0, err
 	}
 	defer r.end()
-	T, d := len(tokens), r.cfg.HiddenSize
+	return r.sampleLast(len(tokens), opt, vocab, u)
+}
+
+// SampleNextEmbeddings is SampleNext for a piece given as input embeddings
+// ([T, d], as ForwardEmbeddings): the first token after a multimodal
+// prompt is picked on the GPU too (generate.DeviceEmbeddingSampler).
+func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
+	if !r.SamplesOnDevice(opt, vocab) {
+		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
+	}
+	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
+		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	}
+	if err := r.beginEmbeddings(emb, T); err != nil {
+		return 0, err
+	}
+	defer r.end()
+	return r.sampleLast(T, opt, vocab, u)
+}
+
+// sampleLast records the lm_head of the last of T tokens and the sampler
+// after the recorded piece, and reads back the token id.
+func (r *Runner) sampleLast(T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
+	d := r.cfg.HiddenSize
 	if err := r.d.Linear(r.logits.At(0), r.xn.At((T-1)*d), 1, r.lmHead); err != nil {
 		return 0, err
 	}
