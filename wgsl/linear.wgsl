@@ -6,16 +6,43 @@
 // and no invocation loops more than cols/128·TT times (lavapipe's cap).
 // W is always array<u32>: f32 bits, or two f16 / bf16 halves per word
 // (decoded with unpack2x16float / shifts; no shader-f16 needed).
+//
+// Epilogue (gate 1): the KDA log-decay gate (ref.KDAGate, as kda_gate.wgsl)
+// applied to each output before it is stored, so the gate's projection f_b
+// and the gate are one dispatch: E holds dt_bias (one per output row, from
+// bias_off) and A_log (per row or per head of dk rows, from alog_off);
+// output row r is channel r0 + r of the gate.
 struct P {
   rows: u32, cols: u32, T: u32, dtype: u32,   // dtype 0 f32, 1 f16, 2 bf16
   w_off: u32, w_stride: u32,                  // in words
   x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
   tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
+  gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
 @group(0) @binding(2) var<storage, read_write> X: array<f32>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
+@group(0) @binding(4) var<storage, read_write> E: array<f32>;
+
+// log(1+e) accurate for small e (WGSL has no log1p).
+fn log1p_s(e: f32) -> f32 {
+  let u = 1.0 + e;
+  if (u == 1.0) { return e; }
+  return log(u) * e / (u - 1.0);
+}
+
+// epi applies the epilogue (if any) to the value v of output row row.
+fn epi(v: f32, row: u32) -> f32 {
+  if (p.gate == 0u) { return v; }
+  let c = p.r0 + row;
+  var al: f32;
+  if (p.per_channel == 1u) { al = E[p.alog_off + c]; } else { al = E[p.alog_off + c / p.dk]; }
+  let a = exp(al);
+  let x = v + E[p.bias_off + c];
+  if (p.bounded == 1u) { return p.lb / (1.0 + exp(-(a * x))); }
+  return -a * (max(x, 0.0) + log1p_s(exp(-abs(x))));
+}
 
 const WG: u32 = 64u;
 const TT: u32 = 8u;
@@ -68,7 +95,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let o = p.o_off + (t0 + tid) * p.o_stride + row;
     var v = red[tid * WG];
     if (p.accum != 0u) { v += O[o]; }
-    O[o] = v;
+    O[o] = epi(v, row);
   }
 }
 
@@ -114,6 +141,6 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (lane == 0u && row < p.rows) {
     var v = red1[tid];
     if (p.accum != 0u) { v += O[p.o_off + row]; }
-    O[p.o_off + row] = v;
+    O[p.o_off + row] = epi(v, row);
   }
 }

@@ -178,14 +178,53 @@ func (d *Device) LinearAccum(out View, oStride int, x View, xStride, T int, W *M
 	return d.linear(out, oStride, x, xStride, T, W, true)
 }
 
+// KDAGateEpilogue describes the KDA log-decay gate (ref.KDAGate) applied
+// to a projection's outputs as they are stored (LinearKDAGate): DtBias
+// and ALog must be views of one buffer.
+type KDAGateEpilogue struct {
+	H, DK               int
+	DtBias, ALog        View
+	PerChannel, Bounded bool
+	LowerBound          float32
+}
+
+// LinearKDAGate records g = KDAGate(x·Wᵀ) in one dispatch (the f_b
+// projection of the KDA gate with the gate as its epilogue; W has H·DK
+// rows), equal to Linear followed by KDAGate.
+func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) error {
+	if W == nil || W.Rows != e.H*e.DK || e.H <= 0 || e.DK <= 0 {
+		return fmt.Errorf("wgsl: LinearKDAGate: matrix for %d×%d gate channels", e.H, e.DK)
+	}
+	if e.DtBias.Buf == nil || e.DtBias.Buf != e.ALog.Buf {
+		return fmt.Errorf("wgsl: LinearKDAGate: dt_bias and A_log must share a buffer")
+	}
+	nA := e.H
+	if e.PerChannel {
+		nA = e.H * e.DK
+	}
+	if err := e.DtBias.check(e.H*e.DK, "LinearKDAGate dt_bias"); err != nil {
+		return err
+	}
+	if err := e.ALog.check(nA, "LinearKDAGate A_log"); err != nil {
+		return err
+	}
+	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &e, 0)
+}
+
 func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
+	return d.linearEpi(out, oStride, x, xStride, T, W, accum, nil, 0)
+}
+
+// linearEpi is linear with an optional gate epilogue; r0 is the first
+// output row of W within the gate's channels (for split matrices).
+func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat, accum bool, e *KDAGateEpilogue, r0 int) error {
 	if W != nil && len(W.Parts) > 0 {
-		r0 := 0
+		off := 0
 		for _, p := range W.Parts {
-			if err := d.linear(View{out.Buf, out.Off + r0}, oStride, x, xStride, T, p, accum); err != nil {
+			if err := d.linearEpi(View{out.Buf, out.Off + off}, oStride, x, xStride, T, p, accum, e, r0+off); err != nil {
 				return err
 			}
-			r0 += p.Rows
+			off += p.Rows
 		}
 		return nil
 	}
@@ -211,17 +250,24 @@ func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, a
 	if T == 1 {
 		entry = "gemv"
 	}
-	k, err := d.kernel("linear.wgsl", entry, 3)
+	k, err := d.kernel("linear.wgsl", entry, 4)
 	if err != nil {
 		return err
 	}
 	tiles := (T + 7) / 8
 	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles, b2i(accum))
+	var eb *Buffer
+	if e != nil {
+		p = p.u(1, r0, e.DK, b2i(e.PerChannel), b2i(e.Bounded)).f(e.LowerBound).u(e.DtBias.Off, e.ALog.Off)
+		eb = e.DtBias.Buf
+	} else {
+		p = p.u(0, 0, 1, 0, 0, 0, 0, 0)
+	}
 	groups := W.Rows * tiles
 	if T == 1 {
 		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
 	}
-	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf}, groups)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb}, groups)
 }
 
 // RMSNorm records out = w ⊙ x / sqrt(mean(x²) + eps) for rows rows of n

@@ -577,8 +577,12 @@ func (r *Runner) load(m *model.Model) error {
 				w.QProj, w.KProj, w.VProj, w.BProj, w.FAProj, w.GProj, w.GAProj)
 			k := &gpuKDA{in: in, qp: v[0], kp: v[1], vp: v[2], b: v[3], fa: v[4], g: v[5], ga: v[6],
 				fb: L.mat(w.FBProj, p+"f_b_proj"), gb: L.mat(w.GBProj, p+"g_b_proj"),
-				o: L.mat(w.OProj, p+"o_proj"), dtBias: L.vec(w.DtBias, p+"dt_bias"), aLog: L.vec(w.ALog, p+"A_log"),
-				oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
+				o: L.mat(w.OProj, p+"o_proj"), oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
+			// dt_bias and A_log in one buffer: the f_b projection's gate
+			// epilogue reads both through one binding
+			if ga := L.vec(slices.Concat(w.DtBias, w.ALog), p+"dt_bias+A_log"); ga.Buf != nil {
+				k.dtBias, k.aLog = ga, ga.Buf.At(ga.Off+len(w.DtBias))
+			}
 			if L.err == nil && (k.qp == nil || k.kp == nil || k.vp == nil || k.b == nil || k.fa == nil || k.fb == nil || k.o == nil ||
 				(k.g == nil && (k.ga == nil || k.gb == nil))) {
 				return fmt.Errorf("wgsl: runner: layer %d: incomplete KDA weights", i)
@@ -1104,9 +1108,9 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int, out Strided, accum bool) error {
 	return seq(
 		project,
 		prep,
-		func() error { return dv.Linear(g, fa, T, w.fb) },
-		func() error {
-			return dv.KDAGate(g, g, w.dtBias, w.aLog, T, H, dk, w.perChannel, c.GateBounded, c.GateLowerBound)
+		func() error { // f_b with the gate as its epilogue: one dispatch
+			return dv.LinearKDAGate(g, fa, T, w.fb, KDAGateEpilogue{H: H, DK: dk, DtBias: w.dtBias, ALog: w.aLog,
+				PerChannel: w.perChannel, Bounded: c.GateBounded, LowerBound: c.GateLowerBound})
 		},
 		func() error {
 			return dv.KDARecurrent(&KDAArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: w.S})

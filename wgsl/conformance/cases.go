@@ -219,6 +219,38 @@ func Cases() []Case {
 			})
 		}
 	}
+	// LinearKDAGate: the f_b projection with the gate as its epilogue
+	// equals Linear then KDAGate (GEMV and GEMM, every dtype and gate form).
+	for _, dt := range dtypes {
+		for _, gc := range []struct {
+			name       string
+			bounded    bool
+			perChannel bool
+		}{{"bounded", true, false}, {"softplus", false, false}, {"softplus-per-channel", false, true}} {
+			for _, s := range [][4]int{{1, 2, 16, 9}, {3, 3, 100, 33}, {9, 4, 32, 64}} {
+				T, H, dk, cols := s[0], s[1], s[2], s[3]
+				add("LinearKDAGate", dt.String(), fmt.Sprintf("%s T=%d H=%d dk=%d cols=%d", gc.name, T, H, dk, cols), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					W := RandMat(r, H*dk, cols, dt, 1)
+					x := RandVec(r, T*cols, 2)
+					bias := RandVec(r, H*dk, 1)
+					na := H
+					if gc.perChannel {
+						na = H * dk
+					}
+					alog := RandVec(r, na, 1.5)
+					raw := make([]float32, T*H*dk)
+					ref.Linear(nil, raw, x, T, W)
+					want := make([]float32, len(raw))
+					ref.KDAGate(want, raw, bias, alog, H, dk, gc.bounded, -5)
+					e := g.Up(slices.Concat(bias, alog))
+					out := g.Zeros(len(raw))
+					check(g, g.D.LinearKDAGate(out, g.Up(x), T, g.Mat(W), wgsl.KDAGateEpilogue{H: H, DK: dk, DtBias: e,
+						ALog: e.Buf.At(e.Off + H*dk), PerChannel: gc.perChannel, Bounded: gc.bounded, LowerBound: -5}))
+					return g.Read(out, len(raw)), want
+				})
+			}
+		}
+	}
 	for _, s := range [][4]int{{1, 2, 16, 16}, {1, 3, 32, 70}, {5, 2, 64, 65}, {1, 1, 128, 128}, {300, 1, 128, 8}} {
 		T, H, dk, dv := s[0], s[1], s[2], s[3]
 		add("KDARecurrent", "F32", fmt.Sprintf("T=%d H=%d dk=%d dv=%d", T, H, dk, dv), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
