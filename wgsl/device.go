@@ -143,6 +143,10 @@ type Device struct {
 	// makes wait poll without blocking (bug 5; submit_native.go).
 	longWaits int
 	slowSeen  bool
+	// bulkBytes counts the bytes of buffers created and written since the
+	// last wait: a model upload's gigabyte can keep a CPU driver busy past
+	// the 5 s blocking-wait limit, so a wait after bulk transfers polls.
+	bulkBytes int64
 }
 
 // NewDevice wraps a device acquired by the platform code (native.Open, or a
@@ -229,6 +233,7 @@ func (d *Device) NewBuffer(words int) (*Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: create buffer of %d words: %w", words, err)
 	}
+	d.bulkBytes += int64(words) * 4 // zero-filled by the driver on first use
 	return &Buffer{d: d, b: b, words: words, id: bufferIDs.Add(1)}, nil
 }
 
@@ -286,6 +291,7 @@ func (b *Buffer) writeBytes(off, words int, p []byte) error {
 	if err := b.d.q.WriteBuffer(b.b, uint64(off)*4, p); err != nil {
 		return fmt.Errorf("wgsl: write %d words at %d: %w", words, off, err)
 	}
+	b.d.bulkBytes += int64(len(p))
 	return nil
 }
 

@@ -19,9 +19,13 @@ func (d *Device) submit(cmd *wgpu.CommandBuffer) submission { return d.q.Submit(
 // sleep loop instead (≈ 1 ms more latency). That loop is used while a
 // long-context runner holds the device (longWaits > 0: one decode step
 // over a 1 M-token cache takes seconds on a CPU driver) and, for good,
-// once any wait has taken over a second.
+// once any wait has taken over a second, and after bulk transfers (more
+// than bulkWaitBytes created or written since the last wait: a model
+// upload).
 func (d *Device) wait(s submission) {
-	if d.longWaits > 0 || d.slowSeen {
+	bulk := d.bulkBytes
+	d.bulkBytes = 0
+	if d.longWaits > 0 || d.slowSeen || bulk > bulkWaitBytes {
 		d.pollLoop()
 		return
 	}
@@ -34,6 +38,9 @@ func (d *Device) wait(s submission) {
 		}
 	}
 }
+
+// bulkWaitBytes is the transfer volume from which wait polls.
+const bulkWaitBytes = 64 << 20
 
 // pollLoop polls without blocking until the queue is empty.
 func (d *Device) pollLoop() {
