@@ -18,6 +18,7 @@ struct P {
   x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
   tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
   gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
+  norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -101,12 +102,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 // gemv: the T = 1 case of main without the token tile: each workgroup
 // computes 8 output rows, 8 threads per row striding over the row in column
-// pairs, then an 8-lane reduction in workgroup memory. (Eight rows per
+// pairs, then an 8-lane reduction in workgroup memory. With norm 1 the
+// input is RMSNorm'd on the fly (ref.RMSNorm, weight ν in E): each lane
+// also sums x² over its columns, and the row's dot product Σ w·ν·x is
+// scaled by 1/sqrt(mean(x²) + eps) — the norm and the projection in one
+// dispatch. (Eight rows per
 // workgroup keep the workgroup count low, which is what costs on CPU
 // Vulkan drivers, while neighbouring threads still read neighbouring words.)
 const RPW: u32 = 8u;  // rows per workgroup
 const LANES: u32 = 8u; // threads per row
 var<workgroup> red1: array<f32, 64>;
+var<workgroup> red2: array<f32, 64>;
 
 @compute @workgroup_size(64)
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -114,10 +120,26 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let lane = tid % LANES;
   let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
   var acc = 0.0;
+  var ss = 0.0;
   if (row < p.rows) {
     let base = p.w_off + row * p.w_stride;
     let npair = (p.cols + 1u) / 2u;
-    if (p.dtype == 0u && (p.cols & 1u) == 0u) {
+    if (p.norm == 1u) {
+      for (var j = lane; j < npair; j += LANES) {
+        let w = wpair(base, j);
+        let c = 2u * j;
+        let x0 = X[p.x_off + c];
+        var s = w.x * (x0 * E[p.nu_off + c]);
+        var q = x0 * x0;
+        if (c + 1u < p.cols) {
+          let x1 = X[p.x_off + c + 1u];
+          s += w.y * (x1 * E[p.nu_off + c + 1u]);
+          q += x1 * x1;
+        }
+        acc += s;
+        ss += q;
+      }
+    } else if (p.dtype == 0u && (p.cols & 1u) == 0u) {
       for (var j = lane; j < npair; j += LANES) {
         let c = 2u * j;
         acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
@@ -133,13 +155,15 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
   }
   red1[tid] = acc;
+  red2[tid] = ss;
   workgroupBarrier();
   for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) { red1[tid] += red1[tid + s]; }
+    if (lane < s) { red1[tid] += red1[tid + s]; red2[tid] += red2[tid + s]; }
     workgroupBarrier();
   }
   if (lane == 0u && row < p.rows) {
     var v = red1[tid];
+    if (p.norm == 1u) { v *= 1.0 / sqrt(red2[tid] / f32(p.cols) + p.eps); }
     if (p.accum != 0u) { v += O[p.o_off + row]; }
     O[p.o_off + row] = epi(v, row);
   }

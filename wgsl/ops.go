@@ -208,16 +208,41 @@ func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) erro
 	if err := e.ALog.check(nA, "LinearKDAGate A_log"); err != nil {
 		return err
 	}
-	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &e, 0)
+	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gate: &e}, 0)
+}
+
+// LinearNormedAccum records out += RMSNorm(x; ν, eps)·Wᵀ for one token (a
+// GEMV: the RMSNorm of x is taken inside the projection, which adds into
+// out), equal to RMSNorm then LinearAccum; x is left as it is. nu (ν) has
+// W.Cols values; x and out must not share a buffer.
+func (d *Device) LinearNormedAccum(out View, x View, W *Mat, nu View, eps float32) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: LinearNormedAccum: nil matrix")
+	}
+	if out.Buf == x.Buf && out.Buf != nil {
+		return fmt.Errorf("wgsl: LinearNormedAccum: x and out share a buffer")
+	}
+	if err := nu.check(W.Cols, "LinearNormedAccum weight"); err != nil {
+		return err
+	}
+	return d.linearEpi(out, W.Rows, x, W.Cols, 1, W, true, &linearEpilogue{nu: nu, eps: eps}, 0)
+}
+
+// linearEpilogue is what linear.wgsl does besides the product: the KDA gate
+// on the outputs, or (GEMV only) an RMSNorm of the input with weight nu.
+type linearEpilogue struct {
+	gate *KDAGateEpilogue
+	nu   View
+	eps  float32
 }
 
 func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
 	return d.linearEpi(out, oStride, x, xStride, T, W, accum, nil, 0)
 }
 
-// linearEpi is linear with an optional gate epilogue; r0 is the first
-// output row of W within the gate's channels (for split matrices).
-func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat, accum bool, e *KDAGateEpilogue, r0 int) error {
+// linearEpi is linear with an optional epilogue; r0 is the first output
+// row of W within the gate's channels (for split matrices).
+func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat, accum bool, e *linearEpilogue, r0 int) error {
 	if W != nil && len(W.Parts) > 0 {
 		off := 0
 		for _, p := range W.Parts {
@@ -257,11 +282,21 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	tiles := (T + 7) / 8
 	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles, b2i(accum))
 	var eb *Buffer
-	if e != nil {
-		p = p.u(1, r0, e.DK, b2i(e.PerChannel), b2i(e.Bounded)).f(e.LowerBound).u(e.DtBias.Off, e.ALog.Off)
-		eb = e.DtBias.Buf
+	if e != nil && e.gate != nil {
+		g := e.gate
+		p = p.u(1, r0, g.DK, b2i(g.PerChannel), b2i(g.Bounded)).f(g.LowerBound).u(g.DtBias.Off, g.ALog.Off)
+		eb = g.DtBias.Buf
 	} else {
 		p = p.u(0, 0, 1, 0, 0, 0, 0, 0)
+	}
+	if e != nil && e.nu.Buf != nil {
+		if T != 1 {
+			return fmt.Errorf("wgsl: Linear with an input RMSNorm: %d tokens (GEMV only)", T)
+		}
+		p = p.u(1, e.nu.Off).f(e.eps)
+		eb = e.nu.Buf
+	} else {
+		p = p.u(0, 0, 0)
 	}
 	groups := W.Rows * tiles
 	if T == 1 {

@@ -1267,6 +1267,11 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int, out Strided) error {
 				return routed(out, true)
 			}
 			acc := r.racc.At(0)
+			if T == 1 && w.hasNorm { // decode: the latent RMSNorm inside the up-projection's GEMV
+				return seq(
+					func() error { return routed(acc.Rows(wd), false) },
+					func() error { return dv.LinearNormedAccum(out.View, acc, w.upProj, w.norm, c.RMSNormEps) })
+			}
 			return seq(
 				func() error { return routed(acc.Rows(wd), false) },
 				func() error {

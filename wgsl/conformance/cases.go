@@ -219,6 +219,34 @@ func Cases() []Case {
 			})
 		}
 	}
+	// LinearNormedAccum: out += RMSNorm(x)·Wᵀ in one GEMV equals RMSNorm
+	// then LinearAccum (odd and even columns, more than one lane stride).
+	for _, dt := range dtypes {
+		for _, s := range [][2]int{{5, 7}, {64, 128}, {65, 129}, {300, 1000}} {
+			rows, cols := s[0], s[1]
+			add("LinearNormedAccum", dt.String(), fmt.Sprintf("%dx%d", rows, cols), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				W := RandMat(r, rows, cols, dt, 1)
+				x := RandVec(r, cols, 3)
+				nu := RandVec(r, cols, 1)
+				res := RandVec(r, rows, 2)
+				xn := make([]float32, cols)
+				ref.RMSNorm(xn, x, nu, 1e-5)
+				y := make([]float32, rows)
+				ref.Linear(nil, y, xn, 1, W)
+				want := slices.Clone(res)
+				for i := range want {
+					want[i] += y[i]
+				}
+				out := g.Up(res)
+				xv := g.Up(x)
+				check(g, g.D.LinearNormedAccum(out, xv, g.Mat(W), g.Up(nu), 1e-5))
+				if got := g.Read(xv, cols); !slices.Equal(got, x) {
+					return got, x // x must be left as it is
+				}
+				return g.Read(out, rows), want
+			})
+		}
+	}
 	// LinearKDAGate: the f_b projection with the gate as its epilogue
 	// equals Linear then KDAGate (GEMV and GEMM, every dtype and gate form).
 	for _, dt := range dtypes {
