@@ -19,12 +19,14 @@ struct P {
   tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
   gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
   norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
+  g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
 @group(0) @binding(2) var<storage, read_write> X: array<f32>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
 @group(0) @binding(4) var<storage, read_write> E: array<f32>;
+@group(0) @binding(5) var<storage, read_write> G: array<f32>;
 
 // log(1+e) accurate for small e (WGSL has no log1p).
 fn log1p_s(e: f32) -> f32 {
@@ -166,5 +168,59 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (p.norm == 1u) { v *= 1.0 / sqrt(red2[tid] / f32(p.cols) + p.eps); }
     if (p.accum != 0u) { v += O[p.o_off + row]; }
     O[p.o_off + row] = epi(v, row);
+  }
+}
+
+// gemv_gnorm: gemv of the gated RMSNorm of x (ref.RMSNormGated over heads of
+// gdk values, weight ν = E[nu_off..][gdk], gate G): every workgroup first
+// builds xs = RMSNorm(x_h)·ν·act(g) for all cols ≤ 2048 inputs in
+// workgroup memory (one thread per head), then computes its 8 rows from
+// xs as gemv does — the KDA output norm and o_proj in one dispatch.
+var<workgroup> xs: array<f32, 2048>;
+
+fn gact(g: f32) -> f32 {
+  let sg = 1.0 / (1.0 + exp(-g));
+  if (p.gmode == 2u) { return g * sg; }
+  return sg;
+}
+
+@compute @workgroup_size(64)
+fn gemv_gnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) tid: u32) {
+  let heads = p.cols / p.gdk;
+  for (var h = tid; h < heads; h += WG) {
+    let xb = p.x_off + h * p.gdk;
+    var ss = 0.0;
+    for (var i = 0u; i < p.gdk; i++) { let v = X[xb + i]; ss += v * v; }
+    let inv = 1.0 / sqrt(ss / f32(p.gdk) + p.eps);
+    for (var i = 0u; i < p.gdk; i++) {
+      xs[h * p.gdk + i] = (X[xb + i] * inv) * E[p.nu_off + i] * gact(G[p.g_off + h * p.gdk + i]);
+    }
+  }
+  workgroupBarrier();
+  let lane = tid % LANES;
+  let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
+  var acc = 0.0;
+  if (row < p.rows) {
+    let base = p.w_off + row * p.w_stride;
+    let npair = (p.cols + 1u) / 2u;
+    for (var j = lane; j < npair; j += LANES) {
+      let w = wpair(base, j);
+      let c = 2u * j;
+      var s = w.x * xs[c];
+      if (c + 1u < p.cols) { s += w.y * xs[c + 1u]; }
+      acc += s;
+    }
+  }
+  red1[tid] = acc;
+  workgroupBarrier();
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) { red1[tid] += red1[tid + s]; }
+    workgroupBarrier();
+  }
+  if (lane == 0u && row < p.rows) {
+    var v = red1[tid];
+    if (p.accum != 0u) { v += O[p.o_off + row]; }
+    O[p.o_off + row] = v;
   }
 }

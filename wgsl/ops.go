@@ -228,6 +228,57 @@ func (d *Device) LinearNormedAccum(out View, x View, W *Mat, nu View, eps float3
 	return d.linearEpi(out, W.Rows, x, W.Cols, 1, W, true, &linearEpilogue{nu: nu, eps: eps}, 0)
 }
 
+// maxGatedNormCols is the widest input LinearGatedNorm takes (its
+// workgroup-memory copy of the normed input).
+const maxGatedNormCols = 2048
+
+// LinearGatedNorm records out (+)= RMSNormGated(x; g, ν, heads of dk,
+// eps, act)·Wᵀ for one token in one GEMV (equal to RMSNormGated then
+// Linear, or LinearAccum when accum): every workgroup normalises and gates
+// x itself, in workgroup memory, so W.Cols ≤ 2048. x and g are left as
+// they are; out must not share a buffer with x or g.
+func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct) error {
+	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || dk > loopBudget/2 {
+		return fmt.Errorf("wgsl: LinearGatedNorm: matrix %v for heads of %d (≤ %d inputs)", W != nil, dk, maxGatedNormCols)
+	}
+	if out.Buf != nil && (out.Buf == x.Buf || out.Buf == g.Buf) {
+		return fmt.Errorf("wgsl: LinearGatedNorm: out shares a buffer with x or g")
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{x, W.Cols, "x"}, {g, W.Cols, "g"}, {nu, dk, "weight"}, {out, W.Rows, "out"}} {
+		if err := c.v.check(c.words, "LinearGatedNorm "+c.name); err != nil {
+			return err
+		}
+	}
+	if len(W.Parts) > 0 {
+		off := 0
+		for _, p := range W.Parts {
+			if err := d.LinearGatedNorm(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act); err != nil {
+				return err
+			}
+			off += p.Rows
+		}
+		return nil
+	}
+	if err := W.check("LinearGatedNorm"); err != nil {
+		return err
+	}
+	k, err := d.kernel("linear.wgsl", "gemv_gnorm", 5)
+	if err != nil {
+		return err
+	}
+	mode := 1
+	if act == ref.GateSiLU {
+		mode = 2
+	}
+	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, nu.Off).f(eps).u(g.Off, dk, mode)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
+}
+
 // linearEpilogue is what linear.wgsl does besides the product: the KDA gate
 // on the outputs, or (GEMV only) an RMSNorm of the input with weight nu.
 type linearEpilogue struct {
@@ -275,7 +326,7 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	if T == 1 {
 		entry = "gemv"
 	}
-	k, err := d.kernel("linear.wgsl", entry, 4)
+	k, err := d.kernel("linear.wgsl", entry, 5)
 	if err != nil {
 		return err
 	}
@@ -302,7 +353,8 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	if T == 1 {
 		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
 	}
-	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb}, groups)
+	p = p.u(0, 1, 0)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb, nil}, groups)
 }
 
 // RMSNorm records out = w ⊙ x / sqrt(mean(x²) + eps) for rows rows of n

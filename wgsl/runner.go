@@ -1128,8 +1128,14 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int, out Strided, accum bool) error {
 			}
 			return dv.Linear(gate, ga, T, w.gb)
 		},
-		func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
-		func() error { return r.project(out, accum, o, T, w.o) },
+		func() error {
+			if T == 1 && hd <= maxGatedNormCols { // decode: the gated norm inside o_proj's GEMV
+				return dv.LinearGatedNorm(out.View, accum, o, gate, w.o, w.oNorm, dk, c.RMSNormEps, ref.GateSigmoid)
+			}
+			return seq(
+				func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
+				func() error { return r.project(out, accum, o, T, w.o) })
+		},
 	)
 }
 

@@ -247,6 +247,38 @@ func Cases() []Case {
 			})
 		}
 	}
+	// LinearGatedNorm: (+)= RMSNormGated(x; g)·Wᵀ in one GEMV equals
+	// RMSNormGated then Linear / LinearAccum (both gate functions, heads of
+	// 16 and 64, odd rows).
+	for _, dt := range dtypes {
+		for _, s := range [][4]int{{5, 2, 16, 0}, {65, 8, 64, 1}, {130, 3, 64, 1}, {33, 32, 64, 0}} {
+			rows, H, dk, accum := s[0], s[1], s[2], s[3] == 1
+			for _, act := range []ref.GateAct{ref.GateSigmoid, ref.GateSiLU} {
+				name := map[ref.GateAct]string{ref.GateSigmoid: "sigmoid", ref.GateSiLU: "SiLU"}[act]
+				add("LinearGatedNorm/"+name, dt.String(), fmt.Sprintf("%dx%d dk=%d accum=%v", rows, H*dk, dk, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					cols := H * dk
+					W := RandMat(r, rows, cols, dt, 1)
+					x, gt, nu := RandVec(r, cols, 3), RandVec(r, cols, 2), RandVec(r, dk, 1)
+					res := RandVec(r, rows, 2)
+					xn := make([]float32, cols)
+					ref.RMSNormGated(xn, x, gt, nu, 1e-5, act)
+					y := make([]float32, rows)
+					ref.Linear(nil, y, xn, 1, W)
+					want := slices.Clone(res)
+					for i := range want {
+						if accum {
+							want[i] += y[i]
+						} else {
+							want[i] = y[i]
+						}
+					}
+					out := g.Up(res)
+					check(g, g.D.LinearGatedNorm(out, accum, g.Up(x), g.Up(gt), g.Mat(W), g.Up(nu), dk, 1e-5, act))
+					return g.Read(out, rows), want
+				})
+			}
+		}
+	}
 	// LinearKDAGate: the f_b projection with the gate as its epilogue
 	// equals Linear then KDAGate (GEMV and GEMM, every dtype and gate form).
 	for _, dt := range dtypes {
