@@ -139,10 +139,9 @@ type Device struct {
 	Dispatches, Submits int
 
 	// longWaits counts the runners whose steps may take seconds (long
-	// contexts); slowSeen is set once a wait took over a second. Either
-	// makes wait poll without blocking (bug 5; submit_native.go).
+	// contexts): while it is positive, wait polls without blocking (bug
+	// 5; submit_native.go).
 	longWaits int
-	slowSeen  bool
 	// bulkBytes counts the bytes of buffers created and written since the
 	// last wait: a model upload's gigabyte can keep a CPU driver busy past
 	// the 5 s blocking-wait limit, so a wait after bulk transfers polls.
