@@ -42,6 +42,9 @@ func prefillCompare(t *testing.T, m *model.Model, g *wgsl.Runner, prompt []int, 
 		} else {
 			worst = max(worst, e)
 		}
+		if !every && (p0/chunk)%32 == 31 {
+			t.Logf("prefilled %d of %d tokens, worst max relative error so far %.2g", p0+len(piece), len(prompt), worst)
+		}
 	}
 	next := generate.Argmax(want[(min(chunk, len(prompt)-(len(prompt)-1)/chunk*chunk)-1)*V:][:V])
 	if !every {
