@@ -125,13 +125,10 @@ func openBackend(name string, m *model.Model, chunk int, stderr io.Writer) (desk
 	d, err := native.OpenQuiet()
 	if err == nil {
 		var choice wgsl.AutoChoice
-		if name == "auto" {
-			choice = wgsl.ChooseAuto(d.Adapter(), os.Getenv(wgsl.AutoSoftwareEnv) == "1")
-			if !choice.GPU {
-				d.Close()
-				fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
-				return desk.NewCPUBackend(m, chunk, "CPU backend · auto: "+choice.Reason), nil
-			}
+		if choice = native.ChooseAuto(d); name == "auto" && !choice.GPU {
+			d.Close()
+			fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
+			return desk.NewCPUBackend(m, chunk, "CPU backend · auto: "+choice.Reason), nil
 		}
 		var r *wgsl.Runner
 		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk}); err == nil {

@@ -43,13 +43,10 @@ func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.
 	d, err := native.OpenQuiet()
 	if err == nil {
 		var choice wgsl.AutoChoice
-		if backend == "auto" {
-			choice = wgsl.ChooseAuto(d.Adapter(), os.Getenv(wgsl.AutoSoftwareEnv) == "1")
-			if !choice.GPU {
-				d.Close()
-				fmt.Fprintf(stderr, "tessera: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
-				return e, nil
-			}
+		if choice = native.ChooseAuto(d); backend == "auto" && !choice.GPU {
+			d.Close()
+			fmt.Fprintf(stderr, "tessera: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
+			return e, nil
 		}
 		var r *wgsl.Runner
 		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: maxContext, MemoryBudget: budget}); err == nil {
