@@ -152,7 +152,7 @@ func TestRunnerFillContextMatchesCPU(t *testing.T) {
 }
 
 // TESSERA_LONG_PREFILL=N (e.g. 32768; scripts/gpu-long-context.sh) runs a
-// real N-token prefill of k3-nano on the GPU with the default cache pages
+// real N-token prefill of k3-nano on the GPU with cache pages of 4,096 rows
 // and compares the last token's logits of every piece, and 8 decode steps,
 // with the CPU. It takes minutes on lavapipe, so it is not part of make test.
 func TestRunnerLongPrefillMatchesCPU(t *testing.T) {
@@ -171,7 +171,8 @@ func TestRunnerLongPrefillMatchesCPU(t *testing.T) {
 		prompt[i] = (i*7919 + 1) % m.Cfg.VocabSize
 	}
 	chunk := 256
-	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: n + 16})
+	// pages of 4,096 rows, so a 32 K-token prefill crosses seven page edges
+	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: n + 16, CachePageRows: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
