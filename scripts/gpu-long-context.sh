@@ -2,7 +2,7 @@
 # Long context on the GPU backend — minutes on lavapipe, so not part of
 # `make test` (which runs real prefills across small cache pages instead):
 #   1. a real TESSERA_LONG_PREFILL-token (default 32768) prefill of k3-nano
-#      on the GPU with the default cache pages, every piece's last logits and
+#      on the GPU (cache pages of 4,096 rows), every piece's last logits and
 #      8 decode steps against the CPU (≤ 1e-4 relative);
 #   2. `tessera bench --backend gpu --ctx-sweep 1k,64k,1M` on k3-nano: decode
 #      at each context with the latent caches filled with synthetic rows;
