@@ -79,6 +79,8 @@ func open(logAdapter bool) (*wgsl.Device, error) {
 		inst.Release()
 		return nil, fmt.Errorf("native: %w", err)
 	}
+	d.SetAdapter(wgsl.AdapterInfo{Name: info.Name, Vendor: info.VendorName, Architecture: info.Architecture,
+		Driver: info.DriverDescription, Type: info.AdapterType.String()})
 	return d, nil
 }
 

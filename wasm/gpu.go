@@ -5,6 +5,8 @@ package main
 import (
 	"errors"
 	"syscall/js"
+
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // gpuInfo describes the browser's WebGPU adapter for engine.info() and the
@@ -21,6 +23,12 @@ type gpuInfo struct {
 	Features     []string           `json:"features,omitempty"`
 	Limits       map[string]float64 `json:"limits,omitempty"`
 	Errors       []string           `json:"errors,omitempty"` // uncaptured WebGPU errors of the device
+}
+
+// adapterInfo is g as wgsl.ChooseAuto reads it.
+func (g gpuInfo) adapterInfo() wgsl.AdapterInfo {
+	return wgsl.AdapterInfo{Vendor: g.Vendor, Architecture: g.Architecture, Name: g.Device,
+		Description: g.Description, Fallback: g.Fallback}
 }
 
 // Errors of device acquisition, worded for the page.

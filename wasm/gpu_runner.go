@@ -42,8 +42,9 @@ func (g *gpuBackend) Forward(tokens []int, logits []float32) error {
 	return g.scoped("forward step", func() error { return g.r.Forward(tokens, logits) })
 }
 
-// SamplesOnDevice and SampleNext pick each decoded token on the GPU
-// (generate.DeviceSampler): one 4-byte readback per token.
+// SamplesOnDevice and SampleNext pick each token on the GPU, the first
+// after the prompt included (generate.DeviceSampler): one 4-byte readback
+// per token.
 func (g *gpuBackend) SamplesOnDevice(opt generate.SamplerOptions, vocab int) bool {
 	return g.r.SamplesOnDevice(opt, vocab)
 }
@@ -51,6 +52,16 @@ func (g *gpuBackend) SamplesOnDevice(opt generate.SamplerOptions, vocab int) boo
 func (g *gpuBackend) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int, u float64) (id int, err error) {
 	err = g.scoped("decode step", func() (err error) {
 		id, err = g.r.SampleNext(tokens, opt, vocab, u)
+		return err
+	})
+	return id, err
+}
+
+// SampleNextEmbeddings picks the first token after a multimodal prompt
+// on the GPU (generate.DeviceEmbeddingSampler).
+func (g *gpuBackend) SampleNextEmbeddings(emb []float32, T int, opt generate.SamplerOptions, vocab int, u float64) (id int, err error) {
+	err = g.scoped("prefill step", func() (err error) {
+		id, err = g.r.SampleNextEmbeddings(emb, T, opt, vocab, u)
 		return err
 	})
 	return id, err

@@ -5,8 +5,8 @@
 // inside a Web Worker. It sets globalThis.tesseraWasm to an object whose
 // functions return Promises and do their work in goroutines:
 //
-//	load(baseURL, {fetchFile, backend}) → info   fetch config.json,
-//	                                         tokenizer.json (if any) and the
+//	load(baseURL, {fetchFile, backend,       fetch config.json,
+//	     allowSoftwareAdapter}) → info       tokenizer.json (if any) and the
 //	                                         safetensors files; backend "cpu"
 //	                                         (default), "gpu" or "auto"
 //	generate(request, onToken)      → stats  onToken(id, text) per token;
@@ -33,10 +33,11 @@
 // With backend "gpu" the model runs on package wgsl's Runner over a WebGPU
 // device from requestDevice (gpu.go, gpu_runner.go; left out of bundles
 // built with -tags cpuonly), with "cpu" on the CPU (engine.NewCPURunner);
-// "auto" (the page's default) picks the GPU whenever the browser offers an adapter
-// (a software one such as SwiftShader included) and falls back to the CPU,
-// saying why in info().backend, when there is none or the GPU runner
-// fails. Every GPU step runs inside WebGPU error scopes, so a rejected
+// "auto" (the page's default) picks the GPU when wgsl.ChooseAuto takes the
+// browser's adapter — a real GPU, not a software or fallback one such as
+// SwiftShader, which is slower than the CPU path (allowSoftwareAdapter: true
+// takes it anyway) — and the CPU otherwise, when there is no adapter or the
+// GPU runner fails, saying what it chose and why in info().backend. Every GPU step runs inside WebGPU error scopes, so a rejected
 // command is an error, never wrong tokens.
 //
 // Once the exports are set, globalThis.__tesseraReady (if it is a
@@ -58,6 +59,7 @@ import (
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/wasm/engine"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // host holds the one engine of this wasm instance (a worker loads one
@@ -168,6 +170,19 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 				e.Backend = engine.CPUBackend + "; no WebGPU adapter: " + g.Reason
 				break
 			}
+			var choice wgsl.AutoChoice
+			if backend == "auto" && haveGPURunner {
+				allow := opts.Get("allowSoftwareAdapter")
+				choice = wgsl.ChooseAuto(g.adapterInfo(), allow.Type() == js.TypeBoolean && allow.Bool())
+				if !choice.GPU {
+					h.gpu = &g
+					if e, err = cpuEngine(); err != nil {
+						return nil, err
+					}
+					e.Backend = engine.CPUBackend + "; auto chose the CPU: " + choice.Reason + " (backend 'gpu' forces it)"
+					break
+				}
+			}
 			var info gpuInfo
 			var gerr error
 			if haveGPURunner {
@@ -180,6 +195,9 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			}
 			h.gpu = &info
 			if gerr == nil {
+				if backend == "auto" {
+					e.Backend += "; auto chose the GPU: " + choice.Reason
+				}
 				break
 			}
 			if e != nil {

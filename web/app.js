@@ -331,8 +331,15 @@ async function conformanceCheck() {
 async function gpuCheck() {
   const out = {};
   try {
-    const e = await Tessera.load(params.get('model') || new URL('model/', location.href).href,
+    // plain auto on this adapter: what it chose and why
+    const a = await Tessera.load(params.get('model') || new URL('model/', location.href).href,
       { backend: 'auto', wasmUrl: params.get('gpuwasm') || undefined });
+    out.autoBackend = (await a.info()).backend;
+    a.dispose();
+    // auto told to take a software adapter: the GPU runner, with auto's
+    // fallback to the CPU when the device is lost
+    const e = await Tessera.load(params.get('model') || new URL('model/', location.href).href,
+      { backend: 'auto', allowSoftwareAdapter: true, wasmUrl: params.get('gpuwasm') || undefined });
     out.backend = (await e.info()).backend;
     out.ids = [];
     for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
@@ -375,8 +382,8 @@ async function fetchBlob(url) {
 }
 
 // visionCheck generates with ?image before the prompt on the vision model
-// at ?vision: on the CPU-only bundle, then on ?gpuwasm with backend auto
-// (WebGPU). It reports ids, stats and the image's RGBA as decoded here.
+// at ?vision: on the CPU-only bundle with backend auto, then on ?gpuwasm
+// with backend gpu (WebGPU). It reports ids, stats and the image's RGBA as decoded here.
 async function visionCheck() {
   const out = {};
   const prompt = params.get('vprompt') || 'Describe the image.';
@@ -386,7 +393,7 @@ async function visionCheck() {
     for (const [name, wasmUrl] of [['cpu', undefined], ['gpu', params.get('gpuwasm') || undefined]]) {
       const r = out[name] = {};
       try {
-        const e = await Tessera.load(params.get('vision'), { backend: 'auto', wasmUrl });
+        const e = await Tessera.load(params.get('vision'), { backend: name === 'gpu' ? 'gpu' : 'auto', wasmUrl });
         const info = await e.info();
         Object.assign(r, { backend: info.backend, vision: info.vision, imageTokens: info.imageTokens, ids: [] });
         for await (const p of e.generate(prompt, { image: blob, maxTokens: max, temperature: 0, hashImages: true })) {

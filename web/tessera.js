@@ -43,8 +43,10 @@ export class Tessera {
    * safetensors files and model.manifest.json).
    * options: onProgress({file, loaded, total, fromCache}); backend: 'cpu'
    * (default), 'gpu' (WebGPU; fails with a clear error without an adapter)
-   * or 'auto' (GPU whenever the browser offers an adapter, software ones
-   * included; else, or when the GPU runner fails, the CPU, with the reason
+   * or 'auto' (the GPU when the browser offers a real GPU adapter; the CPU
+   * on a software or fallback adapter such as SwiftShader, which is slower
+   * than the CPU path, unless allowSoftwareAdapter is true; the CPU when
+   * there is no adapter or the GPU runner fails; what was chosen and why is
    * in info().backend);
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
@@ -69,6 +71,7 @@ export class Tessera {
         execUrl: options.execUrl || here('wasm_exec.js'),
         cacheName: options.cacheName ?? 'tessera-models-v1',
         backend: options.backend || 'cpu',
+        allowSoftwareAdapter: !!options.allowSoftwareAdapter,
         storageFreeForTest: options.storageFreeForTest,
       });
       t.loadStats = r.cache;

@@ -12,25 +12,89 @@ import (
 // kernels' workgroup score array).
 const mlaTile = 128
 
-// LatentCache is one MLA layer's latent KV cache in a GPU buffer: Cap rows of
-// Width floats ([c_kv; k_r]), the first Len filled. It is allocated once
-// (at state creation) for the longest context.
+// MaxCachePageBytes is the largest latent-cache page: the WebGPU default
+// maxStorageBufferBindingSize (128 MiB), so every page binds whole on any
+// device.
+const MaxCachePageBytes = 128 << 20
+
+// LatentCache is one MLA layer's latent KV cache on the GPU: Cap rows of
+// Width floats ([c_kv; k_r]), the first Len filled, paged across buffers so
+// no binding caps the context. Page i holds rows [i·PageRows, (i+1)·PageRows)
+// (the last page only up to Cap, so the pages take exactly Cap rows); PageRows is a
+// multiple of mlaTile, so every 128-key tile or split the attention
+// kernels read lies in one page. All pages are allocated at creation (for
+// the longest context).
 type LatentCache struct {
-	Buf        *Buffer
-	Width, Cap int
-	Len        int
+	Pages           []*Buffer
+	PageRows        int
+	Width, Cap, Len int
 }
 
-// NewLatentCache allocates a cache of capacity rows of width floats.
+// DefaultPageRows is the page size NewLatentCache uses for rows of width
+// floats and capacity rows: one page when it fits MaxCachePageBytes, else
+// the most whole mlaTile tiles that do (the page size is a multiple of
+// mlaTile either way).
+func DefaultPageRows(width, capacity int) int {
+	maxRows := MaxCachePageBytes / (4 * width) / mlaTile * mlaTile
+	return max(mlaTile, min(maxRows, (capacity+mlaTile-1)/mlaTile*mlaTile))
+}
+
+// NewLatentCache allocates a cache of capacity rows of width floats in
+// pages of DefaultPageRows rows.
 func (d *Device) NewLatentCache(width, capacity int) (*LatentCache, error) {
-	if width <= 0 || capacity <= 0 {
+	if width <= 0 {
 		return nil, fmt.Errorf("wgsl: NewLatentCache(%d, %d)", width, capacity)
 	}
-	b, err := d.NewBuffer(width * capacity)
-	if err != nil {
-		return nil, fmt.Errorf("wgsl: latent cache: %w", err)
+	return d.NewPagedLatentCache(width, capacity, DefaultPageRows(width, capacity))
+}
+
+// NewPagedLatentCache is NewLatentCache with pages of pageRows rows (a
+// positive multiple of 128 whose page fits MaxCachePageBytes); small
+// pages let tests cross page edges with short contexts.
+func (d *Device) NewPagedLatentCache(width, capacity, pageRows int) (*LatentCache, error) {
+	if width <= 0 || capacity <= 0 || pageRows <= 0 || pageRows%mlaTile != 0 || int64(pageRows)*int64(width)*4 > MaxCachePageBytes {
+		return nil, fmt.Errorf("wgsl: NewPagedLatentCache(width %d, capacity %d, page rows %d): want positive sizes, page rows a multiple of %d, pages ≤ %d MiB",
+			width, capacity, pageRows, mlaTile, MaxCachePageBytes>>20)
 	}
-	return &LatentCache{Buf: b, Width: width, Cap: capacity}, nil
+	c := &LatentCache{PageRows: pageRows, Width: width, Cap: capacity}
+	for r0 := 0; r0 < capacity; r0 += pageRows {
+		rows := min(pageRows, capacity-r0)
+		b, err := d.NewBuffer(width * rows)
+		if err != nil {
+			c.Release()
+			return nil, fmt.Errorf("wgsl: latent cache page %d (%d rows of %d floats): %w", len(c.Pages), rows, width, err)
+		}
+		c.Pages = append(c.Pages, b)
+	}
+	return c, nil
+}
+
+// Bytes is the GPU memory the cache's pages take.
+func (c *LatentCache) Bytes() int64 {
+	var n int64
+	for _, b := range c.Pages {
+		n += 4 * int64(b.Words())
+	}
+	return n
+}
+
+// cacheSpan is a run of rows that lies in one page.
+type cacheSpan struct {
+	page       *Buffer
+	row, local int // first row: in the cache, in the page
+	n          int
+}
+
+// spans splits rows [row0, row0+n) at page edges.
+func (c *LatentCache) spans(row0, n int) []cacheSpan {
+	var out []cacheSpan
+	for n > 0 {
+		pi, local := row0/c.PageRows, row0%c.PageRows
+		k := min(n, c.PageRows-local)
+		out = append(out, cacheSpan{page: c.Pages[pi], row: row0, local: local, n: k})
+		row0, n = row0+k, n-k
+	}
+	return out
 }
 
 // AppendHost uploads rows (a multiple of Width floats) to the end of the cache.
@@ -42,8 +106,11 @@ func (c *LatentCache) AppendHost(rows []float32) error {
 	if c.Len+n > c.Cap {
 		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
 	}
-	if err := c.Buf.WriteF32(c.Len*c.Width, rows); err != nil {
-		return err
+	for _, s := range c.spans(c.Len, n) {
+		o := (s.row - c.Len) * c.Width
+		if err := s.page.WriteF32(s.local*c.Width, rows[o:o+s.n*c.Width]); err != nil {
+			return fmt.Errorf("wgsl: latent cache rows %d..%d: %w", s.row, s.row+s.n, err)
+		}
 	}
 	c.Len += n
 	return nil
@@ -55,15 +122,38 @@ func (d *Device) Append(c *LatentCache, src View, srcStride, n int) error {
 	if c.Len+n > c.Cap {
 		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
 	}
-	if err := d.Copy(c.Buf.At(c.Len*c.Width).Rows(c.Width), src.Rows(srcStride), n, c.Width); err != nil {
-		return err
+	for _, s := range c.spans(c.Len, n) {
+		from := View{Buf: src.Buf, Off: src.Off + (s.row-c.Len)*srcStride}
+		if err := d.Copy(s.page.At(s.local*c.Width).Rows(c.Width), from.Rows(srcStride), s.n, c.Width); err != nil {
+			return err
+		}
 	}
 	c.Len += n
 	return nil
 }
 
-// Release frees the cache buffer.
-func (c *LatentCache) Release() { c.Buf.Release() }
+// RMSNormCacheRows records RMSNorm (weight w, eps) of the first n floats of
+// cache rows [row0, row0+n), in place, page by page.
+func (d *Device) RMSNormCacheRows(c *LatentCache, row0, rows, n int, w View, eps float32) error {
+	if row0 < 0 || row0+rows > c.Len {
+		return fmt.Errorf("wgsl: RMSNormCacheRows %d..%d of %d cached rows", row0, row0+rows, c.Len)
+	}
+	for _, s := range c.spans(row0, rows) {
+		v := s.page.At(s.local * c.Width).Rows(c.Width)
+		if err := d.RMSNormRows(v, v, w, s.n, n, eps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Release frees the cache's pages.
+func (c *LatentCache) Release() {
+	for _, b := range c.Pages {
+		b.Release()
+	}
+	c.Pages = nil
+}
 
 // MLAArgs are the GPU operands of MLA (ref.MLAArgs): Q [N, H·(DN+DR)],
 // WKVB kv_b_proj [H·(DN+DV), RKV], Cache rows [c_kv (RKV); k_r (DR)] (query
@@ -108,20 +198,23 @@ func (a *MLAArgs) check(what string) error {
 
 func (d *Device) mlaParams(a *MLAArgs) params {
 	return params{}.u(a.N, a.H, a.DN, a.DR, a.DV, a.RKV, a.Pos0).f(a.Scale).
-		u(int(a.WKVB.DType), a.WKVB.Off, a.WKVB.Stride, a.Q.Off, a.Cache.Buf.At(0).Off, a.Cache.Width, a.O.Off)
+		u(int(a.WKVB.DType), a.WKVB.Off, a.WKVB.Stride, a.Q.Off, 0, a.Cache.Width, a.O.Off)
 }
 
 // MLAAbsorbed records weight-absorbed MLA over the latent cache (the decode
 // form, ref.MLAAbsorbed): keys are split into workgroups of 128 whose
 // partial softmax states are merged, so no invocation's loop grows with the
-// context. Scratch lives in a device-owned buffer that grows to the largest
+// context. The splits are dispatched page by page (one absorb_attn
+// dispatch per cache page holding visible keys, each binding only its
+// page). Scratch lives in a device-owned buffer that grows to the largest
 // context seen.
 func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err := a.check("MLAAbsorbed"); err != nil {
 		return err
 	}
 	nh := a.N * a.H
-	nsplit := (a.Pos0 + a.N + mlaTile - 1) / mlaTile
+	end := a.Pos0 + a.N
+	nsplit := (end + mlaTile - 1) / mlaTile
 	qtWords := nh * a.RKV
 	partWords := nh * nsplit * (a.RKV + 2)
 	T, err := d.scratchBuf("mla", qtWords+partWords)
@@ -134,20 +227,29 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 			return err
 		}
 	}
-	p := d.mlaParams(a).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
-	bufs := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Buf, a.O.Buf, T}
-	for i, groups := range []int{(qtWords + 63) / 64, nh * nsplit, (qtWords + 63) / 64, (nh*a.DV + 63) / 64} {
-		if err := d.dispatch(ks[i], p, bufs, groups); err != nil {
+	base := d.mlaParams(a).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
+	page0 := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Pages[0], a.O.Buf, T}
+	if err := d.dispatch(ks[0], base.u(0, 0, 0), page0, (qtWords+63)/64); err != nil {
+		return err
+	}
+	for _, s := range a.Cache.spans(0, end) {
+		sp0, nsp := s.row/mlaTile, (s.n+mlaTile-1)/mlaTile
+		p := base.u(s.row, sp0, nsp)
+		if err := d.dispatch(ks[1], p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh*nsp); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := d.dispatch(ks[2], base.u(0, 0, 0), page0, (qtWords+63)/64); err != nil {
+		return err
+	}
+	return d.dispatch(ks[3], base.u(0, 0, 0), page0, (nh*a.DV+63)/64)
 }
 
 // MLANaive records the expanded ("MHA mode") MLA used for prefill
-// (ref.MLANaive): per tile of 128 cached keys, Linear expands the tile to
-// per-head [k_nope; v], then one workgroup per (query, head) folds it into
-// an online softmax. Memory is O(tile + N·H) whatever the context length.
+// (ref.MLANaive): per tile of 128 cached keys (a tile never straddles a
+// cache page), Linear expands the tile to per-head [k_nope; v], then one
+// workgroup per (query, head) folds it into an online softmax. Memory is
+// O(tile + N·H) whatever the context length.
 func (d *Device) MLANaive(a *MLAArgs) error {
 	if err := a.check("MLANaive"); err != nil {
 		return err
@@ -163,15 +265,15 @@ func (d *Device) MLANaive(a *MLAArgs) error {
 	if err != nil {
 		return err
 	}
-	bufs := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Buf, a.O.Buf, T}
 	end := a.Pos0 + a.N
 	for k0 := 0; k0 < end; k0 += mlaTile {
 		kn := min(mlaTile, end-k0)
-		if err := d.LinearStrided(T.At(0), rows, a.Cache.Buf.At(k0*a.Cache.Width), a.Cache.Width, kn, a.WKVB); err != nil {
+		s := a.Cache.spans(k0, kn)[0]
+		if err := d.LinearStrided(T.At(0), rows, s.page.At(s.local*a.Cache.Width), a.Cache.Width, kn, a.WKVB); err != nil {
 			return err
 		}
-		p := d.mlaParams(a).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords)
-		if err := d.dispatch(k, p, bufs, nh); err != nil {
+		p := d.mlaParams(a).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords).u(k0-s.local, 0, 0)
+		if err := d.dispatch(k, p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh); err != nil {
 			return err
 		}
 	}

@@ -114,7 +114,14 @@ func writeMatrix(path, adapter string) error {
 	fmt.Fprintf(&b, "Backend: WebGPU via wgpu-native, adapter `%s`. CPU backend (`core/ref`): every op, every dtype (oracle).\n\n", adapter)
 	b.WriteString("Whole model (`wgsl.Runner`): k3-nano and kimi-linear-nano (F32, BF16) logits equal `core/model` within\n")
 	b.WriteString("1e-4 max relative error for prefill in chunks of 64, 7 and 1 and 64 decode steps, greedy tokens identical\n")
-	b.WriteString("(`TestRunnerMatchesCPU`). MoE ops run on expert ids routed on the GPU; Argmax is compared by index.\n\n")
+	b.WriteString("(`TestRunnerMatchesCPU`). MoE ops run on expert ids routed on the GPU; Argmax is compared by index.\n")
+	b.WriteString("The MLA latent cache is paged (no binding caps the context): the MLA cases with `page=N` hold the cache in\n")
+	b.WriteString("pages of N rows with keys and queries across page edges; a real 300-token prefill over pages of 128 rows\n")
+	b.WriteString("(`TestRunnerPagedCacheMatchesCPU`) and decoding after 700 cached rows (`TestRunnerFillContextMatchesCPU`)\n")
+	b.WriteString("give the CPU's logits; `scripts/gpu-long-context.sh` adds a real 32 K-token prefill and decoding at 1 M tokens.\n")
+	b.WriteString("Fused decode ops, each against its unfused ops: `LinearKDAGate` (the KDA gate's projection with the gate as\n")
+	b.WriteString("its epilogue), `LinearNormedAccum` (RMSNorm inside a GEMV that adds into its output), `LinearGatedNorm`\n")
+	b.WriteString("(the gated per-head RMSNorm inside a GEMV).\n\n")
 	// The browser column comes from the last TestBrowserE2E run with
 	// TESSERA_SUPPORT_MATRIX=write (cmd/tessera), which runs a subset of
 	// these cases in headless Chromium and saves the results.

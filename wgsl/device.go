@@ -112,6 +112,7 @@ type Device struct {
 	raw     *wgpu.Device
 	q       *wgpu.Queue
 	info    string
+	adapter AdapterInfo
 	release func()
 
 	modules map[string]*wgpu.ShaderModule
@@ -136,6 +137,15 @@ type Device struct {
 	// Dispatches and Submits count recorded dispatches and submissions
 	// since the device was created (for stats and tests).
 	Dispatches, Submits int
+
+	// longWaits counts the runners whose steps may take seconds (long
+	// contexts): while it is positive, wait polls without blocking (bug
+	// 5; submit_native.go).
+	longWaits int
+	// bulkBytes counts the bytes of buffers created and written since the
+	// last wait: a model upload's gigabyte can keep a CPU driver busy past
+	// the 5 s blocking-wait limit, so a wait after bulk transfers polls.
+	bulkBytes int64
 }
 
 // NewDevice wraps a device acquired by the platform code (native.Open, or a
@@ -165,6 +175,13 @@ func NewDevice(raw *wgpu.Device, info string, release func()) (*Device, error) {
 
 // Info describes the adapter (name, driver, backend) as given to NewDevice.
 func (d *Device) Info() string { return d.info }
+
+// SetAdapter records what the platform code knows about the device's
+// adapter (for ChooseAuto); Adapter returns it.
+func (d *Device) SetAdapter(a AdapterInfo) { d.adapter = a }
+
+// Adapter is the adapter description given to SetAdapter (zero if none).
+func (d *Device) Adapter() AdapterInfo { return d.adapter }
 
 // Close waits for pending work and releases every object the device created,
 // then the device itself. Buffers created by the caller must be released
@@ -215,6 +232,7 @@ func (d *Device) NewBuffer(words int) (*Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wgsl: create buffer of %d words: %w", words, err)
 	}
+	d.bulkBytes += int64(words) * 4 // zero-filled by the driver on first use
 	return &Buffer{d: d, b: b, words: words, id: bufferIDs.Add(1)}, nil
 }
 
@@ -272,6 +290,7 @@ func (b *Buffer) writeBytes(off, words int, p []byte) error {
 	if err := b.d.q.WriteBuffer(b.b, uint64(off)*4, p); err != nil {
 		return fmt.Errorf("wgsl: write %d words at %d: %w", words, off, err)
 	}
+	b.d.bulkBytes += int64(len(p))
 	return nil
 }
 

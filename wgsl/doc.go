@@ -41,7 +41,9 @@
 //
 // Runner (runner.go) runs a model.Model on the GPU: NewRunner uploads every
 // weight once and allocates all activations, KDA states, conv tails, MLA
-// latent caches (for RunnerOptions.MaxContext) and attention scratch;
+// latent caches (for RunnerOptions.MaxContext, paged across buffers of at
+// most 128 MiB — LatentCache — so no binding limit caps the context; the
+// attention kernels bind one page per dispatch) and attention scratch;
 // Forward mirrors model.Runner.Forward (logits of the last token, or of all
 // T tokens when the slice holds T·V); SampleNext picks the next token on
 // the GPU — the argmax (Greedy), or a seeded draw with temperature, top-k,
@@ -82,9 +84,13 @@
 //     (debug.SetGCPercent(-1)) only until the map callback has fired.
 //     Code using this package must call GC instead of runtime.GC and must not
 //     set GOMEMLIMIT. TestReadbackUnderGCPressure guards it.
-//   - Bug 5 (Poll(true) returns after 5 s while work still runs): keep each
-//     submission far below 5 s (tests: < 1 s on lavapipe); wait falls back
-//     to a Poll(false) loop when Poll(true) took ≥ 4 s.
+//   - Bug 5 (Poll(true) returns after 5 s while work still runs, and
+//     wgpu-core then frees what the GPU still uses): keep each submission
+//     far below 5 s (tests: < 1 s on lavapipe); wait polls with Poll(false)
+//     instead of blocking while a long-context runner (≥ 128 K tokens,
+//     whose decode step takes seconds on a CPU driver) holds the device and
+//     after bulk transfers (a model upload), and falls back to polling when
+//     Poll(true) took ≥ 4 s.
 //   - lavapipe stops any invocation after ~65,535 loop iterations, silently:
 //     wrappers split work (MLA keys in splits/tiles of 128, KDA and conv
 //     tokens per dispatch) so no invocation loops more than loopBudget.

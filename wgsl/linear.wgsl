@@ -6,16 +6,46 @@
 // and no invocation loops more than cols/128·TT times (lavapipe's cap).
 // W is always array<u32>: f32 bits, or two f16 / bf16 halves per word
 // (decoded with unpack2x16float / shifts; no shader-f16 needed).
+//
+// Epilogue (gate 1): the KDA log-decay gate (ref.KDAGate, as kda_gate.wgsl)
+// applied to each output before it is stored, so the gate's projection f_b
+// and the gate are one dispatch: E holds dt_bias (one per output row, from
+// bias_off) and A_log (per row or per head of dk rows, from alog_off);
+// output row r is channel r0 + r of the gate.
 struct P {
   rows: u32, cols: u32, T: u32, dtype: u32,   // dtype 0 f32, 1 f16, 2 bf16
   w_off: u32, w_stride: u32,                  // in words
   x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
   tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
+  gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
+  norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
+  g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
 @group(0) @binding(2) var<storage, read_write> X: array<f32>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
+@group(0) @binding(4) var<storage, read_write> E: array<f32>;
+@group(0) @binding(5) var<storage, read_write> G: array<f32>;
+
+// log(1+e) accurate for small e (WGSL has no log1p).
+fn log1p_s(e: f32) -> f32 {
+  let u = 1.0 + e;
+  if (u == 1.0) { return e; }
+  return log(u) * e / (u - 1.0);
+}
+
+// epi applies the epilogue (if any) to the value v of output row row.
+fn epi(v: f32, row: u32) -> f32 {
+  if (p.gate == 0u) { return v; }
+  let c = p.r0 + row;
+  var al: f32;
+  if (p.per_channel == 1u) { al = E[p.alog_off + c]; } else { al = E[p.alog_off + c / p.dk]; }
+  let a = exp(al);
+  let x = v + E[p.bias_off + c];
+  if (p.bounded == 1u) { return p.lb / (1.0 + exp(-(a * x))); }
+  return -a * (max(x, 0.0) + log1p_s(exp(-abs(x))));
+}
 
 const WG: u32 = 64u;
 const TT: u32 = 8u;
@@ -68,18 +98,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let o = p.o_off + (t0 + tid) * p.o_stride + row;
     var v = red[tid * WG];
     if (p.accum != 0u) { v += O[o]; }
-    O[o] = v;
+    O[o] = epi(v, row);
   }
 }
 
 // gemv: the T = 1 case of main without the token tile: each workgroup
 // computes 8 output rows, 8 threads per row striding over the row in column
-// pairs, then an 8-lane reduction in workgroup memory. (Eight rows per
+// pairs, then an 8-lane reduction in workgroup memory. With norm 1 the
+// input is RMSNorm'd on the fly (ref.RMSNorm, weight ν in E): each lane
+// also sums x² over its columns, and the row's dot product Σ w·ν·x is
+// scaled by 1/sqrt(mean(x²) + eps) — the norm and the projection in one
+// dispatch. (Eight rows per
 // workgroup keep the workgroup count low, which is what costs on CPU
 // Vulkan drivers, while neighbouring threads still read neighbouring words.)
 const RPW: u32 = 8u;  // rows per workgroup
 const LANES: u32 = 8u; // threads per row
 var<workgroup> red1: array<f32, 64>;
+var<workgroup> red2: array<f32, 64>;
 
 @compute @workgroup_size(64)
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -87,10 +122,26 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let lane = tid % LANES;
   let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
   var acc = 0.0;
+  var ss = 0.0;
   if (row < p.rows) {
     let base = p.w_off + row * p.w_stride;
     let npair = (p.cols + 1u) / 2u;
-    if (p.dtype == 0u && (p.cols & 1u) == 0u) {
+    if (p.norm == 1u) {
+      for (var j = lane; j < npair; j += LANES) {
+        let w = wpair(base, j);
+        let c = 2u * j;
+        let x0 = X[p.x_off + c];
+        var s = w.x * (x0 * E[p.nu_off + c]);
+        var q = x0 * x0;
+        if (c + 1u < p.cols) {
+          let x1 = X[p.x_off + c + 1u];
+          s += w.y * (x1 * E[p.nu_off + c + 1u]);
+          q += x1 * x1;
+        }
+        acc += s;
+        ss += q;
+      }
+    } else if (p.dtype == 0u && (p.cols & 1u) == 0u) {
       for (var j = lane; j < npair; j += LANES) {
         let c = 2u * j;
         acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
@@ -103,6 +154,62 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (c + 1u < p.cols) { s += w.y * X[p.x_off + c + 1u]; }
         acc += s;
       }
+    }
+  }
+  red1[tid] = acc;
+  red2[tid] = ss;
+  workgroupBarrier();
+  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+    if (lane < s) { red1[tid] += red1[tid + s]; red2[tid] += red2[tid + s]; }
+    workgroupBarrier();
+  }
+  if (lane == 0u && row < p.rows) {
+    var v = red1[tid];
+    if (p.norm == 1u) { v *= 1.0 / sqrt(red2[tid] / f32(p.cols) + p.eps); }
+    if (p.accum != 0u) { v += O[p.o_off + row]; }
+    O[p.o_off + row] = epi(v, row);
+  }
+}
+
+// gemv_gnorm: gemv of the gated RMSNorm of x (ref.RMSNormGated over heads of
+// gdk values, weight ν = E[nu_off..][gdk], gate G): every workgroup first
+// builds xs = RMSNorm(x_h)·ν·act(g) for all cols ≤ 2048 inputs in
+// workgroup memory (one thread per head), then computes its 8 rows from
+// xs as gemv does — the KDA output norm and o_proj in one dispatch.
+var<workgroup> xs: array<f32, 2048>;
+
+fn gact(g: f32) -> f32 {
+  let sg = 1.0 / (1.0 + exp(-g));
+  if (p.gmode == 2u) { return g * sg; }
+  return sg;
+}
+
+@compute @workgroup_size(64)
+fn gemv_gnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) tid: u32) {
+  let heads = p.cols / p.gdk;
+  for (var h = tid; h < heads; h += WG) {
+    let xb = p.x_off + h * p.gdk;
+    var ss = 0.0;
+    for (var i = 0u; i < p.gdk; i++) { let v = X[xb + i]; ss += v * v; }
+    let inv = 1.0 / sqrt(ss / f32(p.gdk) + p.eps);
+    for (var i = 0u; i < p.gdk; i++) {
+      xs[h * p.gdk + i] = (X[xb + i] * inv) * E[p.nu_off + i] * gact(G[p.g_off + h * p.gdk + i]);
+    }
+  }
+  workgroupBarrier();
+  let lane = tid % LANES;
+  let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
+  var acc = 0.0;
+  if (row < p.rows) {
+    let base = p.w_off + row * p.w_stride;
+    let npair = (p.cols + 1u) / 2u;
+    for (var j = lane; j < npair; j += LANES) {
+      let w = wpair(base, j);
+      let c = 2u * j;
+      var s = w.x * xs[c];
+      if (c + 1u < p.cols) { s += w.y * xs[c + 1u]; }
+      acc += s;
     }
   }
   red1[tid] = acc;

@@ -6,11 +6,16 @@
 // scratch buffer: q̃/õ at qt_off, split partials at part_off, the expanded
 // key/value tile at kv_off, online-softmax stats at st_off.
 //
-// Decode (ref.MLAAbsorbed), four dispatches:
+// The cache is paged (LatentCache): C is bound to one page at a time, whose
+// first row is cache row c_row0; pages hold whole 128-row tiles, so a split
+// or tile never straddles two pages.
+//
+// Decode (ref.MLAAbsorbed), 3 + (pages) dispatches:
 //   absorb_q       q̃ = W_UKᵀ q_nope                      (n, h, r) invocations
-//   absorb_attn    one workgroup per (n, h, split of ≤128 keys): max, sum and
-//                  Σ p·c_kv over the split; splits keep every invocation far
-//                  below lavapipe's ~65k loop-iteration cap at any context
+//   absorb_attn    per page: one workgroup per (n, h, split sp0..sp0+nsp of
+//                  ≤128 keys in the page): max, sum and Σ p·c_kv over the
+//                  split; splits keep every invocation far below lavapipe's
+//                  ~65k loop-iteration cap at any context
 //   absorb_combine merge the splits' partials into õ      (n, h, r)
 //   absorb_out     o = W_UV õ                             (n, h, j)
 // Prefill (ref.MLANaive), per tile of ≤128 keys: Linear expands the tile to
@@ -22,6 +27,7 @@ struct P {
   dtype: u32, w_off: u32, w_stride: u32, q_off: u32, c_off: u32, c_stride: u32, o_off: u32,
   qt_off: u32, part_off: u32, nsplit: u32, split: u32,
   k0: u32, kn: u32, last: u32, kv_off: u32, st_off: u32,
+  c_row0: u32, sp0: u32, nsp: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> Q: array<f32>;
@@ -87,10 +93,11 @@ fn absorb_q(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
 @compute @workgroup_size(64)
 fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) tid: u32) {
-  let g = wid.x + wid.y * nwg.x;
-  if (g >= p.N * p.H * p.nsplit) { return; }
-  let sp = g % p.nsplit;
-  let nh = g / p.nsplit;
+  let gl = wid.x + wid.y * nwg.x;
+  if (gl >= p.N * p.H * p.nsp) { return; }
+  let sp = p.sp0 + gl % p.nsp;
+  let nh = gl / p.nsp;
+  let g = nh * p.nsplit + sp;
   let n = nh / p.H;
   let h = nh % p.H;
   let last = p.pos0 + n;
@@ -105,8 +112,9 @@ fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let qb = qbase(n, h);
   let qt = p.qt_off + nh * p.RKV;
   var lm = NEG;
+  let cs = p.c_off + (s0 - p.c_row0) * p.c_stride; // the split's first row in the page
   for (var k = tid; k < cnt; k += WG) {
-    let cb = p.c_off + (s0 + k) * p.c_stride;
+    let cb = cs + k * p.c_stride;
     var a = 0.0;
     for (var r = 0u; r < p.RKV; r++) { a += T[qt + r] * C[cb + r]; }
     for (var d = 0u; d < p.DR; d++) { a += Q[qb + p.DN + d] * C[cb + p.RKV + d]; }
@@ -120,7 +128,7 @@ fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let l = reduce_sum(ls, tid);
   for (var r = tid; r < p.RKV; r += WG) {
     var a = 0.0;
-    for (var k = 0u; k < cnt; k++) { a += sc[k] * C[p.c_off + (s0 + k) * p.c_stride + r]; }
+    for (var k = 0u; k < cnt; k++) { a += sc[k] * C[cs + k * p.c_stride + r]; }
     T[pb + 2u + r] = a;
   }
   if (tid == 0u) { T[pb] = m; T[pb + 1u] = l; }
@@ -188,7 +196,7 @@ fn naive_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   var lm = NEG;
   for (var k = tid; k < cnt; k += WG) {
     let kb = hb + k * rows;
-    let cb = p.c_off + (p.k0 + k) * p.c_stride + p.RKV;
+    let cb = p.c_off + (p.k0 - p.c_row0 + k) * p.c_stride + p.RKV;
     var a = 0.0;
     for (var d = 0u; d < p.DN; d++) { a += Q[qb + d] * T[kb + d]; }
     for (var d = 0u; d < p.DR; d++) { a += Q[qb + p.DN + d] * C[cb + d]; }

@@ -179,14 +179,129 @@ func (d *Device) LinearAccum(out View, oStride int, x View, xStride, T int, W *M
 	return d.linear(out, oStride, x, xStride, T, W, true)
 }
 
-func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
-	if W != nil && len(W.Parts) > 0 {
-		r0 := 0
+// KDAGateEpilogue describes the KDA log-decay gate (ref.KDAGate) applied
+// to a projection's outputs as they are stored (LinearKDAGate): DtBias
+// and ALog must be views of one buffer.
+type KDAGateEpilogue struct {
+	H, DK               int
+	DtBias, ALog        View
+	PerChannel, Bounded bool
+	LowerBound          float32
+}
+
+// LinearKDAGate records g = KDAGate(x·Wᵀ) in one dispatch (the f_b
+// projection of the KDA gate with the gate as its epilogue; W has H·DK
+// rows), equal to Linear followed by KDAGate.
+func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) error {
+	if W == nil || W.Rows != e.H*e.DK || e.H <= 0 || e.DK <= 0 {
+		return fmt.Errorf("wgsl: LinearKDAGate: matrix for %d×%d gate channels", e.H, e.DK)
+	}
+	if e.DtBias.Buf == nil || e.DtBias.Buf != e.ALog.Buf {
+		return fmt.Errorf("wgsl: LinearKDAGate: dt_bias and A_log must share a buffer")
+	}
+	nA := e.H
+	if e.PerChannel {
+		nA = e.H * e.DK
+	}
+	if err := e.DtBias.check(e.H*e.DK, "LinearKDAGate dt_bias"); err != nil {
+		return err
+	}
+	if err := e.ALog.check(nA, "LinearKDAGate A_log"); err != nil {
+		return err
+	}
+	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gate: &e}, 0)
+}
+
+// LinearNormedAccum records out += RMSNorm(x; ν, eps)·Wᵀ for one token (a
+// GEMV: the RMSNorm of x is taken inside the projection, which adds into
+// out), equal to RMSNorm then LinearAccum; x is left as it is. nu (ν) has
+// W.Cols values; x and out must not share a buffer.
+func (d *Device) LinearNormedAccum(out View, x View, W *Mat, nu View, eps float32) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: LinearNormedAccum: nil matrix")
+	}
+	if out.Buf == x.Buf && out.Buf != nil {
+		return fmt.Errorf("wgsl: LinearNormedAccum: x and out share a buffer")
+	}
+	if err := nu.check(W.Cols, "LinearNormedAccum weight"); err != nil {
+		return err
+	}
+	return d.linearEpi(out, W.Rows, x, W.Cols, 1, W, true, &linearEpilogue{nu: nu, eps: eps}, 0)
+}
+
+// maxGatedNormCols is the widest input LinearGatedNorm takes (its
+// workgroup-memory copy of the normed input).
+const maxGatedNormCols = 2048
+
+// LinearGatedNorm records out (+)= RMSNormGated(x; g, ν, heads of dk,
+// eps, act)·Wᵀ for one token in one GEMV (equal to RMSNormGated then
+// Linear, or LinearAccum when accum): every workgroup normalises and gates
+// x itself, in workgroup memory, so W.Cols ≤ 2048. x and g are left as
+// they are; out must not share a buffer with x or g.
+func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct) error {
+	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || dk > loopBudget/2 {
+		return fmt.Errorf("wgsl: LinearGatedNorm: matrix %v for heads of %d (≤ %d inputs)", W != nil, dk, maxGatedNormCols)
+	}
+	if out.Buf != nil && (out.Buf == x.Buf || out.Buf == g.Buf) {
+		return fmt.Errorf("wgsl: LinearGatedNorm: out shares a buffer with x or g")
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{x, W.Cols, "x"}, {g, W.Cols, "g"}, {nu, dk, "weight"}, {out, W.Rows, "out"}} {
+		if err := c.v.check(c.words, "LinearGatedNorm "+c.name); err != nil {
+			return err
+		}
+	}
+	if len(W.Parts) > 0 {
+		off := 0
 		for _, p := range W.Parts {
-			if err := d.linear(View{out.Buf, out.Off + r0}, oStride, x, xStride, T, p, accum); err != nil {
+			if err := d.LinearGatedNorm(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act); err != nil {
 				return err
 			}
-			r0 += p.Rows
+			off += p.Rows
+		}
+		return nil
+	}
+	if err := W.check("LinearGatedNorm"); err != nil {
+		return err
+	}
+	k, err := d.kernel("linear.wgsl", "gemv_gnorm", 5)
+	if err != nil {
+		return err
+	}
+	mode := 1
+	if act == ref.GateSiLU {
+		mode = 2
+	}
+	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, nu.Off).f(eps).u(g.Off, dk, mode)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
+}
+
+// linearEpilogue is what linear.wgsl does besides the product: the KDA gate
+// on the outputs, or (GEMV only) an RMSNorm of the input with weight nu.
+type linearEpilogue struct {
+	gate *KDAGateEpilogue
+	nu   View
+	eps  float32
+}
+
+func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
+	return d.linearEpi(out, oStride, x, xStride, T, W, accum, nil, 0)
+}
+
+// linearEpi is linear with an optional epilogue; r0 is the first output
+// row of W within the gate's channels (for split matrices).
+func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat, accum bool, e *linearEpilogue, r0 int) error {
+	if W != nil && len(W.Parts) > 0 {
+		off := 0
+		for _, p := range W.Parts {
+			if err := d.linearEpi(View{out.Buf, out.Off + off}, oStride, x, xStride, T, p, accum, e, r0+off); err != nil {
+				return err
+			}
+			off += p.Rows
 		}
 		return nil
 	}
@@ -212,17 +327,35 @@ func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, a
 	if T == 1 {
 		entry = "gemv"
 	}
-	k, err := d.kernel("linear.wgsl", entry, 3)
+	k, err := d.kernel("linear.wgsl", entry, 5)
 	if err != nil {
 		return err
 	}
 	tiles := (T + 7) / 8
 	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles, b2i(accum))
+	var eb *Buffer
+	if e != nil && e.gate != nil {
+		g := e.gate
+		p = p.u(1, r0, g.DK, b2i(g.PerChannel), b2i(g.Bounded)).f(g.LowerBound).u(g.DtBias.Off, g.ALog.Off)
+		eb = g.DtBias.Buf
+	} else {
+		p = p.u(0, 0, 1, 0, 0, 0, 0, 0)
+	}
+	if e != nil && e.nu.Buf != nil {
+		if T != 1 {
+			return fmt.Errorf("wgsl: Linear with an input RMSNorm: %d tokens (GEMV only)", T)
+		}
+		p = p.u(1, e.nu.Off).f(e.eps)
+		eb = e.nu.Buf
+	} else {
+		p = p.u(0, 0, 0)
+	}
 	groups := W.Rows * tiles
 	if T == 1 {
 		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
 	}
-	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf}, groups)
+	p = p.u(0, 1, 0)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb, nil}, groups)
 }
 
 // RMSNorm records out = w ⊙ x / sqrt(mean(x²) + eps) for rows rows of n

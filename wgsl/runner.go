@@ -21,9 +21,14 @@ type RunnerOptions struct {
 	// (activation buffers are sized for it). Default 64.
 	MaxChunk int
 	// MaxContext is the longest sequence the runner holds (MLA latent
-	// caches and attention scratch are allocated for it up front).
+	// caches and attention scratch are allocated for it up front; the
+	// caches are paged, so no binding limit caps it: 1 M tokens work).
 	// Default: the model's context, capped at 4096.
 	MaxContext int
+	// CachePageRows is the page size of the MLA latent caches in rows (a
+	// multiple of 128); 0 chooses DefaultPageRows (pages of at most
+	// MaxCachePageBytes). Tests set small pages to cross page edges.
+	CachePageRows int
 	// MemoryBudget, when > 0, is the GPU memory the runner may use:
 	// NewRunner refuses a model whose estimate exceeds it (WebGPU does not
 	// tell how much memory a device has).
@@ -60,6 +65,9 @@ type Runner struct {
 	pos int
 
 	bufs []*Buffer
+	// longWait: this runner's steps may take seconds (MaxContext ≥
+	// longWaitContext), so the device waits by polling (bug 5).
+	longWait bool
 
 	embed, lmHead *Mat
 	norm          View
@@ -143,6 +151,10 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt}
+	if opt.MaxContext >= longWaitContext {
+		r.longWait = true
+		d.longWaits++
+	}
 	if err := r.load(m); err != nil {
 		got := r.Bytes()
 		r.Close()
@@ -153,6 +165,12 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	}
 	return r, nil
 }
+
+// longWaitContext is the context from which a runner makes its device wait
+// for submissions by polling: one decode step over the caches of 128 K
+// tokens and more can approach the binding's 5 s blocking-wait limit on a
+// CPU driver.
+const longWaitContext = 1 << 17
 
 func (o RunnerOptions) withDefaults(c *config.Config) RunnerOptions {
 	if o.MaxChunk <= 0 {
@@ -216,6 +234,55 @@ func (r *Runner) Bytes() int64 {
 	return n
 }
 
+// StateBytes is the GPU memory of the sequence state: KDA states and conv
+// tails plus the MLA latent caches' pages (allocated for MaxContext).
+func (r *Runner) StateBytes() int64 {
+	var n int64
+	for _, l := range r.layers {
+		if l.kda != nil {
+			n += 4 * int64(l.kda.state.Words())
+		}
+		if l.mla != nil {
+			n += l.mla.cache.Bytes()
+		}
+	}
+	return n
+}
+
+// FillContext makes the sequence L tokens long without running them: every
+// MLA latent cache gets L rows from row (row(layer, i, dst) fills row i of
+// the cache of layer layer), uploaded in blocks, and the position becomes L;
+// KDA states are left as they are. Benchmarks use it to decode at long
+// contexts whose prefill would take hours (decode reads the cache the same
+// way whatever filled it). It starts from Reset.
+func (r *Runner) FillContext(L int, row func(layer, i int, dst []float32)) error {
+	if L < 0 || L > r.opt.MaxContext {
+		return fmt.Errorf("wgsl: FillContext(%d): the runner holds %d tokens", L, r.opt.MaxContext)
+	}
+	if err := r.Reset(); err != nil {
+		return err
+	}
+	for li, l := range r.layers {
+		if l.mla == nil {
+			continue
+		}
+		c := l.mla.cache
+		const block = 1 << 14
+		buf := make([]float32, min(L, block)*c.Width)
+		for i0 := 0; i0 < L; i0 += block {
+			n := min(block, L-i0)
+			for i := 0; i < n; i++ {
+				row(li, i0+i, buf[i*c.Width:(i+1)*c.Width])
+			}
+			if err := c.AppendHost(buf[:n*c.Width]); err != nil {
+				return fmt.Errorf("wgsl: FillContext: layer %d: %w", li, err)
+			}
+		}
+	}
+	r.pos = L
+	return r.d.Sync()
+}
+
 // MemoryError says a model does not fit the GPU: what it needs, and the
 // budget it was checked against or what was allocated when the device ran
 // out of memory.
@@ -257,6 +324,10 @@ func (r *Runner) Close() {
 		b.Release()
 	}
 	r.bufs = nil
+	if r.longWait {
+		r.d.longWaits--
+		r.longWait = false
+	}
 }
 
 // Device returns the device the runner runs on.
@@ -506,8 +577,12 @@ func (r *Runner) load(m *model.Model) error {
 				w.QProj, w.KProj, w.VProj, w.BProj, w.FAProj, w.GProj, w.GAProj)
 			k := &gpuKDA{in: in, qp: v[0], kp: v[1], vp: v[2], b: v[3], fa: v[4], g: v[5], ga: v[6],
 				fb: L.mat(w.FBProj, p+"f_b_proj"), gb: L.mat(w.GBProj, p+"g_b_proj"),
-				o: L.mat(w.OProj, p+"o_proj"), dtBias: L.vec(w.DtBias, p+"dt_bias"), aLog: L.vec(w.ALog, p+"A_log"),
-				oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
+				o: L.mat(w.OProj, p+"o_proj"), oNorm: L.vec(w.ONorm, p+"o_norm"), perChannel: len(w.ALog) == hdKDA && hdKDA != H}
+			// dt_bias and A_log in one buffer: the f_b projection's gate
+			// epilogue reads both through one binding
+			if ga := L.vec(slices.Concat(w.DtBias, w.ALog), p+"dt_bias+A_log"); ga.Buf != nil {
+				k.dtBias, k.aLog = ga, ga.Buf.At(ga.Off+len(w.DtBias))
+			}
 			if L.err == nil && (k.qp == nil || k.kp == nil || k.vp == nil || k.b == nil || k.fa == nil || k.fb == nil || k.o == nil ||
 				(k.g == nil && (k.ga == nil || k.gb == nil))) {
 				return fmt.Errorf("wgsl: runner: layer %d: incomplete KDA weights", i)
@@ -547,11 +622,16 @@ func (r *Runner) load(m *model.Model) error {
 				if a.kva == nil || a.kvb == nil || a.o == nil || (a.q == nil && (a.qa == nil || a.qb == nil)) {
 					return fmt.Errorf("wgsl: runner: layer %d: incomplete MLA weights", i)
 				}
-				cache, err := r.d.NewLatentCache(c.KVLoraRank+c.QKRopeHeadDim, r.opt.MaxContext)
+				width := c.KVLoraRank + c.QKRopeHeadDim
+				pageRows := r.opt.CachePageRows
+				if pageRows == 0 {
+					pageRows = DefaultPageRows(width, r.opt.MaxContext)
+				}
+				cache, err := r.d.NewPagedLatentCache(width, r.opt.MaxContext, pageRows)
 				if err != nil {
 					return fmt.Errorf("wgsl: runner: layer %d: %w", i, err)
 				}
-				r.bufs = append(r.bufs, cache.Buf)
+				r.bufs = append(r.bufs, cache.Pages...)
 				a.cache = cache
 			}
 			g.mla = a
@@ -810,7 +890,30 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 		return 0, err
 	}
 	defer r.end()
-	T, d := len(tokens), r.cfg.HiddenSize
+	return r.sampleLast(len(tokens), opt, vocab, u)
+}
+
+// SampleNextEmbeddings is SampleNext for a piece given as input embeddings
+// ([T, d], as ForwardEmbeddings): the first token after a multimodal
+// prompt is picked on the GPU too (generate.DeviceEmbeddingSampler).
+func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
+	if !r.SamplesOnDevice(opt, vocab) {
+		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
+	}
+	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
+		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	}
+	if err := r.beginEmbeddings(emb, T); err != nil {
+		return 0, err
+	}
+	defer r.end()
+	return r.sampleLast(T, opt, vocab, u)
+}
+
+// sampleLast records the lm_head of the last of T tokens and the sampler
+// after the recorded piece, and reads back the token id.
+func (r *Runner) sampleLast(T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
+	d := r.cfg.HiddenSize
 	if err := r.d.Linear(r.logits.At(0), r.xn.At((T-1)*d), 1, r.lmHead); err != nil {
 		return 0, err
 	}
@@ -1005,9 +1108,9 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int, out Strided, accum bool) error {
 	return seq(
 		project,
 		prep,
-		func() error { return dv.Linear(g, fa, T, w.fb) },
-		func() error {
-			return dv.KDAGate(g, g, w.dtBias, w.aLog, T, H, dk, w.perChannel, c.GateBounded, c.GateLowerBound)
+		func() error { // f_b with the gate as its epilogue: one dispatch
+			return dv.LinearKDAGate(g, fa, T, w.fb, KDAGateEpilogue{H: H, DK: dk, DtBias: w.dtBias, ALog: w.aLog,
+				PerChannel: w.perChannel, Bounded: c.GateBounded, LowerBound: c.GateLowerBound})
 		},
 		func() error {
 			return dv.KDARecurrent(&KDAArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: w.S})
@@ -1025,8 +1128,14 @@ func (r *Runner) kdaMixer(w *gpuKDA, T int, out Strided, accum bool) error {
 			}
 			return dv.Linear(gate, ga, T, w.gb)
 		},
-		func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
-		func() error { return r.project(out, accum, o, T, w.o) },
+		func() error {
+			if T == 1 && hd <= maxGatedNormCols { // decode: the gated norm inside o_proj's GEMV
+				return dv.LinearGatedNorm(out.View, accum, o, gate, w.o, w.oNorm, dk, c.RMSNormEps, ref.GateSigmoid)
+			}
+			return seq(
+				func() error { return dv.RMSNormGated(o, o, gate, w.oNorm, T*H, dk, c.RMSNormEps, ref.GateSigmoid) },
+				func() error { return r.project(out, accum, o, T, w.o) })
+		},
 	)
 }
 
@@ -1074,10 +1183,7 @@ func (r *Runner) mlaMixer(w *gpuMLA, T int, out Strided, accum bool) error {
 			return dv.Linear(kva, xn, T, w.kva)
 		},
 		func() error { return dv.Append(cache, kva, rkv+dr, T) },
-		func() error {
-			rows := cache.Buf.At(pos0 * cache.Width).Rows(cache.Width)
-			return dv.RMSNormRows(rows, rows, w.kvaNorm, T, rkv, c.RMSNormEps)
-		},
+		func() error { return dv.RMSNormCacheRows(cache, pos0, T, rkv, w.kvaNorm, c.RMSNormEps) },
 		func() error {
 			a := &MLAArgs{N: T, H: H, DN: dn, DR: dr, DV: dvh, RKV: rkv, Pos0: pos0,
 				Scale: float32(1 / math.Sqrt(float64(dn+dr))), Q: q, WKVB: w.kvb, Cache: cache, O: o}
@@ -1167,6 +1273,11 @@ func (r *Runner) ffnBlock(l *gpuLayer, T int, out Strided) error {
 				return routed(out, true)
 			}
 			acc := r.racc.At(0)
+			if T == 1 && w.hasNorm { // decode: the latent RMSNorm inside the up-projection's GEMV
+				return seq(
+					func() error { return routed(acc.Rows(wd), false) },
+					func() error { return dv.LinearNormedAccum(out.View, acc, w.upProj, w.norm, c.RMSNormEps) })
+			}
 			return seq(
 				func() error { return routed(acc.Rows(wd), false) },
 				func() error {

@@ -22,12 +22,16 @@ type Device struct{}
 // Info returns an empty string in builds without a GPU backend.
 func (d *Device) Info() string { return "" }
 
+// Adapter returns the zero AdapterInfo in builds without a GPU backend.
+func (d *Device) Adapter() AdapterInfo { return AdapterInfo{} }
+
 // Close does nothing in builds without a GPU backend.
 func (d *Device) Close() {}
 
 // RunnerOptions size a GPU Runner (see the cgo build).
 type RunnerOptions struct {
 	MaxChunk, MaxContext int
+	CachePageRows        int
 	MemoryBudget         int64
 }
 

@@ -13,15 +13,35 @@ type submission = wgpu.SubmissionIndex
 func (d *Device) submit(cmd *wgpu.CommandBuffer) submission { return d.q.Submit(cmd) }
 
 // wait blocks until submission s is done. Poll(true, idx) gives up after
-// exactly 5 s while work may still run (bug 5); if it took that long, fall
-// back to a Poll(false) + sleep loop, which waits correctly.
+// exactly 5 s while work may still run, and wgpu-core then recycles
+// resources the GPU still uses (bug 5: a later SIGSEGV in lavapipe), so a
+// submission that may take seconds must be waited for with a Poll(false) +
+// sleep loop instead (≈ 1 ms more latency). That loop is used while a
+// long-context runner holds the device (longWaits > 0: one decode step
+// over a 1 M-token cache takes seconds on a CPU driver) and after bulk
+// transfers (more than bulkWaitBytes created or written since the last
+// wait: a model upload). Short steps keep the blocking wait (≈ 1 ms less
+// latency per token than polling with sleeps).
 func (d *Device) wait(s submission) {
-	t0 := time.Now()
-	d.raw.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: d.q, SubmissionIndex: s})
-	if time.Since(t0) < 4*time.Second {
+	bulk := d.bulkBytes
+	d.bulkBytes = 0
+	if d.longWaits > 0 || bulk > bulkWaitBytes {
+		d.pollLoop()
 		return
 	}
-	for sleep := 100 * time.Microsecond; !d.raw.Poll(false, nil); sleep = min(2*sleep, 5*time.Millisecond) {
+	t0 := time.Now()
+	d.raw.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: d.q, SubmissionIndex: s})
+	if time.Since(t0) >= 4*time.Second {
+		d.pollLoop()
+	}
+}
+
+// bulkWaitBytes is the transfer volume from which wait polls.
+const bulkWaitBytes = 64 << 20
+
+// pollLoop polls without blocking until the queue is empty.
+func (d *Device) pollLoop() {
+	for sleep := 50 * time.Microsecond; !d.raw.Poll(false, nil); sleep = min(2*sleep, 2*time.Millisecond) {
 		time.Sleep(sleep)
 	}
 }

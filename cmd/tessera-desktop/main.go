@@ -110,10 +110,12 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// openBackend picks the backend: "cpu", "gpu" (the WebGPU runner) or
-// "auto" (GPU when an adapter is found, else the CPU with a notice saying
-// why).
-func openBackend(name string, m *model.Model, chunk int) (desk.Backend, error) {
+// openBackend picks the backend: "cpu", "gpu" (the WebGPU runner, forced)
+// or "auto" (the GPU when wgsl.ChooseAuto takes its adapter — a real GPU,
+// not a software one such as llvmpipe, which is slower than the CPU — and
+// the runner starts; else the CPU). What was chosen and why goes to stderr
+// in one line and into the header's notice.
+func openBackend(name string, m *model.Model, chunk int, stderr io.Writer) (desk.Backend, error) {
 	switch name {
 	case "cpu":
 		return desk.NewCPUBackend(m, chunk, "CPU backend"), nil
@@ -121,10 +123,21 @@ func openBackend(name string, m *model.Model, chunk int) (desk.Backend, error) {
 	default:
 		return nil, fmt.Errorf("--backend %q: want cpu, gpu or auto", name)
 	}
-	d, err := native.Open()
+	d, err := native.OpenQuiet()
 	if err == nil {
+		var choice wgsl.AutoChoice
+		if choice = native.ChooseAuto(d); name == "auto" && !choice.GPU {
+			d.Close()
+			fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
+			return desk.NewCPUBackend(m, chunk, "CPU backend · auto: "+choice.Reason), nil
+		}
 		var r *wgsl.Runner
 		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk}); err == nil {
+			if name == "auto" {
+				fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the GPU: %s\n", choice.Reason)
+			} else {
+				fmt.Fprintf(stderr, "tessera-desktop: GPU adapter %s\n", d.Info())
+			}
 			return desk.NewGPUBackend(m, d, r), nil
 		}
 		d.Close()
@@ -132,6 +145,7 @@ func openBackend(name string, m *model.Model, chunk int) (desk.Backend, error) {
 	if name == "gpu" {
 		return nil, fmt.Errorf("--backend gpu: %w", err)
 	}
+	fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the CPU: no usable GPU (%v)\n", err)
 	return desk.NewCPUBackend(m, chunk, fmt.Sprintf("CPU backend · no usable GPU (%v)", err)), nil
 }
 
@@ -171,7 +185,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := openBackend(o.backend, m, o.chunk)
+	b, err := openBackend(o.backend, m, o.chunk, stderr)
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,11 @@ type engine struct {
 	tower *wgsl.VisionTower // GPU vision tower, made on first use
 }
 
-// newEngine prepares m on backend "cpu", "gpu" or "auto" (GPU when an
-// adapter is found, else CPU with one notice line on stderr). maxContext
-// sizes the GPU runner's caches.
+// newEngine prepares m on backend "cpu", "gpu" or "auto". auto takes the
+// GPU when wgsl.ChooseAuto accepts its adapter (a real GPU; not a software
+// one such as llvmpipe, which is slower than the CPU backend) and the model
+// fits, else the CPU; it says which and why in one line on stderr. gpu
+// forces the adapter. maxContext sizes the GPU runner's caches.
 func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.Writer) (*engine, error) {
 	if err := checkBackend(backend); err != nil {
 		return nil, err
@@ -37,14 +39,25 @@ func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.
 		e.cpu.Close()
 		return nil, err
 	}
+	quiet := os.Getenv("TESSERA_GPU_QUIET") != ""
 	d, err := native.OpenQuiet()
 	if err == nil {
+		var choice wgsl.AutoChoice
+		if choice = native.ChooseAuto(d); backend == "auto" && !choice.GPU {
+			d.Close()
+			fmt.Fprintf(stderr, "tessera: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
+			return e, nil
+		}
 		var r *wgsl.Runner
 		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: maxContext, MemoryBudget: budget}); err == nil {
 			e.gpu, e.dev, e.name = r, d, "gpu"
 			// the adapter, so a silent fallback to a CPU driver such as
 			// lavapipe is visible (after the upload: a failure is one line)
-			if os.Getenv("TESSERA_GPU_QUIET") == "" {
+			switch {
+			case quiet:
+			case backend == "auto":
+				fmt.Fprintf(stderr, "tessera: --backend auto chose the GPU: %s\n", choice.Reason)
+			default:
 				fmt.Fprintf(stderr, "tessera: GPU adapter %s\n", d.Info())
 			}
 			return e, nil
@@ -56,7 +69,7 @@ func newEngine(m *model.Model, backend string, chunk, maxContext int, stderr io.
 		e.cpu.Close()
 		return nil, fmt.Errorf("--backend gpu: %w", err)
 	}
-	fmt.Fprintf(stderr, "tessera: no usable GPU (%v); running on the CPU\n", err)
+	fmt.Fprintf(stderr, "tessera: --backend auto chose the CPU: no usable GPU (%v)\n", err)
 	return e, nil
 }
 

@@ -50,6 +50,7 @@ type benchResult struct {
 	// the GPU memory the runner holds.
 	Adapter            string `json:"adapter,omitempty"`
 	DispatchesPerToken int    `json:"dispatches_per_token,omitempty"`
+	SubmitsPerToken    int    `json:"submits_per_token,omitempty"`
 	GPUBytes           int64  `json:"gpu_bytes,omitempty"`
 }
 
@@ -60,6 +61,7 @@ type benchGPUArgs struct {
 	chunk                   int
 	weightBytes, readBytes  int64
 	jsonOut                 string
+	sweep                   []int // --ctx-sweep context lengths
 }
 
 // sweepResult is decode speed and memory at one context length.
@@ -69,6 +71,14 @@ type sweepResult struct {
 	StateBytes    int64   `json:"state_bytes"`
 	Analytic      int64   `json:"analytic_state_bytes"`
 	PeakRSS       int64   `json:"peak_rss_bytes"`
+}
+
+// sweepRow fills row i of a latent cache for the context sweeps (the same
+// synthetic rows on both backends).
+func sweepRow(i int, row []float32) {
+	for j := range row {
+		row[j] = float32((i*31+j*17)%97)/97 - 0.5
+	}
 }
 
 // sweepPoint measures decoding gen tokens after a context of L tokens. The
@@ -84,9 +94,7 @@ func sweepPoint(r *model.Runner, L, gen int) (sweepResult, error) {
 		}
 		row := make([]float32, c.Width())
 		for i := 0; i < L; i++ {
-			for j := range row {
-				row[j] = float32((i*31+j*17)%97)/97 - 0.5
-			}
+			sweepRow(i, row)
 			c.Append(row)
 		}
 	}
@@ -172,8 +180,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
 
 	if *backend != "cpu" {
-		if *sweep != "" || *plotDir != "" {
-			return fmt.Errorf("--ctx-sweep and --plot measure the CPU backend; drop them or use --backend cpu")
+		if *plotDir != "" {
+			return fmt.Errorf("--plot measures the CPU backend; drop it or use --backend cpu")
+		}
+		var lens []int
+		if *sweep != "" {
+			if lens, err = parseLengths(*sweep); err != nil {
+				return err
+			}
 		}
 		e, err := newEngine(m, *backend, *chunk, *promptLen+*gen+1, stderr)
 		if err != nil {
@@ -182,7 +196,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		defer e.Close()
 		if e.gpu != nil {
 			return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
-				weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut}, stdout, stderr)
+				weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
+				sweep: lens}, stdout, stderr)
 		}
 		// --backend auto without a GPU: the notice is printed; measure the CPU
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
@@ -58,7 +59,7 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 	res := benchResult{Model: a.dir, Backend: "gpu", Adapter: e.dev.Info(), PromptLen: a.promptLen, Gen: a.gen, Repeats: a.repeats,
 		PrefillTokPerS: median(prefill), DecodeTokPerS: median(decode), TTFTMillis: median(ttft),
 		DecodeReadBytes: a.readBytes, MachineGBPerS: bw / 1e9, WeightBytes: a.weightBytes,
-		DispatchesPerToken: r.Stats().Dispatches, GPUBytes: r.Bytes(), PeakRSSBytes: peakRSS()}
+		DispatchesPerToken: r.Stats().Dispatches, SubmitsPerToken: r.Stats().Submits, GPUBytes: r.Bytes(), PeakRSSBytes: peakRSS()}
 	res.DecodeGBPerS = float64(res.DecodeReadBytes) * res.DecodeTokPerS / 1e9
 	if res.MachineGBPerS > 0 {
 		res.RooflineRatio = res.DecodeGBPerS / res.MachineGBPerS
@@ -71,11 +72,16 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "decode           %.2f tok/s (%d tokens after the prompt; argmax on the device)\n", res.DecodeTokPerS, a.gen)
 	fmt.Fprintf(w, "decode traffic   %s weights per token → %.2f GB/s\n", bytesStr(res.DecodeReadBytes), res.DecodeGBPerS)
 	fmt.Fprintf(w, "device           %.2f GB/s (buffer copy) → roofline ratio %.0f%%\n", res.MachineGBPerS, 100*res.RooflineRatio)
-	fmt.Fprintf(w, "dispatches       %d per decoded token (%d layers)\n", res.DispatchesPerToken, c.NumHiddenLayers)
+	fmt.Fprintf(w, "dispatches       %d per decoded token (%d layers) in %d queue submission(s)\n", res.DispatchesPerToken, c.NumHiddenLayers, res.SubmitsPerToken)
 	est := wgsl.EstimateMemory(e.cpu.M, wgsl.RunnerOptions{MaxChunk: a.chunk, MaxContext: r.MaxContext()})
 	fmt.Fprintf(w, "GPU memory       %s in buffers (weights %s, KDA state + MLA caches for %d tokens %s, scratch %s); host peak RSS %s\n",
 		bytesStr(res.GPUBytes), bytesStr(est.Weights), r.MaxContext(), bytesStr(est.State), bytesStr(est.Scratch), bytesStr(res.PeakRSSBytes))
 	fmt.Fprintf(w, "decode by op     not measured on the GPU backend (no timestamp queries in the binding); see --backend cpu\n")
+	if len(a.sweep) > 0 {
+		if err := gpuSweep(e, a, &res, w, stderr); err != nil {
+			return err
+		}
+	}
 	if a.jsonOut != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(a.jsonOut, append(b, '\n'), 0o644); err != nil {
@@ -83,6 +89,69 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// gpuSweep is --ctx-sweep on the GPU: for each context length L a runner
+// with room for L + gen tokens (its own paged latent caches, so the state
+// memory is that of L tokens), the caches filled with the CPU sweep's
+// synthetic rows (Runner.FillContext), then gen greedy tokens decoded.
+func gpuSweep(e *engine, a benchGPUArgs, res *benchResult, w, stderr io.Writer) error {
+	m := e.cpu.M
+	c := m.Cfg
+	st := model.ComputeStats(c)
+	budget, err := gpuBudget()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%10s %12s %14s %14s %8s %12s\n", "context", "decode tok/s", "GPU state", "analytic", "ratio", "dispatches")
+	for _, L := range a.sweep {
+		if L+a.gen+1 > c.MaxPositions { // "1M" on a 1M-context model: leave room for --gen
+			L = max(0, c.MaxPositions-a.gen-1)
+		}
+		fmt.Fprintf(stderr, "bench: GPU context %d: filling the latent caches...\n", L)
+		r, err := wgsl.NewRunner(e.dev, m, wgsl.RunnerOptions{MaxChunk: 1, MaxContext: L + a.gen + 1, MemoryBudget: budget})
+		if err != nil {
+			return fmt.Errorf("--ctx-sweep %d on the GPU: %w", L, err)
+		}
+		pt, disp, err := gpuSweepPoint(r, L, a.gen)
+		r.Close()
+		if err != nil {
+			return fmt.Errorf("--ctx-sweep %d on the GPU: %w", L, err)
+		}
+		pt.Analytic = st.KDAStateBytes + int64(L+a.gen)*st.CacheBytesPerTok
+		res.Sweep = append(res.Sweep, pt)
+		fmt.Fprintf(w, "%10d %12.2f %14s %14s %7.3fx %12d\n", L, pt.DecodeTokPerS, bytesStr(pt.StateBytes), bytesStr(pt.Analytic),
+			float64(pt.StateBytes)/float64(pt.Analytic), disp)
+	}
+	if a.jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(a.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gpuSweepPoint decodes gen tokens on r after FillContext(L) and one
+// warm-up token (pipelines, bind groups); it returns
+// the speed and state memory, and the dispatches of the last token.
+func gpuSweepPoint(r *wgsl.Runner, L, gen int) (sweepResult, int, error) {
+	if err := r.FillContext(L, func(_, i int, row []float32) { sweepRow(i, row) }); err != nil {
+		return sweepResult{}, 0, err
+	}
+	tok := 1
+	var err error
+	if tok, err = r.Greedy([]int{tok}); err != nil { // warm-up: pipelines, bind groups
+		return sweepResult{}, 0, err
+	}
+	t0 := time.Now()
+	for i := 0; i < gen; i++ {
+		if tok, err = r.Greedy([]int{tok}); err != nil {
+			return sweepResult{}, 0, err
+		}
+	}
+	return sweepResult{Context: L, DecodeTokPerS: float64(gen) / time.Since(t0).Seconds(),
+		StateBytes: r.StateBytes(), PeakRSS: peakRSS()}, r.Stats().Dispatches, nil
 }
 
 // gpuCopyBandwidth measures the device's memory bandwidth in bytes/s with

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tessera-llm/tessera/native"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // requireGPU skips without a WebGPU adapter, except under CI=true where a
@@ -63,6 +64,44 @@ func abs64(x float64) float64 {
 	return x
 }
 
+// --backend auto says in one line what it chose and why: the CPU on a
+// software adapter (lavapipe here), with the CPU backend's output; the GPU
+// on a real one, or on a software one when TESSERA_AUTO_SOFTWARE_GPU=1.
+func TestCLIAutoBackendChoice(t *testing.T) {
+	requireGPU(t)
+	d, err := native.OpenQuiet()
+	require.NoError(t, err)
+	ad := d.Adapter()
+	d.Close()
+	require.NotEmpty(t, ad.Type, "native.Open must describe the adapter")
+	dir := filepath.Join(t.TempDir(), "k3-nano")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--seed", "4", "--out", dir)
+	require.Zero(t, code, errs)
+	args := []string{"run", "--model", dir, "--tokens", "5,6,7", "--max-tokens", "6", "--ids"}
+	code, cpu, errs := tessera(t, append(args, "--backend", "cpu")...)
+	require.Zero(t, code, errs)
+	require.Empty(t, errs)
+	code, auto, errs := tessera(t, append(args, "--backend", "auto")...)
+	require.Zero(t, code, errs)
+	require.Equal(t, cpu, auto)
+	line := strings.TrimSpace(errs)
+	require.NotContains(t, line, "\n", "one line on stderr")
+	if why := ad.Software(); why != "" {
+		require.Contains(t, line, "--backend auto chose the CPU: ")
+		require.Contains(t, line, why)
+		require.Contains(t, line, ad.Driver)
+		require.Contains(t, line, "--backend gpu forces it")
+	} else {
+		require.Contains(t, line, "--backend auto chose the GPU: ")
+	}
+	t.Setenv(wgsl.AutoSoftwareEnv, "1")
+	code, allowed, errs := tessera(t, append(args, "--backend", "auto")...)
+	require.Zero(t, code, errs)
+	require.Equal(t, cpu, allowed)
+	require.Contains(t, errs, "--backend auto chose the GPU: ")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, "one line on stderr:\n%s", errs)
+}
+
 // A model larger than the GPU memory (TESSERA_GPU_MEMORY) is refused with
 // what it needs and what is available on --backend gpu, and runs on the
 // CPU with one notice on --backend auto.
@@ -78,9 +117,11 @@ func TestCLIGPUMemoryBudget(t *testing.T) {
 	require.Contains(t, errs, "needs about")
 	require.Contains(t, errs, "but 0.1 MiB is available")
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, "one line on stderr:\n%s", errs)
+	t.Setenv(wgsl.AutoSoftwareEnv, "1") // let auto try lavapipe, to reach the budget check
 	code, auto, errs := tessera(t, append(args, "--backend", "auto")...)
 	require.Zero(t, code, errs)
-	require.Contains(t, errs, "running on the CPU")
+	require.Contains(t, errs, "--backend auto chose the CPU: no usable GPU")
+	require.Contains(t, errs, "needs about")
 	code, cpu, errs := tessera(t, append(args, "--backend", "cpu")...)
 	require.Zero(t, code, errs)
 	require.Equal(t, cpu, auto)
@@ -91,8 +132,9 @@ func TestCLIGPUMemoryBudget(t *testing.T) {
 }
 
 // `tessera bench --backend gpu` measures the GPU runner (not the CPU):
-// device copy bandwidth, dispatches per token, GPU memory; the CPU-only
-// measurements are refused rather than silently taken on the CPU.
+// device copy bandwidth, dispatches and submissions per token, GPU memory,
+// the context sweep; the CPU-only per-op plot is refused rather than
+// silently taken on the CPU.
 func TestBenchGPU(t *testing.T) {
 	requireGPU(t)
 	dir := filepath.Join(t.TempDir(), "m")
@@ -109,10 +151,28 @@ func TestBenchGPU(t *testing.T) {
 	require.Equal(t, "gpu", res.Backend)
 	require.NotEmpty(t, res.Adapter)
 	require.Positive(t, res.DispatchesPerToken)
+	require.Equal(t, 1, res.SubmitsPerToken)
 	require.Positive(t, res.GPUBytes)
 	require.Positive(t, res.DecodeTokPerS)
 	require.Positive(t, res.MachineGBPerS)
-	code, _, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--ctx-sweep", "1k")
+	// the context sweep on the GPU: paged caches filled with synthetic
+	// rows, state memory at the analytic figure
+	code, out, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--prompt-len", "8", "--gen", "2", "--repeats", "1",
+		"--ctx-sweep", "1k,3k", "--json", js)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "GPU state")
+	raw, err = os.ReadFile(js)
+	require.NoError(t, err)
+	res = benchResult{}
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Len(t, res.Sweep, 2)
+	for i, L := range []int{1024, 3072} {
+		p := res.Sweep[i]
+		require.Equal(t, L, p.Context)
+		require.Positive(t, p.DecodeTokPerS)
+		require.InDelta(t, 1, float64(p.StateBytes)/float64(p.Analytic), 0.1, "context %d: state %d, analytic %d", L, p.StateBytes, p.Analytic)
+	}
+	code, _, errs = tessera(t, "bench", "--model", dir, "--backend", "gpu", "--plot", t.TempDir())
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "--ctx-sweep")
+	require.Contains(t, errs, "--plot")
 }

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/tessera-llm/tessera/core/imageio"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // chromiumBaseFlags are the flags of webgpu.md §9 for a quiet, isolated
@@ -79,6 +80,8 @@ type testReport struct {
 			Reason       string   `json:"reason"`
 			Vendor       string   `json:"vendor"`
 			Architecture string   `json:"architecture"`
+			Device       string   `json:"device"`
+			Description  string   `json:"description"`
 			Fallback     bool     `json:"fallback"`
 			Features     []string `json:"features"`
 		} `json:"adapter"`
@@ -103,6 +106,7 @@ type testReport struct {
 		CachedWeights int `json:"cachedWeights"`
 	} `json:"quota"`
 	GPU *struct {
+		AutoBackend      string `json:"autoBackend"`
 		Backend          string `json:"backend"`
 		IDs              []int  `json:"ids"`
 		SampledIDs       []int  `json:"sampledIds"`
@@ -421,8 +425,29 @@ func TestBrowserE2E(t *testing.T) {
 	if q := r1.Quota; q == nil || q.Error != "" || !q.Stats.CacheSkipped || q.Stats.StorageFree != 1000 || q.Stats.Misses == 0 || q.CachedWeights != 0 {
 		t.Errorf("loading with 1 KB of storage free: %+v, want a load without caching", q)
 	}
-	// The default (WebGPU) bundle with backend auto runs on the GPU
-	// (SwiftShader counts) and its greedy ids equal native CPU ids.
+	// Plain backend auto on SwiftShader (a fallback adapter, slower than
+	// the CPU path) chooses the CPU and says why; on any other adapter it
+	// decides as wgsl.ChooseAuto does.
+	if g := r1.GPU; g != nil && g.Error == "" {
+		a := r1.Info.Adapter
+		want := wgsl.ChooseAuto(wgsl.AdapterInfo{Vendor: a.Vendor, Architecture: a.Architecture,
+			Name: a.Device, Description: a.Description, Fallback: a.Fallback}, false)
+		switch {
+		case want.GPU && !strings.HasPrefix(g.AutoBackend, "gpu"):
+			t.Errorf("backend auto on %+v: %q, want the GPU", a, g.AutoBackend)
+		case !want.GPU && (!strings.HasPrefix(g.AutoBackend, "cpu (wasm); auto chose the CPU: ") ||
+			!strings.Contains(g.AutoBackend, want.Reason) || !strings.Contains(g.AutoBackend, "backend 'gpu' forces it")):
+			t.Errorf("backend auto on %+v: %q, want the CPU with the reason %q", a, g.AutoBackend, want.Reason)
+		default:
+			t.Logf("backend auto: %s", g.AutoBackend)
+		}
+		if a.Fallback && want.GPU {
+			t.Errorf("ChooseAuto took the fallback adapter %+v", a)
+		}
+	}
+	// The default (WebGPU) bundle with backend auto and
+	// allowSoftwareAdapter runs on the GPU (SwiftShader) and its greedy
+	// ids equal native CPU ids.
 	if g := r1.GPU; g == nil || g.Error != "" || !strings.HasPrefix(g.Backend, "gpu") || !slices.Equal(g.IDs, native) {
 		t.Errorf("WebGPU backend in the browser: %+v, want backend gpu and ids %v", g, native)
 	} else {

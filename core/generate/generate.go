@@ -120,40 +120,68 @@ func (s *Session) checkContext(n int) error {
 // Prefill feeds tokens in pieces of the backend's chunk size; afterwards
 // Logits holds the last token's logits.
 func (s *Session) Prefill(tokens []int) error {
+	_, err := s.prefillTokens(tokens, nil)
+	return err
+}
+
+// prefillTokens feeds tokens in pieces; with last set, the last piece goes
+// through it instead (a device sampler: it returns the next token and the
+// logits stay on the device).
+func (s *Session) prefillTokens(tokens []int, last func(piece []int) (int, error)) (int, error) {
 	if err := s.checkContext(len(tokens)); err != nil {
-		return err
+		return -1, err
 	}
+	next := -1
 	step := s.B.MaxChunk()
 	for i := 0; i < len(tokens); i += step {
 		j := min(len(tokens), i+step)
-		if err := s.B.Forward(tokens[i:j], s.logits); err != nil {
-			return err
+		var err error
+		if j == len(tokens) && last != nil {
+			next, err = last(tokens[i:j])
+		} else {
+			err = s.B.Forward(tokens[i:j], s.logits)
+		}
+		if err != nil {
+			return -1, err
 		}
 	}
 	s.history = append(s.history, tokens...)
-	return nil
+	return next, nil
 }
 
 // PrefillEmbeddings is Prefill for tokens whose input embeddings are given
 // (emb is [len(ids), d]): the vision path splices image features into the
 // sequence this way. ids (with their placeholders) go into the history.
 func (s *Session) PrefillEmbeddings(ids []int, emb []float32) error {
+	_, err := s.prefillEmbeddings(ids, emb, nil)
+	return err
+}
+
+// prefillEmbeddings is prefillTokens for PrefillEmbeddings.
+func (s *Session) prefillEmbeddings(ids []int, emb []float32, last func(emb []float32, T int) (int, error)) (int, error) {
 	d := s.B.Config().HiddenSize
 	if len(emb) != len(ids)*d {
-		return fmt.Errorf("prefill: %d embedding values for %d tokens of width %d", len(emb), len(ids), d)
+		return -1, fmt.Errorf("prefill: %d embedding values for %d tokens of width %d", len(emb), len(ids), d)
 	}
 	if err := s.checkContext(len(ids)); err != nil {
-		return err
+		return -1, err
 	}
+	next := -1
 	step := s.B.MaxChunk()
 	for i := 0; i < len(ids); i += step {
 		j := min(len(ids), i+step)
-		if err := s.B.ForwardEmbeddings(emb[i*d:j*d], j-i, s.logits); err != nil {
-			return err
+		var err error
+		if j == len(ids) && last != nil {
+			next, err = last(emb[i*d:j*d], j-i)
+		} else {
+			err = s.B.ForwardEmbeddings(emb[i*d:j*d], j-i, s.logits)
+		}
+		if err != nil {
+			return -1, err
 		}
 	}
 	s.history = append(s.history, ids...)
-	return nil
+	return next, nil
 }
 
 // Logits returns the logits after the last Prefill or Step.
@@ -171,18 +199,55 @@ func (s *Session) Step(tok int) error {
 
 // Generate prefills prompt and then yields sampled tokens until a stop
 // token, MaxTokens, the end of the context, or the consumer stops. The
-// error, if any, is yielded last with token −1.
+// error, if any, is yielded last with token −1. On a DeviceSampler backend
+// every token, the first after the prompt included, is picked on the
+// device (only its id is read back).
 func (s *Session) Generate(prompt []int, opt Options) iter.Seq2[int, error] {
-	return s.generate(len(prompt), func() error { return s.Prefill(prompt) }, opt)
+	return s.generate(len(prompt), func(d *deviceSampling) (int, error) {
+		if d == nil {
+			return s.prefillTokens(prompt, nil)
+		}
+		return s.prefillTokens(prompt, func(piece []int) (int, error) {
+			return d.dev.SampleNext(piece, d.opt, d.vocab, d.draw())
+		})
+	}, opt)
 }
 
 // GenerateEmbedded is Generate for a prompt given with its input
-// embeddings (see PrefillEmbeddings).
+// embeddings (see PrefillEmbeddings). The first token is picked on the
+// device when the backend is also a DeviceEmbeddingSampler.
 func (s *Session) GenerateEmbedded(ids []int, emb []float32, opt Options) iter.Seq2[int, error] {
-	return s.generate(len(ids), func() error { return s.PrefillEmbeddings(ids, emb) }, opt)
+	return s.generate(len(ids), func(d *deviceSampling) (int, error) {
+		de, ok := s.B.(DeviceEmbeddingSampler)
+		if d == nil || !ok {
+			return s.prefillEmbeddings(ids, emb, nil)
+		}
+		return s.prefillEmbeddings(ids, emb, func(e []float32, T int) (int, error) {
+			return de.SampleNextEmbeddings(e, T, d.opt, d.vocab, d.draw())
+		})
+	}, opt)
 }
 
-func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[int, error] {
+// deviceSampling is what a prefill needs to pick the first token on the
+// device: the sampler's next draw (none when greedy) goes with it.
+type deviceSampling struct {
+	dev   DeviceSampler
+	opt   SamplerOptions
+	vocab int
+	smp   *Sampler
+}
+
+func (d *deviceSampling) draw() float64 {
+	if d.opt.Temperature > 0 {
+		return d.smp.Draw()
+	}
+	return 0
+}
+
+// generate runs prefill (given the device sampling, or nil to leave the
+// logits in s.logits; it returns the first token when it sampled on the
+// device, else −1) and the decode loop.
+func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), opt Options) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
 		if err := opt.Sampler.Validate(); err != nil {
 			yield(-1, err)
@@ -190,10 +255,6 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 		}
 		if n == 0 {
 			yield(-1, errors.New("empty prompt"))
-			return
-		}
-		if err := prefill(); err != nil {
-			yield(-1, err)
 			return
 		}
 		smp := NewSampler(opt.Sampler, len(s.logits))
@@ -208,7 +269,18 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 		dev, onDevice := s.B.(DeviceSampler)
 		penalty := opt.Sampler.RepetitionPenalty > 0 && opt.Sampler.RepetitionPenalty != 1
 		onDevice = onDevice && !penalty && dev.SamplesOnDevice(opt.Sampler, len(logits))
-		tok := smp.Sample(logits, s.history)
+		var ds *deviceSampling
+		if onDevice {
+			ds = &deviceSampling{dev: dev, opt: opt.Sampler, vocab: len(logits), smp: smp}
+		}
+		tok, err := prefill(ds)
+		if err != nil {
+			yield(-1, err)
+			return
+		}
+		if tok < 0 {
+			tok = smp.Sample(logits, s.history)
+		}
 		// Every emitted token is fed back (so the state and History cover
 		// prompt + output, and a conversation can continue); stop tokens
 		// are neither emitted nor fed.
@@ -226,11 +298,7 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 			}
 			if onDevice {
 				s.one[0] = tok
-				var u float64
-				if opt.Sampler.Temperature > 0 {
-					u = smp.Draw()
-				}
-				next, err := dev.SampleNext(s.one[:], opt.Sampler, len(logits), u)
+				next, err := dev.SampleNext(s.one[:], opt.Sampler, len(logits), ds.draw())
 				if err != nil {
 					yield(-1, err)
 					return
@@ -258,6 +326,14 @@ func (s *Session) generate(n int, prefill func() error, opt Options) iter.Seq2[i
 type DeviceSampler interface {
 	SamplesOnDevice(opt SamplerOptions, vocab int) bool
 	SampleNext(tokens []int, opt SamplerOptions, vocab int, u float64) (int, error)
+}
+
+// DeviceEmbeddingSampler is a DeviceSampler that also takes a piece given
+// as input embeddings ([T, d], as Backend.ForwardEmbeddings), so the first
+// token after a multimodal prompt is picked on the device too.
+type DeviceEmbeddingSampler interface {
+	DeviceSampler
+	SampleNextEmbeddings(emb []float32, T int, opt SamplerOptions, vocab int, u float64) (int, error)
 }
 
 // History returns every token fed to the sequence so far (prompt pieces

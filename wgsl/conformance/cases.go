@@ -219,6 +219,98 @@ func Cases() []Case {
 			})
 		}
 	}
+	// LinearNormedAccum: out += RMSNorm(x)·Wᵀ in one GEMV equals RMSNorm
+	// then LinearAccum (odd and even columns, more than one lane stride).
+	for _, dt := range dtypes {
+		for _, s := range [][2]int{{5, 7}, {64, 128}, {65, 129}, {300, 1000}} {
+			rows, cols := s[0], s[1]
+			add("LinearNormedAccum", dt.String(), fmt.Sprintf("%dx%d", rows, cols), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				W := RandMat(r, rows, cols, dt, 1)
+				x := RandVec(r, cols, 3)
+				nu := RandVec(r, cols, 1)
+				res := RandVec(r, rows, 2)
+				xn := make([]float32, cols)
+				ref.RMSNorm(xn, x, nu, 1e-5)
+				y := make([]float32, rows)
+				ref.Linear(nil, y, xn, 1, W)
+				want := slices.Clone(res)
+				for i := range want {
+					want[i] += y[i]
+				}
+				out := g.Up(res)
+				xv := g.Up(x)
+				check(g, g.D.LinearNormedAccum(out, xv, g.Mat(W), g.Up(nu), 1e-5))
+				if got := g.Read(xv, cols); !slices.Equal(got, x) {
+					return got, x // x must be left as it is
+				}
+				return g.Read(out, rows), want
+			})
+		}
+	}
+	// LinearGatedNorm: (+)= RMSNormGated(x; g)·Wᵀ in one GEMV equals
+	// RMSNormGated then Linear / LinearAccum (both gate functions, heads of
+	// 16 and 64, odd rows).
+	for _, dt := range dtypes {
+		for _, s := range [][4]int{{5, 2, 16, 0}, {65, 8, 64, 1}, {130, 3, 64, 1}, {33, 32, 64, 0}} {
+			rows, H, dk, accum := s[0], s[1], s[2], s[3] == 1
+			for _, act := range []ref.GateAct{ref.GateSigmoid, ref.GateSiLU} {
+				name := map[ref.GateAct]string{ref.GateSigmoid: "sigmoid", ref.GateSiLU: "SiLU"}[act]
+				add("LinearGatedNorm/"+name, dt.String(), fmt.Sprintf("%dx%d dk=%d accum=%v", rows, H*dk, dk, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					cols := H * dk
+					W := RandMat(r, rows, cols, dt, 1)
+					x, gt, nu := RandVec(r, cols, 3), RandVec(r, cols, 2), RandVec(r, dk, 1)
+					res := RandVec(r, rows, 2)
+					xn := make([]float32, cols)
+					ref.RMSNormGated(xn, x, gt, nu, 1e-5, act)
+					y := make([]float32, rows)
+					ref.Linear(nil, y, xn, 1, W)
+					want := slices.Clone(res)
+					for i := range want {
+						if accum {
+							want[i] += y[i]
+						} else {
+							want[i] = y[i]
+						}
+					}
+					out := g.Up(res)
+					check(g, g.D.LinearGatedNorm(out, accum, g.Up(x), g.Up(gt), g.Mat(W), g.Up(nu), dk, 1e-5, act))
+					return g.Read(out, rows), want
+				})
+			}
+		}
+	}
+	// LinearKDAGate: the f_b projection with the gate as its epilogue
+	// equals Linear then KDAGate (GEMV and GEMM, every dtype and gate form).
+	for _, dt := range dtypes {
+		for _, gc := range []struct {
+			name       string
+			bounded    bool
+			perChannel bool
+		}{{"bounded", true, false}, {"softplus", false, false}, {"softplus-per-channel", false, true}} {
+			for _, s := range [][4]int{{1, 2, 16, 9}, {3, 3, 100, 33}, {9, 4, 32, 64}} {
+				T, H, dk, cols := s[0], s[1], s[2], s[3]
+				add("LinearKDAGate", dt.String(), fmt.Sprintf("%s T=%d H=%d dk=%d cols=%d", gc.name, T, H, dk, cols), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					W := RandMat(r, H*dk, cols, dt, 1)
+					x := RandVec(r, T*cols, 2)
+					bias := RandVec(r, H*dk, 1)
+					na := H
+					if gc.perChannel {
+						na = H * dk
+					}
+					alog := RandVec(r, na, 1.5)
+					raw := make([]float32, T*H*dk)
+					ref.Linear(nil, raw, x, T, W)
+					want := make([]float32, len(raw))
+					ref.KDAGate(want, raw, bias, alog, H, dk, gc.bounded, -5)
+					e := g.Up(slices.Concat(bias, alog))
+					out := g.Zeros(len(raw))
+					check(g, g.D.LinearKDAGate(out, g.Up(x), T, g.Mat(W), wgsl.KDAGateEpilogue{H: H, DK: dk, DtBias: e,
+						ALog: e.Buf.At(e.Off + H*dk), PerChannel: gc.perChannel, Bounded: gc.bounded, LowerBound: -5}))
+					return g.Read(out, len(raw)), want
+				})
+			}
+		}
+	}
 	for _, s := range [][4]int{{1, 2, 16, 16}, {1, 3, 32, 70}, {5, 2, 64, 65}, {1, 1, 128, 128}, {300, 1, 128, 8}} {
 		T, H, dk, dv := s[0], s[1], s[2], s[3]
 		add("KDARecurrent", "F32", fmt.Sprintf("T=%d H=%d dk=%d dv=%d", T, H, dk, dv), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
@@ -236,13 +328,28 @@ func Cases() []Case {
 		for _, s := range [][2]int{{1, 0}, {1, 4}, {1, 127}, {1, 128}, {1, 300}, {3, 126}} {
 			N, pos0 := s[0], s[1]
 			add("MLAAbsorbed", dt.String(), fmt.Sprintf("N=%d pos0=%d", N, pos0), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-				return runMLA(g, r, N, pos0, dt, true)
+				return runMLA(g, r, N, pos0, 0, dt, true)
 			})
 		}
 		for _, s := range [][2]int{{1, 0}, {5, 0}, {7, 125}, {130, 0}, {2, 300}} {
 			N, pos0 := s[0], s[1]
 			add("MLANaive", dt.String(), fmt.Sprintf("N=%d pos0=%d", N, pos0), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-				return runMLA(g, r, N, pos0, dt, false)
+				return runMLA(g, r, N, pos0, 0, dt, false)
+			})
+		}
+		// The paged cache: keys across page edges (pages of 128 and 256
+		// rows; the last key just before, on and after an edge; queries
+		// spanning pages), decode and prefill.
+		for _, s := range [][3]int{{1, 127, 128}, {1, 128, 128}, {1, 129, 128}, {1, 300, 128}, {3, 254, 128}, {2, 520, 256}, {1, 767, 256}} {
+			N, pos0, page := s[0], s[1], s[2]
+			add("MLAAbsorbed", dt.String(), fmt.Sprintf("N=%d pos0=%d page=%d", N, pos0, page), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runMLA(g, r, N, pos0, page, dt, true)
+			})
+		}
+		for _, s := range [][3]int{{7, 125, 128}, {130, 0, 128}, {2, 300, 128}, {40, 230, 128}, {9, 505, 256}} {
+			N, pos0, page := s[0], s[1], s[2]
+			add("MLANaive", dt.String(), fmt.Sprintf("N=%d pos0=%d page=%d", N, pos0, page), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runMLA(g, r, N, pos0, page, dt, false)
 			})
 		}
 	}
@@ -355,8 +462,11 @@ func kdaInputs(r *rand.Rand, T, H, dk, dv int) *ref.KDAArgs {
 }
 
 // runMLA builds a random MLA problem (H 2, DN 16, DR 8, DV 12, RKV 40) with
-// a cache of pos0+N rows and compares the GPU output with the reference.
-func runMLA(g *GPU, r *rand.Rand, N, pos0 int, dt tensor.DType, absorbed bool) ([]float32, []float32) {
+// a cache of pos0+N rows (in pages of pageRows rows; 0: the default, one
+// page) and compares the GPU output with the reference. The cache rows go
+// in by AppendHost in two parts, the second through the GPU copy (Append),
+// so both cross page edges.
+func runMLA(g *GPU, r *rand.Rand, N, pos0, pageRows int, dt tensor.DType, absorbed bool) ([]float32, []float32) {
 	const H, DN, DR, DV, RKV = 2, 16, 8, 12, 40
 	W := RandMat(r, H*(DN+DV), RKV, dt, 0.5)
 	rows := RandVec(r, (pos0+N)*(RKV+DR), 1)
@@ -365,10 +475,15 @@ func runMLA(g *GPU, r *rand.Rand, N, pos0 int, dt tensor.DType, absorbed bool) (
 	q := RandVec(r, N*H*(DN+DR), 1)
 	a := &ref.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: q, WKVB: W, Cache: cache,
 		O: make([]float32, N*H*DV)}
-	gc, err := g.D.NewLatentCache(RKV+DR, pos0+N+3)
+	if pageRows == 0 {
+		pageRows = wgsl.DefaultPageRows(RKV+DR, pos0+N+3)
+	}
+	gc, err := g.D.NewPagedLatentCache(RKV+DR, pos0+N+3, pageRows)
 	check(g, err)
-	g.bufs = append(g.bufs, gc.Buf)
-	check(g, gc.AppendHost(rows))
+	g.bufs = append(g.bufs, gc.Pages...)
+	half := (pos0 + N) / 2 * (RKV + DR)
+	check(g, gc.AppendHost(rows[:half]))
+	check(g, g.D.Append(gc, g.Up(rows[half:]), RKV+DR, pos0+N-half/(RKV+DR)))
 	ga := &wgsl.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: g.Up(q), WKVB: g.Mat(W),
 		Cache: gc, O: g.Zeros(N * H * DV)}
 	if absorbed {
