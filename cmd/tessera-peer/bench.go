@@ -27,11 +27,12 @@ type variant struct {
 	Tessera string `json:"tessera_model"`
 	GGUF    string `json:"gguf"`
 	// NoExtraBuffers runs llama.cpp without its extra weight buffers
-	// (repacked / AMX weights). tessera's exports no longer need it: at
-	// 0ad4a86, on a CPU with AMX, an F16 or Q8_0 attn_k_b put in the AMX
-	// buffer aborts building the graph (GGML_ASSERT(*cur_backend_id != -1)),
-	// so `tessera export` writes that tensor F32; a GGUF from elsewhere may
-	// still need it.
+	// (repacked / AMX weights). At 0ad4a86 on this AMX CPU, an F16 or Q8_0
+	// attn_k_b in the AMX buffer aborts building the graph
+	// (GGML_ASSERT(*cur_backend_id != -1); `tessera export` now writes that
+	// tensor F32), and with it F32 the repacked k3-mini Q8_0 still aborts
+	// on the first decode in get_rows (ops.cpp:5138, i01 out of range), so
+	// the Q8_0 rounds run without the extra buffers.
 	NoExtraBuffers bool `json:"llamacpp_no_extra_buffers"`
 }
 
