@@ -91,22 +91,24 @@ fetch-peers:
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
 
-# Each fuzz target runs briefly on top of its committed seed corpus.
+# Each fuzz target runs briefly on top of its committed seed corpus
+# (scripts/fuzz/run.sh retries once a run that Go's coordinator ended with
+# "context deadline exceeded" and no failing input).
 FUZZ_TIME ?= 10s
 test-fuzz:
-	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/config/
-	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/safetensors/
-	$(GO) test -run=NONE -fuzz='^FuzzIndex$$' -fuzztime=$(FUZZ_TIME) ./core/safetensors/
-	$(GO) test -run=NONE -fuzz='^FuzzRoundTrip$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
-	$(GO) test -run=NONE -fuzz='^FuzzScannersMatchRegexp2$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
-	$(GO) test -run=NONE -fuzz='^FuzzLoaders$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
-	$(GO) test -run=NONE -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_TIME) ./core/imageio/
-	$(GO) test -run=NONE -fuzz='^FuzzTiktoken$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
-	$(GO) test -run=NONE -fuzz='^FuzzRenderKimi$$' -fuzztime=$(FUZZ_TIME) ./core/tokenizer/
-	$(GO) test -run=NONE -fuzz='^FuzzParseConfig$$' -fuzztime=$(FUZZ_TIME) ./core/vision/
-	$(GO) test -run=NONE -fuzz='^FuzzWriteNPY$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
-	$(GO) test -run=NONE -fuzz='^FuzzServeHTTP$$' -fuzztime=$(FUZZ_TIME) ./cmd/tessera/
-	$(GO) test -run=NONE -fuzz='^FuzzParse$$' -fuzztime=$(FUZZ_TIME) ./core/gguf/
+	@GO=$(GO) scripts/fuzz/run.sh FuzzParse ./core/config/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzParse ./core/safetensors/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzIndex ./core/safetensors/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzRoundTrip ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzScannersMatchRegexp2 ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzLoaders ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzDecode ./core/imageio/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzTiktoken ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzRenderKimi ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzParseConfig ./core/vision/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzWriteNPY ./cmd/tessera/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzServeHTTP ./cmd/tessera/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzParse ./core/gguf/ $(FUZZ_TIME)
 
 # Longer fuzzing of every target, with a table of executions per target
 # (RELIABILITY.md records it): FUZZ_CAMPAIGN_TIME per target, default 10m.
