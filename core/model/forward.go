@@ -68,7 +68,7 @@ type scratch struct {
 	idx                           []int     // [T, K]
 	wts                           []float32 // [T, K]
 	byExpert                      [][]int32 // token·K+slot per expert
-	tokX, tokY                    []float32 // gathered rows for one expert
+	tokY                          []float32 // the shared experts' output [T, d]
 	slotY                         []float32 // [T·K, w] routed experts' outputs by slot
 	experts                       expertsJob
 	workers                       []workerScratch // per pool worker (expertsJob)
@@ -126,7 +126,7 @@ func NewRunner(m *Model, opt Options) *Runner {
 	s.h1, s.h2 = f(T*I), f(T*I)
 	w := c.ExpertWidth()
 	s.lat, s.racc = f(T*w), f(T*w)
-	s.tokX, s.tokY = f(T*w), f(T*max(w, d))
+	s.tokY = f(T * max(w, d))
 	s.gemvs = make([]ref.GEMV, 0, max(2*c.TopK+2, 8)) // batched GEMVs of a decode step
 	if c.NumExperts > 0 {
 		s.router = f(2 * c.NumExperts)

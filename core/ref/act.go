@@ -16,13 +16,11 @@ func Softplus(x float32) float32 {
 	return float32(math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v))))
 }
 
-// Exps writes dst[i] = e^{src[i]} (dst may alias src). Like the other
-// slice activations below it runs 16 lanes at a time with float32
-// arithmetic where AVX-512 is available (within a few ulp of the scalar
-// float64 forms, which are its reference and fallback).
-func Exps(dst, src []float32) { expVec(dst, src) }
-
-// Sigmoids writes dst[i] = σ(src[i]) (dst may alias src).
+// Sigmoids writes dst[i] = σ(src[i]) (dst may alias src). Like the other
+// slice activations below (and expVec, the exp of the chunked KDA) it runs
+// 16 lanes at a time with float32 arithmetic where AVX-512 is available,
+// within a few ulp of the scalar float64 forms, which are its reference
+// and fallback.
 func Sigmoids(dst, src []float32) { sigmoidVec(dst, src) }
 
 // SiLUInPlace applies SiLU to every element of x.

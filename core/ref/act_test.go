@@ -46,7 +46,7 @@ func TestActivationsMatchGeneric(t *testing.T) {
 		x := actInputs(r, n)
 		y := actInputs(r, n)
 		got := make([]float32, n)
-		Exps(got, x)
+		expVec(got, x)
 		for i, v := range x {
 			near(t, float64(float32(math.Exp(float64(v)))), float64(got[i]), 4e-7, 1e-30, "exp(%v)", v)
 		}

@@ -203,17 +203,14 @@ func (w rows4) tail(r int, xt []float32) float32 {
 	return dotGeneric(buf[:len(xt)], xt)
 }
 
-// rowsDot writes out[o-lo] = W[o, :]·x for lo ≤ o < hi with the streaming
-// kernel of W's dtype: four rows at a time on AVX-512, one at a time
-// otherwise (buf: scratch of W.Cols floats). A row's result does not depend
-// on lo and hi (leftover rows run the four-row kernel on one row), so any
-// split of the rows over workers gives the same bits.
+// rowsDot is rowsDotGeneric with the four-row AVX-512 kernel for F32, F16,
+// BF16 and Q8 weights. A row's result does not depend on lo and hi
+// (leftover rows run the four-row kernel on one row), so any split of the
+// rows over workers gives the same bits.
 func rowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
 	out = out[:hi-lo]
-	if !useAVX512 || W.Cols < 16 {
-		for o := lo; o < hi; o++ {
-			out[o-lo] = rowDot(W, o, x, buf)
-		}
+	if !useAVX512 || W.Cols < 16 || W.DType.Blocked() {
+		rowsDotGeneric(W, lo, hi, x, out, buf)
 		return
 	}
 	var one [4]float32

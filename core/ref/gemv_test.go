@@ -111,6 +111,7 @@ func TestLinearTokensMatchDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	p := NewPool(2)
 	defer p.Close()
+	compared := 0
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		for _, T := range []int{2, 5, 6, 7, 13, 16, 23} {
 			for _, in := range []int{16, 17, 47, 64, 100} {
@@ -127,9 +128,15 @@ func TestLinearTokensMatchDecode(t *testing.T) {
 						Linear(p, one, x[tt*in:(tt+1)*in], 1, W)
 						require.Equal(t, one, got[tt*outN:(tt+1)*outN], "%v T=%d in=%d out=%d token %d", dt, T, in, outN, tt)
 					}
+					compared++
 				}
 			}
 		}
+	}
+	if useAVX512 {
+		require.Positive(t, compared, "AVX-512 present but no case ran the tiles")
+	} else {
+		t.Log("no AVX-512 here: only the tolerance tests (TestLinearTiles) cover Linear")
 	}
 }
 

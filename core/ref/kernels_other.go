@@ -29,13 +29,8 @@ func dotQ8(w []int8, scale float32, x []float32) float32 { return dotQ8Generic(w
 
 func widenQ8(dst []float32, src []int8, scale float32) { widenQ8Generic(dst, src, scale) }
 
-// rowsDot writes out[o-lo] = W[o, :]·x for lo ≤ o < hi (buf: scratch of
-// W.Cols floats).
 func rowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
-	out = out[:hi-lo]
-	for o := lo; o < hi; o++ {
-		out[o-lo] = rowDot(W, o, x, buf)
-	}
+	rowsDotGeneric(W, lo, hi, x, out, buf)
 }
 
 // spinPause is one busy-wait step (no PAUSE instruction here).
@@ -57,3 +52,6 @@ func mulRows(dst, v []float32)             { mulRowsGeneric(dst, v) }
 func dotRows(out, x, R []float32, ld int)  { dotRowsGeneric(out, x, R, ld) }
 
 func kdaStep(S, k, q, e, v, o []float32, beta float32) { kdaStepGeneric(S, k, q, e, v, o, beta) }
+
+// useAVX512 is false: no AVX-512 kernels on this build.
+const useAVX512 = false

@@ -179,14 +179,26 @@ func (j *batchJob) Run(w, lo, hi int) {
 	base := 0
 	for _, g := range j.gs {
 		n := g.W.Rows
-		if a, b := max(lo, base), min(hi, base+n); a < b && g.W.DType.Blocked() {
-			blockRowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
-		} else if a < b {
+		if a, b := max(lo, base), min(hi, base+n); a < b {
 			rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
 		}
 		base += n
 		if base >= hi {
 			return
 		}
+	}
+}
+
+// rowsDotGeneric writes out[o-lo] = W[o, :]·x for lo ≤ o < hi one row at a
+// time (block formats through their own row kernels; buf: scratch of
+// W.Cols floats, and of W.Cols/16 more for block scales).
+func rowsDotGeneric(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
+	out = out[:hi-lo]
+	if W.DType.Blocked() {
+		blockRowsDot(W, lo, hi, x, out, buf)
+		return
+	}
+	for o := lo; o < hi; o++ {
+		out[o-lo] = rowDot(W, o, x, buf)
 	}
 }

@@ -66,10 +66,11 @@ type Pool struct {
 	rows [][]float32
 	// One instance of each parallel op's job, reused so that running an op
 	// allocates nothing.
-	lin   linearJob
-	batch batchJob
-	attn  attnJob
-	kda   kdaJob
+	lin     linearJob
+	blocked blockedJob
+	batch   batchJob
+	attn    attnJob
+	kda     kdaJob
 }
 
 type span struct {

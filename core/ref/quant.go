@@ -1,10 +1,6 @@
 package ref
 
-import (
-	"sync"
-
-	"github.com/tessera-llm/tessera/core/tensor"
-)
+import "github.com/tessera-llm/tessera/core/tensor"
 
 // Kernels for weights in ggml block formats (tensor.Q8_0, Q4_0, Q4K, Q5K,
 // Q6K, MXFP4). Activations stay float32: a row is dequantized exactly as
@@ -37,7 +33,7 @@ func blockRowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
 // dequantizes gemmRows rows at a time into scratch and runs the float32
 // register tiles over all T tokens.
 func linearBlocked(p *Pool, out, x []float32, T int, W *tensor.Mat) {
-	j := blockedJobs.Get().(*blockedJob)
+	j := &p.blocked
 	// Scratch: gemmRows dequantized rows, then Cols/16 floats of scales.
 	*j = blockedJob{out: out[:T*W.Rows], x: x[:T*W.Cols], T: T, W: W, scratch: p.rowScratch(gemmRows*W.Cols + W.Cols/16)}
 	grain := 1 + 32768/max(1, W.Cols*T)
@@ -46,11 +42,7 @@ func linearBlocked(p *Pool, out, x []float32, T int, W *tensor.Mat) {
 	}
 	p.For(W.Rows, grain, j)
 	*j = blockedJob{}
-	blockedJobs.Put(j)
 }
-
-// blockedJobs recycles jobs so that a decode step allocates nothing.
-var blockedJobs = sync.Pool{New: func() any { return new(blockedJob) }}
 
 type blockedJob struct {
 	out, x  []float32
