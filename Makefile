@@ -37,9 +37,10 @@ test: setup lint test-unit test-desktop test-browser test-fuzz test-builds
 # XDG_RUNTIME_DIR silences Mesa's WSI warning on headless machines.
 export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && chmod 700 $$d && echo $$d)
 
-# djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with.
+# djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with,
+# jinja2 the reference renderer of the exported chat template.
 test-unit: fetch-tokenizers fetch-peers
-	@scripts/setup.sh jpeg
+	@scripts/setup.sh jpeg jinja
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
 # The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must

@@ -611,9 +611,12 @@ func writeTokConfig(t *testing.T, dir, js string) string {
 // jinja2 (what Hugging Face uses; llama.cpp's and Ollama's engines follow
 // it) and compares with tessera's own renderer.
 func TestKimiChatTemplateMatchesRenderKimi(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil || exec.Command(py, "-c", "import jinja2").Run() != nil {
-		t.Skip("python3 with jinja2 not available")
+	py := jinjaPython()
+	if py == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but no python3 can import jinja2: install it with scripts/setup.sh jinja")
+		}
+		t.Skip("python3 with jinja2 not available (scripts/setup.sh jinja)")
 	}
 	convs := [][]tokenizer.Message{
 		{{Role: "user", Content: "Hi"}},
@@ -639,4 +642,20 @@ print(json.dumps([tm.render(messages=c or [], add_generation_prompt=g) for c in 
 		}
 	}
 	assert.Equal(t, want, got)
+}
+
+// jinjaPython is a python3 that can import jinja2: the one on PATH, else
+// Debian's (/usr/bin/python3 with python3-jinja2, which scripts/setup.sh
+// installs when another python3 comes first on PATH); "" if none.
+func jinjaPython() string {
+	cands := []string{"/usr/bin/python3"}
+	if p, err := exec.LookPath("python3"); err == nil {
+		cands = append([]string{p}, cands...)
+	}
+	for _, py := range cands {
+		if exec.Command(py, "-c", "import jinja2").Run() == nil {
+			return py
+		}
+	}
+	return ""
 }
