@@ -40,7 +40,7 @@ export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && 
 # djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with,
 # jinja2 the reference renderer of the exported chat template.
 test-unit: fetch-tokenizers fetch-peers
-	@scripts/setup.sh jpeg jinja
+	@scripts/setup.sh jpeg jinja wasm
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
 # The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must
@@ -116,9 +116,13 @@ test-fuzz:
 fuzz:
 	scripts/fuzz/campaign.sh $(or $(FUZZ_CAMPAIGN_TIME),10m)
 
-# The core builds for the browser (GOOS=js) and without cgo.
+# The core builds for the browser (GOOS=js) and without cgo; the browser's
+# CPU kernels (core/ref's SIMD128 module and the rows they compute) run in
+# Node as the worker runs them.
 test-builds:
+	@scripts/setup.sh wasm
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear' ./core/ref/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	GOOS=js GOARCH=wasm $(GO) vet -tags cpuonly ./wasm/
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/
