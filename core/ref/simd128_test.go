@@ -1,3 +1,5 @@
+//go:build !js
+
 package ref
 
 import (
@@ -11,9 +13,15 @@ import (
 )
 
 // TestSIMD128ModuleIsAssembledFromSource: the committed kernel module the
-// browser build embeds is what wat2wasm makes of simd128/kernels.wat
-// (regenerate with `go generate ./core/ref`).
+// browser build embeds is what wat2wasm makes of simd128/kernels.wat, and
+// that is what scripts/gen/simd128.py writes (regenerate both with
+// `go generate ./core/ref`).
 func TestSIMD128ModuleIsAssembledFromSource(t *testing.T) {
+	gen, err := exec.Command("python3", "../../scripts/gen/simd128.py").Output()
+	require.NoError(t, err, "scripts/gen/simd128.py")
+	src, err := os.ReadFile("simd128/kernels.wat")
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(gen, src), "simd128/kernels.wat is not what scripts/gen/simd128.py writes: run go generate ./core/ref")
 	tool, err := exec.LookPath("wat2wasm")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

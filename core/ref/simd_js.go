@@ -12,9 +12,8 @@ import (
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
-//go:generate wat2wasm simd128/kernels.wat -o simd128/kernels.wasm
-
-// simd128Wasm is the SIMD128 kernel module (simd128/kernels.wat).
+// simd128Wasm is the SIMD128 kernel module (simd128/kernels.wat, generated
+// by scripts/gen/simd128.py).
 //
 //go:embed simd128/kernels.wasm
 var simd128Wasm []byte

@@ -112,3 +112,21 @@ func TestSIMD128PrefillMatchesDecode(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSIMD128Rows is one decode product of a 4096×256 matrix (k3-micro's
+// LM head) per dtype.
+func BenchmarkSIMD128Rows(b *testing.B) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8} {
+		b.Run(dt.String(), func(b *testing.B) {
+			W, _ := randMat(r, 4096, 256, dt)
+			x := randVec(r, 256, 1)
+			out := make([]float32, 4096)
+			buf := make([]float32, 256)
+			b.SetBytes(int64(4096 * 256))
+			for b.Loop() {
+				rowsDot(W, 0, 4096, x, out, buf)
+			}
+		})
+	}
+}
