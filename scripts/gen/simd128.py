@@ -55,13 +55,15 @@ def splat(v):
     return f"(v128.const i32x4 {v} {v} {v} {v})"
 
 
-def f16x4(load, h, m):
-    """f32x4 of four f16 patterns (i32 lanes) loaded by `load`."""
-    return (f"(v128.or (i32x4.shl (v128.and (local.tee {h} {load}) {splat('0x8000')}) (i32.const 16))"
-            f" (v128.bitselect"
-            f" (v128.or (local.tee {m} (i32x4.shl (v128.and (local.get {h}) {splat('0x7fff')}) (i32.const 13))) {splat('0x70000000')})"
+def f16x4(load, m):
+    """f32x4 of four f16 patterns, `load` giving them sign-extended in i32
+    lanes: m = sign | exponent,mantissa in f32 position; finite values are
+    m·2^112 (exact, subnormals and ±0 included), exponent 31 keeps its
+    mantissa under an all-ones exponent (±Inf, NaN)."""
+    return (f"(v128.bitselect"
+            f" (v128.or (local.tee {m} (v128.and (i32x4.shl {load} (i32.const 13)) {splat('0x8fffe000')})) {splat('0x70000000')})"
             f" (f32x4.mul (local.get {m}) {splat('0x77800000')})"
-            f" (i32x4.ge_u (local.get {m}) {splat('0x0f800000')})))")
+            f" (i32x4.eq (v128.and (local.get {m}) {splat('0x0f800000')}) {splat('0x0f800000')}))")
 
 
 def wvec(dt, ptr, off):
@@ -71,7 +73,7 @@ def wvec(dt, ptr, off):
     if dt == "bf16":
         return f"(i32x4.shl (v128.load16x4_u offset={off} (local.get {ptr})) (i32.const 16))"
     if dt == "f16":
-        return f16x4(f"(v128.load16x4_u offset={off} (local.get {ptr}))", "$h", "$m")
+        return f16x4(f"(v128.load16x4_s offset={off} (local.get {ptr}))", "$m")
     return (f"(f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s"
             f" (v128.load32_zero offset={off} (local.get {ptr})))))")
 
@@ -83,7 +85,7 @@ def wscal(dt, ptr):
     if dt == "bf16":
         return f"(f32.reinterpret_i32 (i32.shl (i32.load16_u (local.get {ptr})) (i32.const 16)))"
     if dt == "f16":
-        return f"(f32x4.extract_lane 0 {f16x4(f'(i32x4.splat (i32.load16_u (local.get {ptr})))', '$h', '$m')})"
+        return f"(f32x4.extract_lane 0 {f16x4(f'(i32x4.splat (i32.load16_s (local.get {ptr})))', '$m')})"
     return f"(f32.convert_i32_s (i32.load8_s (local.get {ptr})))"
 
 
@@ -107,7 +109,7 @@ def incr(var, by):
     return f"(local.set {var} (i32.add (local.get {var}) {by}))"
 
 
-LOCALS_HALF = "(local $h v128) (local $m v128)"
+LOCALS_HALF = "(local $m v128)"
 
 
 def dot1(dt):
