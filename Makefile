@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -91,6 +91,12 @@ fetch-peers:
 
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
+
+# The chat-template goldens (testdata/chat/goldens.json): the published
+# templates of testdata/chat/templates rendered by python3-jinja2.
+chat-goldens:
+	@scripts/setup.sh jinja
+	/usr/bin/python3 scripts/chat/goldens.py
 
 # Each fuzz target runs briefly on top of its committed seed corpus
 # (scripts/fuzz/run.sh retries once a run that Go's coordinator ended with
