@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -219,4 +220,35 @@ func jinjaPython() string {
 		}
 	}
 	return ""
+}
+
+// TestBuiltinMatchesKimiK2: the built-in Kimi format equals jinja2's
+// rendering of the published Kimi-K2 template for every golden
+// conversation it can render the same: one that opens with a system
+// message (the two differ only in the default system prompt they insert),
+// without tools, tool calls or images.
+func TestBuiltinMatchesKimiK2(t *testing.T) {
+	spec, g := readGoldens(t)
+	want := map[string]string{}
+	for _, r := range g.Results {
+		if r.Template == "kimi-k2" && r.Output != nil {
+			want[r.Case] = *r.Output
+		}
+	}
+	n := 0
+	for _, c := range spec.Cases {
+		if len(c.Messages) == 0 || c.Messages[0].Role != "system" || len(c.Tools) > 0 || len(Images(c.Messages)) > 0 {
+			continue
+		}
+		if slices.ContainsFunc(c.Messages, func(m Message) bool { return len(m.ToolCalls) > 0 }) {
+			continue
+		}
+		w, ok := want[c.Name]
+		require.True(t, ok, c.Name)
+		got, err := Builtin().Render(Input{Messages: c.Messages, AddGenerationPrompt: c.AddGenerationPrompt})
+		require.NoError(t, err, c.Name)
+		require.Equal(t, w, got, c.Name)
+		n++
+	}
+	require.GreaterOrEqual(t, n, 5, "cases compared")
 }
