@@ -48,7 +48,7 @@ test-unit: fetch-tokenizers fetch-peers
 # with the server's model files gone. Under CI=true a missing Chromium fails.
 test-browser: setup
 	@scripts/setup.sh browser
-	$(GO) test -count=1 -run 'TestBrowserE2E$$' -v ./cmd/tessera
+	$(GO) test -count=1 -run 'TestBrowserE2E$$|TestBrowserChatAPI$$' -v ./cmd/tessera
 
 # The browser bundle: bin/wasm/{tessera.wasm,tessera.wasm.gz,wasm_exec.js}.
 wasm:

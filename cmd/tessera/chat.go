@@ -52,7 +52,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stop := chatStops(m.Cfg.EOSTokenIDs, codec, rd)
+	stop := rd.StopTokens(codec, m.Cfg.EOSTokenIDs)
 	r := model.NewRunner(m, model.Options{})
 	defer r.Close()
 	sess := generate.NewSession(r, 0)
@@ -199,22 +199,6 @@ func chatDelta(fed, full string) (delta string, reset bool) {
 		return full[len(fed):], false
 	}
 	return full, fed != ""
-}
-
-// chatStops are the token ids that end a reply: the model's eos ids, the
-// chat template's eos_token and the Kimi end-of-turn marker when the
-// tokenizer has them.
-func chatStops(eos []int, codec tokenizer.Codec, rd *chat.Renderer) []int {
-	stop := slices.Clone(eos)
-	for _, s := range []string{rd.Token("eos_token"), tokenizer.KimiEnd} {
-		if s == "" {
-			continue
-		}
-		if id, ok := codec.TokenID(s); ok && !slices.Contains(stop, id) {
-			stop = append(stop, id)
-		}
-	}
-	return stop
 }
 
 func codecDecode(c tokenizer.Codec, ids []int) (string, error) {

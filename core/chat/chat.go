@@ -367,6 +367,22 @@ func checkMessages(msgs []Message) error {
 	return nil
 }
 
+// StopTokens are the token ids that end a reply: eos (the model config's
+// eos_token_id), the template's eos_token and the Kimi end-of-turn
+// marker, those of them the codec knows.
+func (r *Renderer) StopTokens(codec tokenizer.Codec, eos []int) []int {
+	stop := slices.Clone(eos)
+	for _, s := range []string{r.Token("eos_token"), tokenizer.KimiEnd} {
+		if s == "" {
+			continue
+		}
+		if id, ok := codec.TokenID(s); ok && !slices.Contains(stop, id) {
+			stop = append(stop, id)
+		}
+	}
+	return stop
+}
+
 // renderBuiltin renders in the built-in Kimi format: each message's text
 // (text parts joined) with its images as placeholders ahead of it.
 func renderBuiltin(in Input) (string, error) {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
+
+	"github.com/tessera-llm/tessera/core/generate"
 )
 
 // Request is an OpenAI chat-completion request, as the browser's
@@ -239,6 +242,34 @@ func (r *Request) MaxNewTokens(def int) int {
 		return *r.MaxTokens
 	}
 	return def
+}
+
+// SamplerOptions are the request's sampling options with OpenAI's
+// defaults (temperature 1, top_p 1); without a seed, a random one (as
+// OpenAI samples differently on every call).
+func (r *Request) SamplerOptions() generate.SamplerOptions {
+	o := generate.SamplerOptions{Temperature: 1, TopP: 1}
+	if r.Temperature != nil {
+		o.Temperature = float32(*r.Temperature)
+	}
+	if r.TopP != nil {
+		o.TopP = float32(*r.TopP)
+	}
+	if r.TopK != nil {
+		o.TopK = *r.TopK
+	}
+	if r.MinP != nil {
+		o.MinP = float32(*r.MinP)
+	}
+	if r.RepetitionPenalty != nil {
+		o.RepetitionPenalty = float32(*r.RepetitionPenalty)
+	}
+	if r.Seed != nil {
+		o.Seed = uint64(*r.Seed)
+	} else {
+		o.Seed = rand.Uint64()
+	}
+	return o
 }
 
 // Input is the template input of the request: its messages and tools,

@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -91,4 +94,35 @@ func TestStopper(t *testing.T) {
 	s := NewStopper([]string{"STOP"})
 	e, _ := s.Push("go ST")
 	assert.Equal(t, "go ", e)
+}
+
+func TestSamplerOptions(t *testing.T) {
+	r, err := ParseRequest([]byte(`{"messages": [{"role": "user", "content": "x"}]}`))
+	require.NoError(t, err)
+	o := r.SamplerOptions()
+	assert.Equal(t, float32(1), o.Temperature, "OpenAI's default temperature")
+	assert.Equal(t, float32(1), o.TopP)
+	assert.NotEqual(t, o.Seed, r.SamplerOptions().Seed, "a random seed per call without one")
+	r, err = ParseRequest([]byte(`{"messages": [{"role": "user", "content": "x"}], "temperature": 0.5, "top_p": 0.9, "seed": 7,
+		"top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1}`))
+	require.NoError(t, err)
+	o = r.SamplerOptions()
+	assert.Equal(t, generate.SamplerOptions{Temperature: 0.5, TopP: 0.9, Seed: 7, TopK: 40, MinP: 0.05, RepetitionPenalty: 1.1}, o)
+	require.NoError(t, o.Validate())
+}
+
+// fakeCodec knows a few special tokens.
+type fakeCodec struct{ tokenizer.Codec }
+
+func (fakeCodec) TokenID(s string) (int, bool) {
+	id, ok := map[string]int{"<|im_end|>": 9, "</s>": 2}[s]
+	return id, ok
+}
+
+func TestStopTokens(t *testing.T) {
+	assert.Equal(t, []int{2, 9}, Builtin().StopTokens(fakeCodec{}, []int{2}))
+	r, err := FromSource("x", map[string]string{"eos_token": "</s>"})
+	require.NoError(t, err)
+	assert.Equal(t, []int{7, 2, 9}, r.StopTokens(fakeCodec{}, []int{7}))
+	assert.Equal(t, []int{2, 9}, r.StopTokens(fakeCodec{}, []int{2}), "no duplicates")
 }
