@@ -152,3 +152,26 @@ func TestChatDelta(t *testing.T) {
 		require.Equal(t, tc.reset, r)
 	}
 }
+
+// A GGUF file's tokenizer.chat_template (here the template of
+// tokenizer_config.json that export carries over) renders the chat.
+func TestChatGGUFTemplate(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "m")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	byteLevelTokenizer(t, dir)
+	tmpl := `{% for m in messages %}<|im_user|>{{ m.role | upper }}:{{ m.content }}<|im_end|>{% endfor %}{% if add_generation_prompt %}<|im_assistant|>{% endif %}`
+	cfg, err := json.Marshal(map[string]any{"chat_template": tmpl})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644))
+	f := filepath.Join(tmp, "m.gguf")
+	code, _, errs = tessera(t, "export", "--model", dir, "--out", f, "--type", "f32")
+	require.Zero(t, code, errs)
+	chatInput = strings.NewReader("hi\n/prompt\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out, errs := tessera(t, "chat", "--model", f, "--max-tokens", "2", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, errs, "tessera chat (GGUF tokenizer.chat_template)")
+	require.Contains(t, out, "<|im_user|>USER:hi<|im_end|>")
+}

@@ -264,10 +264,7 @@ const probe = "tessera-probe-7f3a"
 func (r *Renderer) probeTextOnly() bool {
 	t := r.templates["default"]
 	if t == nil {
-		for _, n := range r.Names() {
-			t = r.templates[n]
-			break
-		}
+		t = r.templates[r.Names()[0]]
 	}
 	out, err := t.Render(Input{Messages: []Message{{Role: "user", Content: Parts(Part{Type: "text", Text: probe})}}, AddGenerationPrompt: true})
 	// A lenient engine may print the list itself (Python's repr of it):

@@ -39,8 +39,8 @@ type Template struct {
 // refused, so removing it from the output removes only what Parse put in.
 const guard = "\uFDD0"
 
-// Parse compiles a chat template. The error names the line of a syntax
-// error.
+// Parse compiles a chat template. The error says what is wrong, with its
+// line where the engine knows it (the guard adds no lines).
 func Parse(src string) (*Template, error) {
 	if strings.Contains(src, guard) {
 		return nil, errors.New("chat template contains U+FDD0, a Unicode noncharacter tessera reserves")
