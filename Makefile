@@ -111,6 +111,7 @@ test-fuzz:
 	@GO=$(GO) scripts/fuzz/run.sh FuzzLoaders ./core/tokenizer/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzDecode ./core/imageio/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzTiktoken ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzTemplate ./core/chat/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzRenderKimi ./core/tokenizer/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzParseConfig ./core/vision/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzWriteNPY ./cmd/tessera/ $(FUZZ_TIME)

@@ -95,6 +95,22 @@ func boolInt(b bool) int {
 func guardTags(src string) string {
 	segs := scanSegments(src)
 	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	// startsSpace[i]: the first text at or after segment i starts with
+	// whitespace; endsSpace[i]: the last text at or before i ends with it.
+	startsSpace, endsSpace := make([]bool, len(segs)+1), make([]bool, len(segs))
+	for i := len(segs) - 1; i >= 0; i-- {
+		startsSpace[i] = startsSpace[i+1]
+		if segs[i].tag == 0 {
+			startsSpace[i] = isSpace(src[segs[i].start])
+		}
+	}
+	for i, sg := range segs {
+		if sg.tag == 0 {
+			endsSpace[i] = isSpace(src[sg.end-1])
+		} else if i > 0 {
+			endsSpace[i] = endsSpace[i-1]
+		}
+	}
 	var b strings.Builder
 	last := 0
 	for i := 0; i+1 < len(segs); i++ {
@@ -102,24 +118,7 @@ func guardTags(src string) string {
 		if a.tag == 0 || c.tag == 0 {
 			continue
 		}
-		need := false
-		if a.trimsRight() {
-			for _, t := range segs[i+2:] {
-				if t.tag == 0 {
-					need = isSpace(src[t.start])
-					break
-				}
-			}
-		}
-		if !need && c.trimsLeft() {
-			for k := i - 1; k >= 0; k-- {
-				if t := segs[k]; t.tag == 0 {
-					need = isSpace(src[t.end-1])
-					break
-				}
-			}
-		}
-		if need {
+		if (a.trimsRight() && startsSpace[i+2]) || (c.trimsLeft() && i > 0 && endsSpace[i-1]) {
 			b.WriteString(src[last:a.end])
 			b.WriteString(guard)
 			last = a.end

@@ -41,10 +41,11 @@ const guard = "\uFDD0"
 
 // Parse compiles a chat template. The error says what is wrong, with its
 // line where the engine knows it (the guard adds no lines).
-func Parse(src string) (*Template, error) {
+func Parse(src string) (t0 *Template, err error) {
 	if strings.Contains(src, guard) {
 		return nil, errors.New("chat template contains U+FDD0, a Unicode noncharacter tessera reserves")
 	}
+	defer recoverAs(&err, "parsing the chat template")
 	t, err := jinja.Compile(guardTags(src))
 	if err != nil {
 		return nil, fmt.Errorf("chat template does not parse: %w", err)
@@ -76,7 +77,8 @@ type Input struct {
 
 // Render renders in. A template that fails (an undefined operation, or
 // raise_exception) returns an error carrying the template's message.
-func (t *Template) Render(in Input) (string, error) {
+func (t *Template) Render(in Input) (_ string, err error) {
+	defer recoverAs(&err, "rendering the chat template")
 	data := map[string]jinja.Value{}
 	for k, v := range t.Tokens {
 		data[k] = jinja.NewString(v)
@@ -140,6 +142,14 @@ func (t *Template) Render(in Input) (string, error) {
 		return "", fmt.Errorf("chat template: %w", err)
 	}
 	return strings.ReplaceAll(out, guard, ""), nil
+}
+
+// recoverAs turns a panic of the Jinja engine (a template it mishandles)
+// into an error: a model's template is input, never a crash.
+func recoverAs(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: internal error of the Jinja engine: %v", what, r)
+	}
 }
 
 // goValue converts a Go value to a template value through JSON (maps get
