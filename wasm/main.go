@@ -474,10 +474,20 @@ func (h *host) infoValue() (any, error) {
 		h.gpu = &g
 	}
 	h.gpu.Errors = gpuErrors
+	h.mu.Lock()
+	rd := h.chat
+	h.mu.Unlock()
+	chatTemplate := ""
+	if rd != nil {
+		chatTemplate = rd.Source
+	}
 	return toJS(struct {
 		engine.Info
 		Adapter *gpuInfo `json:"adapter"`
-	}{e.Info(), h.gpu})
+		// ChatTemplate: where chat.completions.create's template comes
+		// from (a file name, or the built-in Kimi format).
+		ChatTemplate string `json:"chatTemplate"`
+	}{e.Info(), h.gpu, chatTemplate})
 }
 
 // dispose() frees the model; generate then fails until load is called.

@@ -220,7 +220,9 @@ export class Tessera {
    * limits}), tokenizer, context; vision (the model takes images) and
    * imageTokens ({sampleWidth, sampleHeight, sample: tokens of a sample
    * image, max: tokens of the largest image after resizing, patchSize,
-   * minPixels, maxPixels}) for a vision model.
+   * minPixels, maxPixels}) for a vision model; chatTemplate: where the
+   * template of chat.completions.create comes from ("tokenizer_config.json",
+   * "chat_template.jinja", … or "built-in Kimi format").
    */
   async info() {
     return this.#call({ type: 'info' });

@@ -35,7 +35,7 @@ try {
   for (const m of spec.models) {
     const engine = await Tessera.load(m.url, { cacheName: '' });
     const base = { model: 'k3-micro', messages: spec.messages, max_tokens: spec.maxTokens, temperature: 0 };
-    const r = {};
+    const r = { chatTemplate: (await engine.info()).chatTemplate };
     r.plain = await engine.chat.completions.create(base);
     r.chunks = [];
     for await (const c of await engine.chat.completions.create({ ...base, stream: true, stream_options: { include_usage: true } })) r.chunks.push(c);
@@ -112,9 +112,10 @@ type chatReport struct {
 	OK      bool   `json:"ok"`
 	Error   string `json:"error"`
 	Results map[string]struct {
-		Plain    chatCompletion `json:"plain"`
-		Chunks   []chatChunk    `json:"chunks"`
-		Generate []struct {
+		ChatTemplate string         `json:"chatTemplate"`
+		Plain        chatCompletion `json:"plain"`
+		Chunks       []chatChunk    `json:"chunks"`
+		Generate     []struct {
 			ID   int    `json:"id"`
 			Text string `json:"text"`
 		} `json:"generate"`
@@ -301,6 +302,7 @@ func TestBrowserChatAPI(t *testing.T) {
 			if n == len(r.Generate) && len(r.Generate) < maxTok {
 				finish = "stop" // generate stopped at an eos id
 			}
+			assert.Equal(t, m.source, r.ChatTemplate, "info().chatTemplate")
 			p := r.Plain
 			require.Len(t, p.Choices, 1)
 			assert.Equal(t, "chat.completion", p.Object)
