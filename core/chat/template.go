@@ -23,7 +23,11 @@ import (
 // applies a tag's trimming to the nearest text even when other tags stand
 // between (Jinja trims only the adjacent text); Parse guards against that
 // by putting an invisible separator (guard) between such adjacent tags,
-// removed from the output.
+// removed from the output. The engine is also more lenient than Python
+// where a template does something its authors did not intend (iterating
+// None, adding a string and a list, indexing past a list's end): jinja2
+// raises, it renders. Every conversation a template takes renders byte for
+// byte as jinja2 renders it (TestGoldens).
 type Template struct {
 	src  string
 	tmpl *jinja.Template
