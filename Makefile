@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -48,7 +48,7 @@ test-unit: fetch-tokenizers fetch-peers
 # with the server's model files gone. Under CI=true a missing Chromium fails.
 test-browser: setup
 	@scripts/setup.sh browser
-	$(GO) test -count=1 -run 'TestBrowserE2E$$' -v ./cmd/tessera
+	$(GO) test -count=1 -run 'TestBrowserE2E$$|TestBrowserChatAPI$$' -v ./cmd/tessera
 
 # The browser bundle: bin/wasm/{tessera.wasm,tessera.wasm.gz,wasm_exec.js}.
 wasm:
@@ -92,6 +92,12 @@ fetch-peers:
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
 
+# The chat-template goldens (testdata/chat/goldens.json): the published
+# templates of testdata/chat/templates rendered by python3-jinja2.
+chat-goldens:
+	@scripts/setup.sh jinja
+	/usr/bin/python3 scripts/chat/goldens.py
+
 # Each fuzz target runs briefly on top of its committed seed corpus
 # (scripts/fuzz/run.sh retries once a run that Go's coordinator ended with
 # "context deadline exceeded" and no failing input).
@@ -105,6 +111,7 @@ test-fuzz:
 	@GO=$(GO) scripts/fuzz/run.sh FuzzLoaders ./core/tokenizer/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzDecode ./core/imageio/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzTiktoken ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzTemplate ./core/chat/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzRenderKimi ./core/tokenizer/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzParseConfig ./core/vision/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzWriteNPY ./cmd/tessera/ $(FUZZ_TIME)

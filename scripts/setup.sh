@@ -18,7 +18,7 @@ for w in "${want[@]}"; do
     browser) add chromium ;;
     torch)   add python3-torch python3-numpy ;;
     jpeg)    add libjpeg-turbo-progs ;;  # djpeg, the reference of TestJPEGAgainstLibjpegTurbo
-    jinja)   add python3 python3-jinja2 ;;  # jinja2, the reference of TestKimiChatTemplateMatchesRenderKimi
+    jinja)   add python3 python3-jinja2 ;;  # jinja2, the reference of TestKimiChatTemplateMatchesRenderKimi and core/chat's goldens
     wasm)    add wabt nodejs python3 ;;  # scripts/gen/simd128.py + wat2wasm make core/ref's SIMD128 kernels; node runs GOOS=js tests
     npm)     command -v npm >/dev/null 2>&1 || add npm ;;
     desktop) add gcc libc6-dev pkg-config libgl1-mesa-dev libxcursor-dev libxi-dev libxinerama-dev libxrandr-dev libxxf86vm-dev xvfb xauth libgl1-mesa-dri ;;

@@ -13,6 +13,9 @@
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
 //	                                         before the prompt
+//	chat(requestJSON, images,       → result an OpenAI chat completion: the
+//	     onEvent)                            messages rendered by the model's
+//	                                         chat template (chat.go)
 //	cancel()                                 stop the running generation
 //	info()                          → info   model facts, backend, adapter
 //	dispose()                                free the model
@@ -56,6 +59,7 @@ import (
 	"syscall/js"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/wasm/engine"
@@ -67,6 +71,7 @@ import (
 type host struct {
 	mu     sync.Mutex
 	eng    *engine.Engine
+	chat   *chat.Renderer // the model's chat template, or the built-in Kimi format
 	cancel context.CancelFunc
 	gpu    *gpuInfo
 }
@@ -76,6 +81,7 @@ func main() {
 	exports := map[string]any{
 		"load":     js.FuncOf(h.load),
 		"generate": js.FuncOf(h.generate),
+		"chat":     js.FuncOf(h.chatCompletion),
 		"cancel":   js.FuncOf(h.cancelGen),
 		"info":     js.FuncOf(h.info),
 		"dispose":  js.FuncOf(h.dispose),
@@ -213,9 +219,14 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		default:
 			return nil, fmt.Errorf("load: backend %q: want cpu, gpu or auto", backend)
 		}
+		rd, err := loadChat(open)
+		if err != nil {
+			e.Close()
+			return nil, loadErr(err)
+		}
 		h.mu.Lock()
 		old := h.eng
-		h.eng = e
+		h.eng, h.chat = e, rd
 		h.mu.Unlock()
 		if old != nil {
 			old.Close()
@@ -308,14 +319,8 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		h.mu.Lock()
-		if h.cancel != nil {
-			h.cancel()
-		}
-		h.cancel = cancel
-		h.mu.Unlock()
-		defer cancel()
+		ctx, done := h.begin()
+		defer done()
 		y := newYielder()
 		defer y.close()
 		emitted := false
@@ -469,10 +474,20 @@ func (h *host) infoValue() (any, error) {
 		h.gpu = &g
 	}
 	h.gpu.Errors = gpuErrors
+	h.mu.Lock()
+	rd := h.chat
+	h.mu.Unlock()
+	chatTemplate := ""
+	if rd != nil {
+		chatTemplate = rd.Source
+	}
 	return toJS(struct {
 		engine.Info
 		Adapter *gpuInfo `json:"adapter"`
-	}{e.Info(), h.gpu})
+		// ChatTemplate: where chat.completions.create's template comes
+		// from (a file name, or the built-in Kimi format).
+		ChatTemplate string `json:"chatTemplate"`
+	}{e.Info(), h.gpu, chatTemplate})
 }
 
 // dispose() frees the model; generate then fails until load is called.

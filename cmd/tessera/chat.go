@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
@@ -14,16 +16,16 @@ import (
 )
 
 func init() {
-	register("chat", "interactive chat with a model (Kimi chat format), streaming", cmdChat)
+	register("chat", "interactive chat with a model (its chat template, else the Kimi chat format), streaming", cmdChat)
 }
 
 // chatInput is where the REPL reads from; tests replace it.
 var chatInput io.Reader = os.Stdin
 
 func cmdChat(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chat", "--model DIR [--system TEXT] [sampling flags]\n\nIn the chat: /image PATH attaches an image to the next message, /reset, /exit.", stderr)
+	fs := newFlags("chat", "--model DIR [--system TEXT] [sampling flags]\n\nThe conversation is rendered by the model's chat template (tokenizer_config.json,\nchat_template.jinja or a GGUF's tokenizer.chat_template), else in the built-in Kimi format.\nIn the chat: /image PATH attaches an image to the next message, /prompt shows the\nconversation as the model sees it, /reset, /exit.", stderr)
 	dir := fs.String("model", "", "model directory with a tokenizer (tokenizer.json or tiktoken.model)")
-	system := fs.String("system", tokenizer.DefaultKimiSystemPrompt, "system prompt")
+	system := fs.String("system", "", "system prompt (default: none, so the template's own default applies; the built-in Kimi format uses \""+tokenizer.DefaultKimiSystemPrompt+"\")")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
 	sf := addSamplingFlags(fs, 0.7, 0.95)
 	if err := parseFlags(fs, args); err != nil {
@@ -46,19 +48,25 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if _, isByte := codec.(tokenizer.ByteCodec); isByte {
 		return fmt.Errorf("%s has no tokenizer.json or tiktoken.model: chat needs the model's tokenizer", *dir)
 	}
-	stop := append([]int(nil), m.Cfg.EOSTokenIDs...)
-	if id, ok := codec.TokenID(tokenizer.KimiEnd); ok {
-		stop = append(stop, id)
+	rd, err := loadChat(*dir)
+	if err != nil {
+		return err
 	}
+	stop := rd.StopTokens(codec, m.Cfg.EOSTokenIDs)
 	r := model.NewRunner(m, model.Options{})
 	defer r.Close()
 	sess := generate.NewSession(r, 0)
-	msgs := []tokenizer.Message{{Role: "system", Content: *system}}
+	var first []chat.Message
+	if *system != "" {
+		first = []chat.Message{{Role: "system", Content: chat.Text(*system)}}
+	}
+	msgs := slices.Clone(first)
 	in := bufio.NewScanner(chatInput)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
-	fmt.Fprintln(stderr, "tessera chat — /image PATH attaches an image to your next message, /reset clears the conversation, /exit quits")
+	fmt.Fprintf(stderr, "tessera chat (%s) — /image PATH attaches an image to your next message, /prompt shows the prompt, /reset clears the conversation, /exit quits\n", rd.Source)
 	var pending [][]byte // images for the next user message
-	rendered := ""       // the conversation as fed so far (RenderKimi text)
+	var images [][]byte  // the images of the conversation so far, in order
+	fed := ""            // the text the model has seen: renderings fed plus replies
 	for {
 		fmt.Fprint(stdout, "> ")
 		if !in.Scan() {
@@ -72,11 +80,19 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		case line == "/exit" || line == "/quit":
 			return nil
 		case line == "/reset":
-			msgs, pending, rendered = msgs[:1], nil, ""
+			msgs, pending, images, fed = slices.Clone(first), nil, nil, ""
 			if err := sess.Reset(); err != nil {
 				return err
 			}
 			fmt.Fprintln(stdout, "(conversation cleared)")
+			continue
+		case line == "/prompt":
+			text, err := rd.Render(chat.Input{Messages: msgs, AddGenerationPrompt: true})
+			if err != nil {
+				fmt.Fprintf(stdout, "(%v)\n", err)
+				continue
+			}
+			fmt.Fprintf(stdout, "%s\n", text)
 			continue
 		case line == "/image" || strings.HasPrefix(line, "/image "):
 			path := strings.TrimSpace(strings.TrimPrefix(line, "/image"))
@@ -100,34 +116,48 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		case strings.HasPrefix(line, "/"):
-			fmt.Fprintf(stdout, "(unknown command %s; try /image, /reset or /exit)\n", strings.Fields(line)[0])
+			fmt.Fprintf(stdout, "(unknown command %s; try /image, /prompt, /reset or /exit)\n", strings.Fields(line)[0])
 			continue
 		}
-		msgs = append(msgs, tokenizer.Message{Role: "user", Content: line, Images: len(pending)})
-		// Feed only what the model has not seen. The Kimi rendering is a
-		// concatenation of turns, so the new text is the rendering's suffix
-		// after what was fed: the <|im_end|> that closed the last reply
-		// (sampled, never fed), the user turn and the generation prompt.
-		// Turns start and end with special tokens, so tokenizing the suffix
-		// alone gives the same ids as tokenizing the whole.
-		full := tokenizer.RenderKimi(msgs, true)
-		deltaText := full
-		if rendered != "" {
-			deltaText = full[len(rendered)-len(tokenizer.KimiEnd):]
+		user := chat.Message{Role: "user", Content: chat.Text(line)}
+		if len(pending) > 0 {
+			var parts []chat.Part
+			for range pending {
+				parts = append(parts, chat.Part{Type: "image"})
+			}
+			user.Content = chat.Parts(append(parts, chat.Part{Type: "text", Text: line})...)
+		}
+		msgs = append(msgs, user)
+		full, err := rd.Render(chat.Input{Messages: msgs, AddGenerationPrompt: true})
+		if err != nil {
+			msgs = msgs[:len(msgs)-1]
+			fmt.Fprintf(stdout, "(%v)\n", err)
+			continue
+		}
+		deltaText, reset := chatDelta(fed, full)
+		if reset {
+			if err := sess.Reset(); err != nil {
+				return err
+			}
+			fed = ""
 		}
 		delta, err := codec.Encode(deltaText)
 		if err != nil {
 			return err
 		}
+		imgs := pending // the images of the text fed now
+		if reset {
+			imgs = append(slices.Clone(images), pending...)
+		}
 		var emb []float32
-		if len(pending) > 0 {
-			if delta, emb, err = generate.Multimodal(r, delta, pending, imageio.Limits{}); err != nil {
+		if len(imgs) > 0 {
+			if delta, emb, err = generate.Multimodal(r, delta, imgs, imageio.Limits{}); err != nil {
 				msgs = msgs[:len(msgs)-1]
 				fmt.Fprintf(stdout, "(%v)\n", err)
 				continue
 			}
-			pending = nil
 		}
+		images, pending = append(images, pending...), nil
 		gopt := generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}
 		seq := sess.Generate(delta, gopt)
 		if emb != nil {
@@ -152,9 +182,23 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		w.WriteString("\n")
 		w.Flush()
 		text, _ := codecDecode(codec, reply)
-		msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: text})
-		rendered = tokenizer.RenderKimi(msgs, false)
+		msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(text)})
+		fed = full + text // every emitted token was fed; the stop token was not
 	}
+}
+
+// chatDelta returns the text to feed for the next turn given what the
+// model has seen (fed) and the new rendering of the conversation (full):
+// the rest of full when it extends fed, else all of full with reset set
+// (the template rewrote an earlier turn, e.g. dropping a reply's
+// reasoning, or closed the last reply differently than the model did).
+// Feeding only the rest keeps the model's own tokens of its replies and
+// costs only the new turn's tokens.
+func chatDelta(fed, full string) (delta string, reset bool) {
+	if fed != "" && strings.HasPrefix(full, fed) {
+		return full[len(fed):], false
+	}
+	return full, fed != ""
 }
 
 func codecDecode(c tokenizer.Codec, ids []int) (string, error) {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
@@ -63,6 +65,24 @@ func openModel(dir string) (*loadedModel, error) {
 }
 
 func (l *loadedModel) Close() error { return l.ck.Close() }
+
+// loadChat is the chat renderer of a model directory or GGUF file: its
+// chat template, else the built-in Kimi format.
+func loadChat(path string) (*chat.Renderer, error) {
+	if !model.IsGGUF(path) {
+		return chat.ForModel(path)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := chat.FromGGUF(f.Get)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
 
 // loadCodec is the text codec of a model directory, or of a GGUF file's
 // vocabulary.

@@ -184,6 +184,9 @@ func readFile(open safetensors.Opener, name string, limit int64) ([]byte, error)
 	return b, nil
 }
 
+// Codec is the model's text codec (its tokenizer, or byte ids).
+func (e *Engine) Codec() tokenizer.Codec { return e.codec }
+
 // Close frees the model's checkpoint. The engine must not be used after.
 func (e *Engine) Close() error {
 	if e.OnClose != nil {
@@ -208,8 +211,12 @@ type Options struct {
 	Sampler   generate.SamplerOptions
 	// Images are placed before the prompt, in order, as `tessera run
 	// --image` places them (generate.ImagePrompt, then
-	// generate.FusePatches).
+	// generate.FusePatches) — unless ImagesInPrompt.
 	Images []Image
+	// ImagesInPrompt: the prompt already holds one media placeholder per
+	// image where each goes (a chat template placed them); a count that
+	// differs is an error.
+	ImagesInPrompt bool
 }
 
 // Image is one decoded image: non-premultiplied RGBA pixels, 4 bytes per
@@ -301,7 +308,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	var emb []float32
 	if len(opt.Images) > 0 {
 		var err error
-		if ids, emb, st.Images, err = e.fuseImages(ids, opt.Images); err != nil {
+		if ids, emb, st.Images, err = e.fuseImages(ids, opt.Images, opt.ImagesInPrompt); err != nil {
 			return st, err
 		}
 		st.EncodeMs = ms(time.Since(t0))
@@ -367,8 +374,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // (generate.ImagePrompt), each image composited over white, resized to the
 // patch grid and normalised (imageio.FromRGBA, imageio.Preprocess),
 // encoded by the engine's vision encoder and fused (generate.FusePatches).
-// It returns the expanded ids and their input embeddings.
-func (e *Engine) fuseImages(prompt []int, images []Image) ([]int, []float32, []ImageStats, error) {
+// It returns the expanded ids and their input embeddings. With placed,
+// prompt already holds the placeholders.
+func (e *Engine) fuseImages(prompt []int, images []Image, placed bool) ([]int, []float32, []ImageStats, error) {
 	m := e.Model
 	if m.Vision == nil || m.VisionCfg == nil {
 		return nil, nil, nil, errors.New("this model has no vision tower (no vision_config in config.json): it cannot take images")
@@ -385,9 +393,12 @@ func (e *Engine) fuseImages(prompt []int, images []Image) ([]int, []float32, []I
 		}
 		stats[i] = ImageStats{Width: im.Width, Height: im.Height, GridW: pxs[i].GridW, GridH: pxs[i].GridH, Tokens: pxs[i].Merged()}
 	}
-	ids, err := generate.ImagePrompt(e.codec, e.Cfg.MediaPlaceholderTokenID, len(images), prompt)
-	if err != nil {
-		return nil, nil, nil, err
+	ids := prompt
+	if !placed {
+		var err error
+		if ids, err = generate.ImagePrompt(e.codec, e.Cfg.MediaPlaceholderTokenID, len(images), prompt); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	enc, free, err := e.NewEncoder(m)
 	if err != nil {
