@@ -129,7 +129,7 @@ fuzz:
 test-builds:
 	@scripts/setup.sh wasm
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear' ./core/ref/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear|KDA' ./core/ref/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	GOOS=js GOARCH=wasm $(GO) vet -tags cpuonly ./wasm/
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/

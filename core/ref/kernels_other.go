@@ -60,7 +60,12 @@ func axpyRows(dst, c, R []float32, ld int) { axpyRowsGeneric(dst, c, R, ld) }
 func mulRows(dst, v []float32)             { mulRowsGeneric(dst, v) }
 func dotRows(out, x, R []float32, ld int)  { dotRowsGeneric(out, x, R, ld) }
 
-func kdaStep(S, k, q, e, v, o []float32, beta float32) { kdaStepGeneric(S, k, q, e, v, o, beta) }
+func kdaStep(S, k, q, e, v, o []float32, beta float32) {
+	if simdKDAStep(S, k, q, e, v, o, beta) {
+		return
+	}
+	kdaStepGeneric(S, k, q, e, v, o, beta)
+}
 
 // useAVX512 is false: no AVX-512 kernels on this build.
 const useAVX512 = false

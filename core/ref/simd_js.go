@@ -4,6 +4,7 @@ package ref
 
 import (
 	_ "embed"
+	"math"
 	"runtime"
 	"sync"
 	"syscall/js"
@@ -22,10 +23,10 @@ var simd128Wasm []byte
 // exports bound to the address of simd128Params, so a call passes nothing
 // through JS.
 var simd128 struct {
-	once       sync.Once
-	ok         bool
-	reason     string
-	rows, gemm js.Value
+	once            sync.Once
+	ok              bool
+	reason          string
+	rows, gemm, kda js.Value
 }
 
 // simd128Params is the parameter block the kernels read (kernels.wat).
@@ -73,6 +74,7 @@ func simd128Init() {
 	p := addr32(unsafe.Pointer(&simd128Params[0]))
 	simd128.rows = ki.Get("exports").Get("rows").Call("bind", js.Null(), p)
 	simd128.gemm = ki.Get("exports").Get("gemm").Call("bind", js.Null(), p)
+	simd128.kda = ki.Get("exports").Get("kda").Call("bind", js.Null(), p)
 	simd128.ok, simd128.reason = true, "WebAssembly SIMD128 kernels"
 }
 
@@ -147,4 +149,31 @@ func useSIMD128(W *tensor.Mat) bool {
 		return true
 	}
 	return false
+}
+
+// simdKDAStep is kdaStep (one KDA decode step of one head) in the SIMD128
+// module, with the bits of kdaStepGeneric: each element gets the same
+// operations in the same order. False where the module is unavailable or
+// dv is not a multiple of 4.
+func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool {
+	dk, dv := len(k), len(v)
+	if dk == 0 || dv == 0 || dv%4 != 0 {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	S, q, e, o = S[:dk*dv], q[:dk], e[:dk], o[:dv]
+	p := &simd128Params
+	p[0], p[1], p[2] = addr32(unsafe.Pointer(&S[0])), addr32(unsafe.Pointer(&k[0])), addr32(unsafe.Pointer(&q[0]))
+	p[3], p[4], p[5] = addr32(unsafe.Pointer(&e[0])), addr32(unsafe.Pointer(&v[0])), addr32(unsafe.Pointer(&o[0]))
+	p[6], p[7], p[8] = int32(dk), int32(dv), int32(math.Float32bits(beta))
+	simd128.kda.Invoke()
+	runtime.KeepAlive(S)
+	runtime.KeepAlive(k)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(e)
+	runtime.KeepAlive(v)
+	runtime.KeepAlive(o)
+	return true
 }

@@ -130,3 +130,28 @@ func BenchmarkSIMD128Rows(b *testing.B) {
 		})
 	}
 }
+
+// TestSIMD128KDAStepMatchesGeneric: the module's KDA step gives the pure-Go
+// step's bits (state and output) for head sizes around its 4-wide step.
+func TestSIMD128KDAStepMatchesGeneric(t *testing.T) {
+	requireSIMD128(t)
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, dims := range [][2]int{{1, 4}, {3, 8}, {16, 16}, {64, 64}, {32, 128}} {
+		dk, dv := dims[0], dims[1]
+		S := randVec(r, dk*dv, 1)
+		S2 := append([]float32(nil), S...)
+		k, q, v := randVec(r, dk, 1), randVec(r, dk, 1), randVec(r, dv, 1)
+		e := make([]float32, dk)
+		for i := range e {
+			e[i] = 0.5 + 0.5*r.Float32()
+		}
+		o, o2 := make([]float32, dv), make([]float32, dv)
+		for step := range 3 {
+			require.True(t, simdKDAStep(S, k, q, e, v, o, 0.7))
+			kdaStepGeneric(S2, k, q, e, v, o2, 0.7)
+			require.Equal(t, S2, S, "dk=%d dv=%d step %d: state", dk, dv, step)
+			require.Equal(t, o2, o, "dk=%d dv=%d step %d: output", dk, dv, step)
+		}
+	}
+	require.False(t, simdKDAStep(make([]float32, 6), make([]float32, 2), make([]float32, 2), make([]float32, 2), make([]float32, 3), make([]float32, 3), 1), "dv=3 is not the module's")
+}

@@ -18,3 +18,6 @@ func simdGemm(W *tensor.Mat, lo, hi int, x []float32, T int, out []float32, ldo 
 
 // useSIMD128 is false: no SIMD128 module in this build.
 func useSIMD128(W *tensor.Mat) bool { return false }
+
+// simdKDAStep has no SIMD128 module to run in this build.
+func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool { return false }

@@ -22,6 +22,7 @@
 ;;
 ;; rows:  out[r]         = W[r,:]·x       for r < rows         (decode)
 ;; gemm:  out[t·ldo + r] = W[r,:]·x[t,:]  for r < rows, t < T  (prefill)
+;; kda:   one KDA decode step of one head (its own parameter block, below)
 ;;
 ;; Every output, whichever kernel and tile computes it, is summed in one
 ;; order: per 16 columns, four f32x4 products added one after the other to
@@ -905,4 +906,96 @@
       (call $gemm_bf16 (i32.load offset=4 (local.get $p)) (i32.load offset=8 (local.get $p)) (i32.load offset=12 (local.get $p)) (i32.load offset=16 (local.get $p)) (i32.load offset=20 (local.get $p)) (i32.load offset=24 (local.get $p)) (i32.load offset=28 (local.get $p)) (i32.load offset=32 (local.get $p))) (return))
       (call $gemm_q8 (i32.load offset=4 (local.get $p)) (i32.load offset=8 (local.get $p)) (i32.load offset=12 (local.get $p)) (i32.load offset=16 (local.get $p)) (i32.load offset=20 (local.get $p)) (i32.load offset=24 (local.get $p)) (i32.load offset=28 (local.get $p)) (i32.load offset=32 (local.get $p))) (return))
     (unreachable))
+
+  ;; kda: with per-channel decays e = exp(g), one token of one head:
+  ;;   S ← Diag(e) S;  o ← β(v − Sᵀk);  S ← S + k oᵀ;  o ← Sᵀq
+  (func (export "kda") (param $p i32)
+    (local $S i32) (local $k i32) (local $q i32) (local $e i32) (local $v i32) (local $o i32) (local $dk i32) (local $dv i32)
+    (local $beta v128) (local $row i32) (local $d i32) (local $i i32) (local $rb i32)
+    (local $a v128) (local $r v128)
+    (local.set $S (i32.load offset=0 (local.get $p)))
+    (local.set $k (i32.load offset=4 (local.get $p)))
+    (local.set $q (i32.load offset=8 (local.get $p)))
+    (local.set $e (i32.load offset=12 (local.get $p)))
+    (local.set $v (i32.load offset=16 (local.get $p)))
+    (local.set $o (i32.load offset=20 (local.get $p)))
+    (local.set $dk (i32.load offset=24 (local.get $p)))
+    (local.set $dv (i32.load offset=28 (local.get $p)))
+    (local.set $beta (v128.load32_splat offset=32 (local.get $p)))
+    (local.set $rb (i32.shl (local.get $dv) (i32.const 2)))
+    ;; o = 0
+    (local.set $i (i32.const 0))
+    (block $cdone (loop $clear
+      (br_if $cdone (i32.ge_u (local.get $i) (local.get $rb)))
+      (v128.store (i32.add (local.get $o) (local.get $i)) (v128.const i32x4 0 0 0 0))
+      (local.set $i (i32.add (local.get $i) (i32.const 16)))
+      (br $clear)))
+    ;; decay each row, then o += k[d]·row (the prediction Sᵀk)
+    (local.set $row (local.get $S))
+    (local.set $d (i32.const 0))
+    (block $ddone (loop $drow
+      (br_if $ddone (i32.ge_u (local.get $d) (local.get $dk)))
+      (local.set $a (v128.load32_splat (i32.add (local.get $e) (i32.shl (local.get $d) (i32.const 2)))))
+      (local.set $r (v128.load32_splat (i32.add (local.get $k) (i32.shl (local.get $d) (i32.const 2)))))
+      (local.set $i (i32.const 0))
+      (block $idone (loop $col
+        (br_if $idone (i32.ge_u (local.get $i) (local.get $rb)))
+        (v128.store (i32.add (local.get $row) (local.get $i))
+          (f32x4.mul (v128.load (i32.add (local.get $row) (local.get $i))) (local.get $a)))
+        (v128.store (i32.add (local.get $o) (local.get $i))
+          (f32x4.add (v128.load (i32.add (local.get $o) (local.get $i)))
+            (f32x4.mul (local.get $r) (v128.load (i32.add (local.get $row) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $col)))
+      (local.set $row (i32.add (local.get $row) (local.get $rb)))
+      (local.set $d (i32.add (local.get $d) (i32.const 1)))
+      (br $drow)))
+    ;; o = β(v − o)
+    (local.set $i (i32.const 0))
+    (block $udone (loop $u
+      (br_if $udone (i32.ge_u (local.get $i) (local.get $rb)))
+      (v128.store (i32.add (local.get $o) (local.get $i))
+        (f32x4.mul (local.get $beta) (f32x4.sub (v128.load (i32.add (local.get $v) (local.get $i))) (v128.load (i32.add (local.get $o) (local.get $i))))))
+      (local.set $i (i32.add (local.get $i) (i32.const 16)))
+      (br $u)))
+    ;; S += k oᵀ
+    (local.set $row (local.get $S))
+    (local.set $d (i32.const 0))
+    (block $sdone (loop $srow
+      (br_if $sdone (i32.ge_u (local.get $d) (local.get $dk)))
+      (local.set $r (v128.load32_splat (i32.add (local.get $k) (i32.shl (local.get $d) (i32.const 2)))))
+      (local.set $i (i32.const 0))
+      (block $idone (loop $col
+        (br_if $idone (i32.ge_u (local.get $i) (local.get $rb)))
+        (v128.store (i32.add (local.get $row) (local.get $i))
+          (f32x4.add (v128.load (i32.add (local.get $row) (local.get $i)))
+            (f32x4.mul (local.get $r) (v128.load (i32.add (local.get $o) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $col)))
+      (local.set $row (i32.add (local.get $row) (local.get $rb)))
+      (local.set $d (i32.add (local.get $d) (i32.const 1)))
+      (br $srow)))
+    ;; o = Sᵀq, from zero
+    (local.set $i (i32.const 0))
+    (block $c2done (loop $clear2
+      (br_if $c2done (i32.ge_u (local.get $i) (local.get $rb)))
+      (v128.store (i32.add (local.get $o) (local.get $i)) (v128.const i32x4 0 0 0 0))
+      (local.set $i (i32.add (local.get $i) (i32.const 16)))
+      (br $clear2)))
+    (local.set $row (local.get $S))
+    (local.set $d (i32.const 0))
+    (block $qdone (loop $qrow
+      (br_if $qdone (i32.ge_u (local.get $d) (local.get $dk)))
+      (local.set $r (v128.load32_splat (i32.add (local.get $q) (i32.shl (local.get $d) (i32.const 2)))))
+      (local.set $i (i32.const 0))
+      (block $idone (loop $col
+        (br_if $idone (i32.ge_u (local.get $i) (local.get $rb)))
+        (v128.store (i32.add (local.get $o) (local.get $i))
+          (f32x4.add (v128.load (i32.add (local.get $o) (local.get $i)))
+            (f32x4.mul (local.get $r) (v128.load (i32.add (local.get $row) (local.get $i))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $col)))
+      (local.set $row (i32.add (local.get $row) (local.get $rb)))
+      (local.set $d (i32.add (local.get $d) (i32.const 1)))
+      (br $qrow))))
 )
