@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-browser bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -88,6 +88,13 @@ fetch-peers:
 	  command -v npm >/dev/null 2>&1 || scripts/setup.sh npm; \
 	  scripts/peers/fetch.sh; \
 	else echo "fetch-peers: no llama.cpp build for $$(uname -s)/$$(uname -m); the peer tests skip"; fi
+
+# The browser peer bench-browser compares against: wllama (llama.cpp in
+# wasm) from npm @wllama/wllama at an exact version, checked by sha256
+# (git-ignored cache under testdata/peers).
+fetch-wllama:
+	@command -v npm >/dev/null 2>&1 || scripts/setup.sh npm
+	@scripts/peers/fetch-wllama.sh
 
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
@@ -172,6 +179,19 @@ bench-peers: build fetch-peers
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
 	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
 	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+
+# tessera vs wllama 3.8.1 in the same headless Chromium, same model (wllama
+# reads the F16 GGUF of `tessera export`), on WebGPU and on the wasm CPU
+# path: cold and warm load, TTFT, prefill and decode tok/s, peak memory and
+# bytes transferred; runtimes alternating, a fresh profile per round, medians
+# of BENCH_ROUNDS. Table on stdout, JSON in out/bench/browser.json. Not part
+# of make test; run it on a quiet machine (cmd/tessera/bench_browser_test.go).
+BENCH_ROUNDS ?= 3
+BENCH_MODELS ?= k3-micro
+bench-browser: setup fetch-wllama
+	@scripts/setup.sh browser
+	TESSERA_BENCH_BROWSER=1 BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_MODELS=$(BENCH_MODELS) BENCH_OUT=$(CURDIR)/$(OUT)/bench/browser.json \
+	  $(GO) test -count=1 -timeout 60m -run 'TestBrowserBenchVsWllama$$' -v ./cmd/tessera
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl

@@ -239,7 +239,7 @@ func TestBrowserE2E(t *testing.T) {
 
 	// The wasm bundle, as `make wasm` builds it.
 	wasmDir := filepath.Join(dir, "wasm")
-	e2eBuildWasm(t, wasmDir)
+	e2eBuildWasm(t, wasmDir, "-tags=cpuonly")
 	// The bundle as `make wasm` builds it plus the kernel conformance cases
 	// (-tags conformance), served as /gpu/tessera.wasm.
 	gpuWasm := filepath.Join(dir, "gpu", wasmName)
@@ -740,15 +740,16 @@ func rgbaDiff(a, b []byte) (n, worst int) {
 	return n, worst
 }
 
-// e2eBuildWasm builds the bundle into dir as make wasm does: tessera.wasm,
-// tessera.wasm.gz and wasm_exec.js.
-func e2eBuildWasm(t *testing.T, dir string) {
+// e2eBuildWasm builds the bundle into dir as make wasm does: tessera.wasm
+// (with the go build flags given, e.g. "-tags=cpuonly"), tessera.wasm.gz
+// and wasm_exec.js.
+func e2eBuildWasm(t *testing.T, dir string, flags ...string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	goBin := e2eGo()
-	e2eGoBuild(t, filepath.Join(dir, wasmName), "-tags=cpuonly")
+	e2eGoBuild(t, filepath.Join(dir, wasmName), flags...)
 	// tessera.wasm.gz, as make wasm writes it.
 	raw, err := os.ReadFile(filepath.Join(dir, wasmName))
 	if err != nil {
