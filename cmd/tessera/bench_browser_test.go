@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -349,11 +350,13 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				if a := runs[v][0].Adapter; !a.Available {
 					row.Note += " (no WebGPU adapter: " + a.Reason + ")"
 				} else if !slices.Contains(a.Features, "shader-f16") {
-					row.Note += fmt.Sprintf(" (the adapter, %s %s, lacks shader-f16, which ggml-webgpu needs)", a.Vendor, a.Architecture)
+					row.Note += fmt.Sprintf(" (llama.cpp's load log shows CPU model buffers only; the adapter, %s %s, lacks shader-f16, which ggml-webgpu requires of its device; tessera's WGSL does not need it)", a.Vendor, a.Architecture)
 				}
 			}
 			if a := runs[v][0].Adapter; v.Backend == "gpu" && env.Adapter == "" && a.Available {
-				env.Adapter = fmt.Sprintf("%s %s (%s) fallback=%v features=%v", a.Vendor, a.Architecture, a.Description, a.Fallback, a.Features)
+				env.Adapter = fmt.Sprintf("%s %s (%s), fallback %v, shader-f16 %v", a.Vendor, a.Architecture, a.Description, a.Fallback,
+					slices.Contains(a.Features, "shader-f16"))
+				env.AdapterFeatures = a.Features
 			}
 			row.LoadColdMs, row.LoadWarmMs = median(cold), median(warm)
 			row.TTFTMs, row.PrefillTokS, row.DecodeTokS = median(ttft), median(prefill), median(decode)
@@ -397,14 +400,15 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 
 // benchEnv records where and how the benchmark ran.
 type benchEnv struct {
-	Date       string `json:"date"`
-	Commit     string `json:"commit"`
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	LoadBefore string `json:"loadavgBefore"`
-	LoadAfter  string `json:"loadavgAfter"`
-	Chromium   string `json:"chromium"`
-	Adapter    string `json:"adapter"`
+	Date            string   `json:"date"`
+	Commit          string   `json:"commit"`
+	CPU             string   `json:"cpu"`
+	Cores           int      `json:"cores"`
+	LoadBefore      string   `json:"loadavgBefore"`
+	LoadAfter       string   `json:"loadavgAfter"`
+	Chromium        string   `json:"chromium"`
+	Adapter         string   `json:"adapter"`
+	AdapterFeatures []string `json:"adapterFeatures"`
 	// BaselineRSS: Chromium at about:blank, before the first page.
 	BaselineRSS  rssPeak `json:"baselineRSS"`
 	Rounds       int     `json:"rounds"`
@@ -631,4 +635,64 @@ func benchEnvInt(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return n
+}
+
+// TestBenchHelpers checks the browser benchmark's plumbing without a
+// browser: wllama's files are served gzip -9 to clients that accept it,
+// plain otherwise, and revalidate with 304; the byte counter sees exactly
+// the bodies; benchFirstDiff finds the first differing id.
+func TestBenchHelpers(t *testing.T) {
+	dir := t.TempDir()
+	wasm := bytes.Repeat([]byte("\x00asm wllama "), 4000)
+	if err := os.WriteFile(filepath.Join(dir, "wllama.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var sent, requests atomic.Int64
+	h := benchCount(benchIsolate(benchStatic(t, dir, "wllama.wasm")), &sent, &requests)
+	get := func(path string, hdr map[string]string) *http.Response {
+		r := httptest.NewRequest("GET", "http://127.0.0.1"+path, nil)
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		res := w.Result()
+		res.ContentLength = int64(w.Body.Len())
+		return res
+	}
+	plain := get("/wllama/wllama.wasm", nil)
+	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || plain.ContentLength != int64(len(wasm)) ||
+		plain.Header.Get("Content-Type") != "application/wasm" || plain.Header.Get("Cache-Control") != "no-cache" ||
+		plain.Header.Get("Cross-Origin-Embedder-Policy") != "require-corp" {
+		t.Fatalf("plain GET: %d %v, %d bytes", plain.StatusCode, plain.Header, plain.ContentLength)
+	}
+	if sent.Load() != int64(len(wasm)) {
+		t.Errorf("counted %d bytes, served %d", sent.Load(), len(wasm))
+	}
+	gz := get("/wllama/wllama.wasm", map[string]string{"Accept-Encoding": "gzip, deflate"})
+	zr, err := gzip.NewReader(gz.Body)
+	if err != nil || gz.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("gzip GET: %v %v", err, gz.Header)
+	}
+	if got, _ := io.ReadAll(zr); !bytes.Equal(got, wasm) || gz.ContentLength >= int64(len(wasm))/10 {
+		t.Errorf("gzip body: %d bytes decoding to %d, want a small body decoding to the %d-byte file", gz.ContentLength, len(got), len(wasm))
+	}
+	again := get("/wllama/wllama.wasm", map[string]string{"Accept-Encoding": "gzip", "If-None-Match": gz.Header.Get("ETag")})
+	if again.StatusCode != http.StatusNotModified || again.ContentLength != 0 {
+		t.Errorf("revalidation: %d with %d bytes, want 304 and no body", again.StatusCode, again.ContentLength)
+	}
+	if missing := get("/wllama/nope.js", nil); missing.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown file: %d, want 404", missing.StatusCode)
+	}
+	if requests.Load() != 4 {
+		t.Errorf("counted %d requests, want 4", requests.Load())
+	}
+	for _, c := range []struct {
+		a, b []int
+		want int
+	}{{[]int{1, 2, 3}, []int{1, 2, 3}, 3}, {[]int{1, 5, 3}, []int{1, 2, 3}, 1}, {[]int{1, 2}, []int{1, 2, 3}, 2}, {nil, []int{4}, 0}} {
+		if got := benchFirstDiff(c.a, c.b); got != c.want {
+			t.Errorf("benchFirstDiff(%v, %v) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
 }

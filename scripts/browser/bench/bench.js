@@ -68,7 +68,8 @@ async function runTessera() {
 }
 
 // wllamaOffload reads from llama.cpp's load log where the weights went:
-// "offloaded N/M layers to GPU" and the model buffers by device.
+// "offloaded N/M layers to GPU" and the model buffers by device
+// ("CPU model buffer size = 26.32 MiB").
 function wllamaOffload(lines) {
   const r = { layers: null, buffers: [] };
   for (const l of lines) {
@@ -113,10 +114,12 @@ async function runWllama() {
     },
   });
   const offload = wllamaOffload(lines);
-  const onGPU = offload.layers !== null && offload.layers[0] > 0;
+  // On the GPU when a model buffer is on a device other than the CPU (no
+  // "offloaded" line is printed when ggml-webgpu found no usable device).
+  const onGPU = (offload.layers !== null && offload.layers[0] > 0) || offload.buffers.some((b) => !b.startsWith('CPU'));
   const r = {
     loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: promptN,
-    ranOn: onGPU ? `gpu (WebGPU; ${offload.layers[0]}/${offload.layers[1]} layers offloaded)` : 'cpu (wasm, 1 thread)',
+    ranOn: onGPU ? `gpu (WebGPU; model buffers: ${offload.buffers.join(', ')})` : `cpu (wasm, 1 thread; model buffers: ${offload.buffers.join(', ')})`,
     engine: {
       threads: w.getNumThreads(), multithread: w.isMultithread(), offload, timings, logLines: lines.length,
       version: typeof Wllama.getLibllamaVersion === 'function' ? Wllama.getLibllamaVersion() : '',
