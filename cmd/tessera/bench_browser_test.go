@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,6 +152,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		}
 	}
 	rounds := benchEnvInt(t, "BENCH_ROUNDS", 3)
+	promptTok := benchEnvInt(t, "BENCH_PROMPT_TOKENS", benchPromptTokens)
 	genTok := benchEnvInt(t, "BENCH_TOKENS", benchGenTokens)
 	prompt := cmp.Or(os.Getenv("BENCH_PROMPT"), benchPrompt)
 	var models []string
@@ -194,8 +196,8 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		}
 		// What tessera feeds the model and generates natively.
 		promptIDs := e2eParseIDs(t, strings.ReplaceAll(e2eRun(t, "tokenize", "--tokenizer", filepath.Join(modelDir, "tokenizer.json"), "--text", prompt), ",", " "))
-		if want := benchEnvInt(t, "BENCH_PROMPT_TOKENS", benchPromptTokens); len(promptIDs) != want {
-			t.Fatalf("the prompt is %d tokens with %s's tokenizer, want %d (BENCH_PROMPT_TOKENS)", len(promptIDs), name, want)
+		if len(promptIDs) != promptTok {
+			t.Fatalf("the prompt is %d tokens with %s's tokenizer, want %d (BENCH_PROMPT_TOKENS)", len(promptIDs), name, promptTok)
 		}
 		native := e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", modelDir, "--prompt", prompt,
 			"--max-tokens", strconv.Itoa(genTok), "--ids"))
@@ -210,6 +212,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(srv.Close)
 		reports := make(chan benchPage, 1)
 		bench, err := filepath.Abs("../../scripts/browser/bench")
 		if err != nil {
@@ -236,6 +239,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		}
 		hs := newHTTPServer(benchCount(benchIsolate(mux), &sent, &requests))
 		go hs.Serve(ln)
+		t.Cleanup(func() { hs.Close() })
 
 		// one page load in browser b
 		load := func(b *browser, page string, v benchVariant, phase string) benchPhase {
@@ -247,6 +251,12 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			peak := make(chan rssPeak, 1)
 			stop := make(chan struct{})
 			go func() { peak <- benchSampleRSS(b.cmd.Process.Pid, stop) }()
+			sampling := true
+			defer func() {
+				if sampling { // a check failed before the sampler was stopped
+					close(stop)
+				}
+			}()
 			if _, err := b.call(page, "Page.navigate", map[string]any{"url": "http://" + ln.Addr().String() + "/bench.html?" + q.Encode()}); err != nil {
 				t.Fatal(err)
 			}
@@ -259,6 +269,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				t.Fatalf("%s %s: no report after 5 min\nconsole:\n%s", v, phase, b.consoleText())
 			}
 			close(stop)
+			sampling = false
 			ph := benchPhase{benchPage: rep, Bytes: sent.Load(), Requests: int(requests.Load()), PeakRSS: <-peak}
 			if !rep.OK {
 				t.Fatalf("%s %s: the page failed: %s\nconsole:\n%s\nserver log:\n%s", v, phase, rep.Error, b.consoleText(), logBuf.String())
@@ -278,13 +289,14 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				// a fresh profile; short: Chromium's socket path has a length limit
 				bdir := filepath.Join(dir, fmt.Sprintf("b%d%d%d", mi, r, vi))
 				b := startChromium(t, chrome, bdir)
+				var once sync.Once
+				closeB := func() { once.Do(b.close) } // also when a check below fails
+				t.Cleanup(closeB)
 				page, err := b.attachPage()
 				if err != nil {
-					b.close()
 					t.Fatalf("%v\nchromium stderr:\n%s", err, e2eTail(b.stderr.String(), 3000))
 				}
 				if _, err := b.call(page, "Runtime.enable", nil); err != nil {
-					b.close()
 					t.Fatal(err)
 				}
 				if env.BaselineRSS.All == 0 { // Chromium at about:blank
@@ -301,14 +313,13 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				}
 				cold := load(b, page, v, "cold")
 				warm := load(b, page, v, "warm")
-				b.close()
+				closeB()
 				runs[v] = append(runs[v], cold, warm)
 				t.Logf("%s round %d %s: load %.0f / %.0f ms, TTFT %.0f ms, decode %.1f tok/s, on %s", name, r+1, v,
 					cold.LoadMs, warm.LoadMs, warm.TTFTMs, warm.DecodeTokS, warm.RanOn)
 			}
 		}
 		hs.Close()
-		srv.Close()
 
 		// tessera's ids equal native ids; wllama's are compared with them.
 		for _, v := range variants {
@@ -372,7 +383,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
 		env.Commit = strings.TrimSpace(string(out))
 	}
-	env.Rounds, env.Prompt, env.PromptTokens, env.GenTokens = rounds, prompt, benchPromptTokens, genTok
+	env.Rounds, env.Prompt, env.PromptTokens, env.GenTokens = rounds, prompt, promptTok, genTok
 	env.Settings = "greedy (temperature 0); tessera: Tessera.load backend cpu|gpu, default make wasm bundle; " +
 		"wllama 3.8.1: F16 GGUF from tessera export, n_threads 1, n_ctx 1024, n_gpu_layers 0 on the CPU path (its default on WebGPU), " +
 		"logprobs 1 (its stream carries the ids only with them), other settings its defaults; pages cross-origin isolated (COOP/COEP) unless BENCH_ISOLATE=0"
