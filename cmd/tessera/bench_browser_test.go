@@ -169,7 +169,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	// The bundle `make wasm` builds (WebGPU runner + CPU path): what the
 	// page serves.
 	wasmDir := filepath.Join(dir, "wasm")
-	e2eBuildWasm(t, wasmDir)
+	e2eBuildBundle(t, wasmDir)
 
 	// wllama's files as tessera serve serves its own: revalidated on every
 	// load (no-cache + ETag), gzip -9 when the browser accepts it.

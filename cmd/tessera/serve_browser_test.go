@@ -239,7 +239,7 @@ func TestBrowserE2E(t *testing.T) {
 
 	// The wasm bundle, as `make wasm` builds it.
 	wasmDir := filepath.Join(dir, "wasm")
-	e2eBuildWasm(t, wasmDir, "-tags=cpuonly")
+	e2eBuildWasm(t, wasmDir)
 	// The bundle as `make wasm` builds it plus the kernel conformance cases
 	// (-tags conformance), served as /gpu/tessera.wasm.
 	gpuWasm := filepath.Join(dir, "gpu", wasmName)
@@ -740,10 +740,16 @@ func rgbaDiff(a, b []byte) (n, worst int) {
 	return n, worst
 }
 
-// e2eBuildWasm builds the bundle into dir as make wasm does: tessera.wasm
-// (with the go build flags given, e.g. "-tags=cpuonly"), tessera.wasm.gz
-// and wasm_exec.js.
-func e2eBuildWasm(t *testing.T, dir string, flags ...string) {
+// e2eBuildWasm builds the CPU-only bundle (-tags=cpuonly) into dir as make
+// wasm does: tessera.wasm, tessera.wasm.gz and wasm_exec.js.
+func e2eBuildWasm(t *testing.T, dir string) {
+	t.Helper()
+	e2eBuildBundle(t, dir, "-tags=cpuonly")
+}
+
+// e2eBuildBundle builds the bundle into dir as make wasm does, with the go
+// build flags given (none: the default bundle, with the WebGPU runner).
+func e2eBuildBundle(t *testing.T, dir string, flags ...string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
