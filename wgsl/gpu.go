@@ -31,9 +31,10 @@ func g(t nn.Tensor) *gt { return t.(*gt) }
 // are one GEMV (LinearBatch), vectors declared together are contiguous
 // (KDAPrep, LinearKDAGate read them through one binding).
 type gpu struct {
-	r   *Runner
-	d   *Device
-	err error
+	d    *Device
+	err  error
+	bufs []*Buffer // every buffer the backend created (weights, scratch, state)
+	topK int       // routed experts per token (sizes the expert scratch)
 
 	// views made during a pass come from this arena (reused by the next)
 	views  []*gt
@@ -61,9 +62,39 @@ type stack struct {
 	list []*tensor.Mat // the stacked matrices, in order
 }
 
-func newGPU(r *Runner) *gpu {
-	return &gpu{r: r, d: r.d, mats: map[*tensor.Mat]*Mat{}, stacks: map[*tensor.Mat]*stack{},
+func newGPU(d *Device, topK int) *gpu {
+	return &gpu{d: d, topK: topK, mats: map[*tensor.Mat]*Mat{}, stacks: map[*tensor.Mat]*stack{},
 		vecs: map[*float32]View{}, glus: map[*nn.GLU]*GLUWeights{}}
+}
+
+// newBuf creates a buffer of words words, kept for Release.
+func (b *gpu) newBuf(words int) (*Buffer, error) {
+	if words > maxBindingWords {
+		return nil, fmt.Errorf("wgsl: buffer of %d words exceeds one 128 MiB binding", words)
+	}
+	buf, err := b.d.NewBuffer(max(words, 1))
+	if err != nil {
+		return nil, err
+	}
+	b.bufs = append(b.bufs, buf)
+	return buf, nil
+}
+
+// bytes is the memory of the backend's buffers.
+func (b *gpu) bytes() int64 {
+	var n int64
+	for _, buf := range b.bufs {
+		n += 4 * int64(buf.Words())
+	}
+	return n
+}
+
+// release frees every buffer the backend created.
+func (b *gpu) release() {
+	for _, buf := range b.bufs {
+		buf.Release()
+	}
+	b.bufs = nil
 }
 
 // fail keeps the first error of the pass.
@@ -131,7 +162,7 @@ func (b *gpu) glu(w *nn.GLU) *GLUWeights {
 // ---- basic ops ----
 
 func (b *gpu) Alloc(rows, cols int) nn.Tensor {
-	buf, err := b.r.buf(rows * cols)
+	buf, err := b.newBuf(rows * cols)
 	b.fail(err)
 	if buf == nil {
 		return &gt{cols: cols, stride: cols}
@@ -172,11 +203,25 @@ func (b *gpu) Embed(out nn.Tensor, table *tensor.Mat, ids []int) {
 	b.fail(b.d.Embed(g(out).s(), b.mat(table), b.tok.At(0), T))
 }
 
+// SetRows writes host rows: straight into a contiguous out (after
+// submitting what is recorded, so the write does not overtake it), else
+// into the input scratch and copied.
 func (b *gpu) SetRows(out nn.Tensor, data []float32, T int) {
 	if b.err != nil {
 		return
 	}
 	o := g(out)
+	if o.contiguous() {
+		b.fail(b.d.Flush())
+		if err := o.v.Buf.WriteF32(o.v.Off, data[:T*o.cols]); err != nil && b.err == nil {
+			b.fail(fmt.Errorf("wgsl: upload rows: %w", err))
+		}
+		return
+	}
+	if b.embIn == nil {
+		b.fail(fmt.Errorf("wgsl: SetRows into strided rows needs the input scratch"))
+		return
+	}
 	if err := b.embIn.WriteF32(0, data[:T*o.cols]); err != nil {
 		b.fail(fmt.Errorf("wgsl: forward: upload embeddings: %w", err))
 		return

@@ -62,7 +62,6 @@ type Runner struct {
 	cfg *config.Config
 	opt RunnerOptions
 
-	bufs []*Buffer
 	// longWait: this runner's steps may take seconds (MaxContext ≥
 	// longWaitContext), so the device waits by polling (bug 5).
 	longWait bool
@@ -93,7 +92,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	if opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
 		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
 	}
-	r := &Runner{d: d, cfg: m.Cfg, opt: opt}
+	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
 	if opt.MaxContext >= longWaitContext {
 		r.longWait = true
 		d.longWaits++
@@ -129,13 +128,7 @@ func (o RunnerOptions) withDefaults(c *config.Config) RunnerOptions {
 }
 
 // Bytes is the GPU memory the runner's buffers take.
-func (r *Runner) Bytes() int64 {
-	var n int64
-	for _, b := range r.bufs {
-		n += 4 * int64(b.Words())
-	}
-	return n
-}
+func (r *Runner) Bytes() int64 { return r.b.bytes() }
 
 // StateBytes is the GPU memory of the sequence state: KDA states and conv
 // tails plus the MLA latent caches' pages (allocated for MaxContext).
@@ -180,10 +173,7 @@ func (r *Runner) Close() {
 		return
 	}
 	_ = r.d.Sync()
-	for _, b := range r.bufs {
-		b.Release()
-	}
-	r.bufs = nil
+	r.b.release()
 	if r.longWait {
 		r.d.longWaits--
 		r.longWait = false
@@ -210,26 +200,13 @@ func (r *Runner) Stats() RunnerStats { return r.last }
 // latent caches emptied) for a new sequence.
 func (r *Runner) Reset() error { return r.st.Reset() }
 
-func (r *Runner) buf(words int) (*Buffer, error) {
-	if words > maxBindingWords {
-		return nil, fmt.Errorf("wgsl: runner: buffer of %d words exceeds one 128 MiB binding", words)
-	}
-	b, err := r.d.NewBuffer(max(words, 1))
-	if err != nil {
-		return nil, err
-	}
-	r.bufs = append(r.bufs, b)
-	return b, nil
-}
-
 // load uploads m's weights as its family declares them, allocates the
 // sequence state from its StateSpec and the forward pass's scratch
 // (Build), and the runner's own buffers.
 func (r *Runner) load(m *model.Model) error {
 	c := r.cfg
 	T := r.opt.MaxChunk
-	b := newGPU(r)
-	r.b = b
+	b := r.b
 	m.Declare(b)
 	if b.err != nil {
 		return b.err
@@ -246,7 +223,7 @@ func (r *Runner) load(m *model.Model) error {
 		if b.err != nil {
 			return nil
 		}
-		buf, err := r.buf(words)
+		buf, err := r.b.newBuf(words)
 		b.fail(err)
 		return buf
 	}
@@ -302,7 +279,7 @@ func (r *Runner) newState(spec []nn.LayerState) (*gpuState, error) {
 			words += n
 		}
 		if words > 0 {
-			buf, err := r.buf(words)
+			buf, err := r.b.newBuf(words)
 			if err != nil {
 				return nil, fmt.Errorf("wgsl: runner: layer %d state: %w", i, err)
 			}
@@ -323,7 +300,7 @@ func (r *Runner) newState(spec []nn.LayerState) (*gpuState, error) {
 			if err != nil {
 				return nil, fmt.Errorf("wgsl: runner: layer %d: %w", i, err)
 			}
-			r.bufs = append(r.bufs, c.Pages...)
+			r.b.bufs = append(r.b.bufs, c.Pages...)
 			s.caches[i] = c
 		}
 	}

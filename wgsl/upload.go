@@ -100,7 +100,7 @@ func (b *gpu) upload(m *tensor.Mat, name string) *Mat {
 		b.fail(fmt.Errorf("wgsl: runner: upload %s: %w", name, err))
 		return nil
 	}
-	b.r.bufs = append(b.r.bufs, w.Buffers()...)
+	b.bufs = append(b.bufs, w.Buffers()...)
 	return w
 }
 
@@ -131,7 +131,7 @@ func (b *gpu) Vecs(names []string, vs ...[]float32) {
 		b.fail(fmt.Errorf("wgsl: runner: upload %s: %w", strings.Join(names, "+"), err))
 		return
 	}
-	b.r.bufs = append(b.r.bufs, buf)
+	b.bufs = append(b.bufs, buf)
 	off := 0
 	for _, v := range all {
 		b.vecs[unsafe.SliceData(v)] = buf.At(off)
@@ -165,11 +165,11 @@ func (b *gpu) GLUs(name string, ws []nn.GLU) {
 		b.fail(fmt.Errorf("wgsl: runner: %s: %w", name, err))
 		return
 	}
-	b.r.bufs = append(b.r.bufs, gw.GateUp, gw.Down)
+	b.bufs = append(b.bufs, gw.GateUp, gw.Down)
 	b.glus[&ws[0]] = gw
 	K := 1
 	if len(ws) > 1 {
-		K = b.r.cfg.TopK
+		K = b.topK
 		b.maxE, b.maxOut = max(b.maxE, gw.E), max(b.maxOut, gw.Out)
 	}
 	b.maxI = max(b.maxI, K*gw.I)

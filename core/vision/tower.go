@@ -363,12 +363,11 @@ func (g *Graph) Encode(px *imageio.Patches) ([]float32, error) {
 	}
 	cos, sin := RoPE2DTable(rows, cols, hd, c.RopeTheta)
 	b.Begin()
-	x := g.x
+	// the host inputs first (a backend may write them straight into its
+	// memory, ahead of any op)
 	b.SetRows(g.px, px.Data, N)
 	b.SetRows(g.cos, cos, N)
 	b.SetRows(g.sin, sin, N)
-	b.Linear(x, g.px, N, t.PatchW)
-	g.biasAct(x, N, t.PatchB, nn.ActNone)
 	if c.PosEmb == PosDividedFixed {
 		pe := InterpPosEmb(t.PosEmb, c.PosEmbH, c.PosEmbW, D, px.GridH, px.GridW)
 		ordered := make([]float32, N*D)
@@ -377,6 +376,11 @@ func (g *Graph) Encode(px *imageio.Patches) ([]float32, error) {
 			copy(ordered[i*D:(i+1)*D], pe[o:o+D])
 		}
 		b.SetRows(g.pos, ordered, N)
+	}
+	x := g.x
+	b.Linear(x, g.px, N, t.PatchW)
+	g.biasAct(x, N, t.PatchB, nn.ActNone)
+	if c.PosEmb == PosDividedFixed {
 		b.Add(x, g.pos, N)
 	}
 	q, k, v := b.Cols(g.qkv, 0, Q), b.Cols(g.qkv, Q, Q), b.Cols(g.qkv, 2*Q, Q)
