@@ -1,13 +1,11 @@
 package vision
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
-	"slices"
 	"sort"
 	"strings"
 
+	"github.com/tessera-llm/tessera/core/bind"
 	"github.com/tessera-llm/tessera/core/cpu"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/nn"
@@ -19,18 +17,10 @@ import (
 // Norm is a LayerNorm (W, B; B nil without bias) or an RMSNorm (W only,
 // RMS true).
 type Norm struct {
-	W, B []float32
-	RMS  bool
-	Eps  float32
-}
-
-// Apply normalises each row of x (rows of len(W)) into out.
-func (n *Norm) Apply(out, x []float32) {
-	if n.RMS {
-		ref.RMSNorm(out, x, n.W, n.Eps)
-		return
-	}
-	ref.LayerNorm(out, x, n.W, n.B, n.Eps)
+	W   []float32 `ckpt:"weight" shape:"n"`
+	B   []float32 `ckpt:"bias" shape:"n" if:"!rms"`
+	RMS bool
+	Eps float32
 }
 
 // Block is one pre-norm ViT block:
@@ -38,90 +28,54 @@ func (n *Norm) Apply(out, x []float32) {
 //	x += wo(Attn(RoPE(q), RoPE(k), v)),  (q, k, v) = wqkv(norm0(x))
 //	x += fc1(act(fc0(norm1(x))))
 type Block struct {
-	Norm0, Norm1 Norm
-	WQKV, WO     *tensor.Mat
-	BQKV, BO     []float32 // nil without attn_bias
-	FC0, FC1     *tensor.Mat
-	B0, B1       []float32 // nil without linear_bias
+	Norm0 Norm        `ckpt:"norm0" with:"n=D"`
+	Norm1 Norm        `ckpt:"norm1" with:"n=D"`
+	WQKV  *tensor.Mat `ckpt:"wqkv.weight" shape:"Q3,D"`
+	BQKV  []float32   `ckpt:"wqkv.bias" shape:"Q3" if:"attn_bias"`
+	WO    *tensor.Mat `ckpt:"wo.weight" shape:"D,Q"`
+	BO    []float32   `ckpt:"wo.bias" shape:"D" if:"attn_bias"`
+	FC0   *tensor.Mat `ckpt:"mlp.fc0.weight" shape:"I,D"`
+	B0    []float32   `ckpt:"mlp.fc0.bias" shape:"I" if:"lin_bias"`
+	FC1   *tensor.Mat `ckpt:"mlp.fc1.weight" shape:"D,I"`
+	B1    []float32   `ckpt:"mlp.fc1.bias" shape:"D" if:"lin_bias"`
 }
 
-// Tower is the vision tower and projector bound to weights.
+// Tower is the vision tower and projector bound to weights; the struct
+// tags name each checkpoint tensor once (bind.Binder.Struct: Load binds
+// them, Spec lists them).
 type Tower struct {
 	Cfg       *Config
-	PatchW    *tensor.Mat // [D, 3·p·p] (Conv2d weight [D, 3, p, p] flattened)
-	PatchB    []float32   // nil without patch_embed_proj_bias
-	PosEmb    []float32   // [init_pos_emb_height, init_pos_emb_width, D]; nil for rope_2d
-	Blocks    []Block
-	FinalNorm Norm
-	PreNorm   *Norm // patchmerger: LayerNorm over D before the merge
-	PostNorm  *Norm // patchmergerv2: RMSNorm over the text width
-	Proj0     *tensor.Mat
-	Proj2     *tensor.Mat
-	ProjB0    []float32
-	ProjB2    []float32
+	PatchW    *tensor.Mat `ckpt:"vision_tower.patch_embed.proj.weight" shape:"D,3,p,p"` // [D, 3·p·p]
+	PatchB    []float32   `ckpt:"vision_tower.patch_embed.proj.bias" shape:"D" if:"patch_bias"`
+	PosEmb    []float32   `ckpt:"vision_tower.patch_embed.pos_emb.weight" shape:"ph,pw,D" if:"pos_emb"` // nil for rope_2d
+	Blocks    []Block     `ckpt:"vision_tower.encoder.blocks" n:"layers"`
+	FinalNorm Norm        `ckpt:"vision_tower.encoder.final_layernorm" with:"n=D"`
+	PreNorm   *Norm       `ckpt:"mm_projector.pre_norm" if:"merger" with:"n=D,rms=false"` // patchmerger: LayerNorm over D before the merge
+	Proj0     *tensor.Mat `ckpt:"mm_projector.proj.0.weight" shape:"M,M"`
+	ProjB0    []float32   `ckpt:"mm_projector.proj.0.bias" shape:"M" if:"lin_bias"`
+	Proj2     *tensor.Mat `ckpt:"mm_projector.proj.2.weight" shape:"TH,M"`
+	ProjB2    []float32   `ckpt:"mm_projector.proj.2.bias" shape:"TH" if:"lin_bias"`
+	PostNorm  *Norm       `ckpt:"mm_projector.post_norm" if:"!merger" with:"n=TH,rms=true"` // patchmergerv2: RMSNorm over the text width
 }
 
 // TensorSpec is one tensor of the vision checkpoint.
-type TensorSpec struct {
-	Name  string
-	Shape []int
+type TensorSpec = bind.TensorSpec
+
+// symbols are the dimensions and conditions the Tower's tags use.
+func (c *Config) symbols() (map[string]int, map[string]bool) {
+	return map[string]int{"D": c.Hidden, "p": c.PatchSize, "ph": c.PosEmbH, "pw": c.PosEmbW, "layers": c.Layers,
+			"Q": c.QKVHidden, "Q3": 3 * c.QKVHidden, "I": c.Intermediate, "M": c.MergedDim(), "TH": c.TextHidden},
+		map[string]bool{"rms": c.RMSNorm, "patch_bias": c.PatchBias, "pos_emb": c.PosEmb == PosDividedFixed,
+			"attn_bias": c.AttnBias, "lin_bias": c.LinBias, "merger": c.Projector == ProjPatchMerger}
 }
 
-// Spec lists every tensor a checkpoint of c must hold (full names).
+// Spec lists every tensor a checkpoint of c must hold (full names), from
+// the Tower's tags.
 func Spec(c *Config) []TensorSpec {
-	D, p, Q, I, M := c.Hidden, c.PatchSize, c.QKVHidden, c.Intermediate, c.MergedDim()
-	var s []TensorSpec
-	add := func(name string, shape ...int) { s = append(s, TensorSpec{name, shape}) }
-	norm := func(prefix string, d int, rms bool) {
-		add(prefix+".weight", d)
-		if !rms {
-			add(prefix+".bias", d)
-		}
-	}
-	add("vision_tower.patch_embed.proj.weight", D, 3, p, p)
-	if c.PatchBias {
-		add("vision_tower.patch_embed.proj.bias", D)
-	}
-	if c.PosEmb == PosDividedFixed {
-		add("vision_tower.patch_embed.pos_emb.weight", c.PosEmbH, c.PosEmbW, D)
-	}
-	for i := range c.Layers {
-		b := fmt.Sprintf("vision_tower.encoder.blocks.%d.", i)
-		norm(b+"norm0", D, c.RMSNorm)
-		norm(b+"norm1", D, c.RMSNorm)
-		add(b+"wqkv.weight", 3*Q, D)
-		if c.AttnBias {
-			add(b+"wqkv.bias", 3*Q)
-		}
-		add(b+"wo.weight", D, Q)
-		if c.AttnBias {
-			add(b+"wo.bias", D)
-		}
-		add(b+"mlp.fc0.weight", I, D)
-		if c.LinBias {
-			add(b+"mlp.fc0.bias", I)
-		}
-		add(b+"mlp.fc1.weight", D, I)
-		if c.LinBias {
-			add(b+"mlp.fc1.bias", D)
-		}
-	}
-	norm("vision_tower.encoder.final_layernorm", D, c.RMSNorm)
-	if c.Projector == ProjPatchMerger {
-		norm("mm_projector.pre_norm", D, false)
-	}
-	add("mm_projector.proj.0.weight", M, M)
-	if c.LinBias {
-		add("mm_projector.proj.0.bias", M)
-	}
-	add("mm_projector.proj.2.weight", c.TextHidden, M)
-	if c.LinBias {
-		add("mm_projector.proj.2.bias", c.TextHidden)
-	}
-	if c.Projector == ProjPatchMergerV2 {
-		add("mm_projector.post_norm.weight", c.TextHidden)
-	}
-	return s
+	b := bind.New(nil)
+	dims, conds := c.symbols()
+	b.Struct("", &Tower{}, dims, conds)
+	return b.Spec
 }
 
 // IsVisionTensor reports whether a checkpoint tensor belongs to the vision
@@ -130,59 +84,26 @@ func IsVisionTensor(name string) bool {
 	return strings.HasPrefix(name, "vision_tower.") || strings.HasPrefix(name, "mm_projector.")
 }
 
-// Load binds the vision tensors of ck for config c. Every tensor of Spec
-// must be present with its exact shape and an F32, F16 or BF16 dtype, and
-// any other vision_tower.* / mm_projector.* tensor is an error. Matrices
-// keep their half-precision storage; vectors are widened to float32.
+// Load binds the vision tensors of ck for config c (bind.Binder, as the
+// text model: tensors of a memory-mapped checkpoint used in place). Every
+// tensor of Spec must be present with its exact shape, and any other
+// vision_tower.* / mm_projector.* tensor is an error. Matrices keep their
+// half-precision storage (the patch embedding is widened to float32);
+// vectors are float32.
 func Load(c *Config, ck *safetensors.Checkpoint) (*Tower, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	got := map[string]any{}
-	for _, s := range Spec(c) {
-		t, ok := ck.Tensor(s.Name)
-		if !ok {
-			return nil, fmt.Errorf("tensor %s: missing from checkpoint (expected shape %v)", s.Name, s.Shape)
-		}
-		if !slices.Equal(t.Shape, s.Shape) {
-			return nil, fmt.Errorf("tensor %s: expected shape %v, found %v", s.Name, s.Shape, t.Shape)
-		}
-		raw, err := ck.Bytes(s.Name)
-		if err != nil {
-			return nil, err
-		}
-		rows := s.Shape[0]
-		cols := len(raw) / dtypeSize(string(t.DType)) / max(1, rows)
-		var m *tensor.Mat
-		switch t.DType {
-		case "F32":
-			f := make([]float32, len(raw)/4)
-			for i := range f {
-				f[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[i*4:]))
-			}
-			m = tensor.NewF32(rows, cols, f)
-		case "F16", "BF16":
-			u := make([]uint16, len(raw)/2)
-			for i := range u {
-				u[i] = binary.LittleEndian.Uint16(raw[i*2:])
-			}
-			dt := tensor.F16
-			if t.DType == "BF16" {
-				dt = tensor.BF16
-			}
-			m = tensor.NewHalf(rows, cols, dt, u)
-		default:
-			return nil, fmt.Errorf("tensor %s: dtype %s is not supported (want F32, F16 or BF16)", s.Name, t.DType)
-		}
-		if len(s.Shape) == 2 {
-			got[s.Name] = m
-		} else {
-			got[s.Name] = m.Float32()
-		}
+	b := bind.New(ck)
+	dims, conds := c.symbols()
+	t := &Tower{Cfg: c}
+	b.Struct("", t, dims, conds)
+	if b.Err != nil {
+		return nil, b.Err
 	}
 	var extra []string
 	for _, n := range ck.Names() {
-		if IsVisionTensor(n) && got[n] == nil {
+		if IsVisionTensor(n) && !b.Used[n] {
 			extra = append(extra, n)
 		}
 	}
@@ -190,58 +111,21 @@ func Load(c *Config, ck *safetensors.Checkpoint) (*Tower, error) {
 		sort.Strings(extra)
 		return nil, fmt.Errorf("checkpoint has vision tensors the vision_config does not use: %s", strings.Join(extra, ", "))
 	}
-	return bind(c, got), nil
-}
-
-func dtypeSize(dt string) int {
-	if dt == "F32" {
-		return 4
+	if t.PatchW.DType != tensor.F32 {
+		t.PatchW = tensor.NewF32(t.PatchW.Rows, t.PatchW.Cols, t.PatchW.Float32())
 	}
-	return 2
-}
-
-// bind assembles a Tower from tensors by name (matrices as *tensor.Mat,
-// everything else as []float32; the 4-D patch weight arrives as []float32).
-func bind(c *Config, got map[string]any) *Tower {
-	vec := func(n string) []float32 {
-		if v, ok := got[n].([]float32); ok {
-			return v
-		}
-		if m, ok := got[n].(*tensor.Mat); ok { // 1-row case never happens; keep safe
-			return m.Float32()
-		}
-		return nil
+	for i := range t.Blocks {
+		t.Blocks[i].Norm0.RMS, t.Blocks[i].Norm0.Eps = c.RMSNorm, c.NormEps
+		t.Blocks[i].Norm1.RMS, t.Blocks[i].Norm1.Eps = c.RMSNorm, c.NormEps
 	}
-	mat := func(n string) *tensor.Mat { m, _ := got[n].(*tensor.Mat); return m }
-	norm := func(prefix string, rms bool, eps float32) Norm {
-		return Norm{W: vec(prefix + ".weight"), B: vec(prefix + ".bias"), RMS: rms, Eps: eps}
+	t.FinalNorm.RMS, t.FinalNorm.Eps = c.RMSNorm, c.NormEps
+	if t.PreNorm != nil {
+		t.PreNorm.Eps = c.ProjEps
 	}
-	D, p := c.Hidden, c.PatchSize
-	t := &Tower{Cfg: c}
-	t.PatchW = tensor.NewF32(D, 3*p*p, vec("vision_tower.patch_embed.proj.weight"))
-	t.PatchB = vec("vision_tower.patch_embed.proj.bias")
-	t.PosEmb = vec("vision_tower.patch_embed.pos_emb.weight")
-	for i := range c.Layers {
-		b := fmt.Sprintf("vision_tower.encoder.blocks.%d.", i)
-		t.Blocks = append(t.Blocks, Block{
-			Norm0: norm(b+"norm0", c.RMSNorm, c.NormEps), Norm1: norm(b+"norm1", c.RMSNorm, c.NormEps),
-			WQKV: mat(b + "wqkv.weight"), BQKV: vec(b + "wqkv.bias"),
-			WO: mat(b + "wo.weight"), BO: vec(b + "wo.bias"),
-			FC0: mat(b + "mlp.fc0.weight"), B0: vec(b + "mlp.fc0.bias"),
-			FC1: mat(b + "mlp.fc1.weight"), B1: vec(b + "mlp.fc1.bias"),
-		})
+	if t.PostNorm != nil {
+		t.PostNorm.RMS, t.PostNorm.Eps = true, c.ProjEps
 	}
-	t.FinalNorm = norm("vision_tower.encoder.final_layernorm", c.RMSNorm, c.NormEps)
-	if c.Projector == ProjPatchMerger {
-		n := norm("mm_projector.pre_norm", false, c.ProjEps)
-		t.PreNorm = &n
-	} else {
-		n := norm("mm_projector.post_norm", true, c.ProjEps)
-		t.PostNorm = &n
-	}
-	t.Proj0, t.ProjB0 = mat("mm_projector.proj.0.weight"), vec("mm_projector.proj.0.bias")
-	t.Proj2, t.ProjB2 = mat("mm_projector.proj.2.weight"), vec("mm_projector.proj.2.bias")
-	return t
+	return t, nil
 }
 
 // Declare lists the tower's weights to u (a backend that uploads them).
