@@ -88,7 +88,7 @@ func sweepRow(i int, row []float32) {
 func sweepPoint(r *model.Runner, L, gen int) (sweepResult, error) {
 	st := r.M.NewState()
 	st.Reserve(L + gen)
-	for _, c := range st.MLA {
+	for _, c := range st.Caches {
 		if c == nil {
 			continue
 		}
@@ -98,7 +98,7 @@ func sweepPoint(r *model.Runner, L, gen int) (sweepResult, error) {
 			c.Append(row)
 		}
 	}
-	st.Pos = L
+	st.N = L
 	logits := make([]float32, r.M.Cfg.VocabSize)
 	tok := []int{1}
 	t0 := time.Now()
@@ -248,7 +248,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		decode = append(decode, float64(*gen)/tDecode.Seconds())
 		ttft = append(ttft, tPrefill.Seconds()*1000)
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(*gen)
-		stateBytes = sess.State.Bytes()
+		stateBytes = sess.State().Bytes()
 	}
 	// One more decode pass with per-op timing (kept out of the medians: the
 	// clock reads cost a little).

@@ -112,7 +112,7 @@ func (b *cpuBackend) Generate(prompt []int, images [][]byte, opt generate.Option
 				yield(-1, err)
 				return
 			}
-			info := snapshot(sess.State)
+			info := snapshot(sess.State().(*model.State))
 			info.Backend, info.Tokens, info.Dur = b.Name(), info.Pos-pos, time.Since(last)
 			pos = info.Pos
 			p.Stepped(info)
@@ -126,19 +126,19 @@ func (b *cpuBackend) Generate(prompt []int, images [][]byte, opt generate.Option
 
 // snapshot measures st for the live view.
 func snapshot(st *model.State) StepInfo {
-	info := StepInfo{Pos: st.Pos, KDANorm: make([]float64, len(st.KDA)), StateBytes: st.Bytes()}
-	for i, k := range st.KDA {
+	info := StepInfo{Pos: st.N, KDANorm: make([]float64, len(st.Layers)), StateBytes: st.Bytes()}
+	for i, k := range st.Layers {
 		if k == nil {
 			info.KDANorm[i] = math.NaN()
 			continue
 		}
 		var s float64
-		for _, v := range k.S {
+		for _, v := range k[0] { // the recurrent state
 			s += float64(v) * float64(v)
 		}
 		info.KDANorm[i] = math.Sqrt(s)
 	}
-	for _, c := range st.MLA {
+	for _, c := range st.Caches {
 		if c != nil {
 			info.CacheTokens = max(info.CacheTokens, c.Len())
 			info.CacheBytes += c.Bytes()
