@@ -145,6 +145,9 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	if d == nil || m == nil || m.Cfg == nil {
 		return nil, fmt.Errorf("wgsl: NewRunner: nil device or model")
 	}
+	if m.Family != nil {
+		return nil, fmt.Errorf("wgsl: the %s family has no WebGPU kernels yet (its GDN, RoPE and grouped-query attention ops run on the CPU backend: --backend cpu)", m.Cfg.Layout)
+	}
 	opt = opt.withDefaults(m.Cfg)
 	need := EstimateMemory(m, opt)
 	if opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {

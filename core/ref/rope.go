@@ -101,11 +101,12 @@ func NewRoPE(dim int, theta float64, interleaved bool, y *YaRN) *RoPE {
 	return r
 }
 
-// Apply rotates the first Dim channels of each of the len(x)/stride heads
-// of x (heads of stride floats) for position pos, in place.
+// Apply rotates, in place, the first Dim channels of each head of x for
+// position pos: heads start stride floats apart (x may end after the last
+// head's rotary channels).
 func (r *RoPE) Apply(x []float32, stride, pos int) {
 	half := r.Dim / 2
-	for o := 0; o+stride <= len(x); o += stride {
+	for o := 0; o+r.Dim <= len(x); o += stride {
 		h := x[o : o+r.Dim]
 		for i := 0; i < half; i++ {
 			s, c := math.Sincos(float64(pos) * r.InvFreq[i])

@@ -139,10 +139,12 @@ func TestFidelity(t *testing.T) {
 		{"k3-nano", "kimi_linear", 80},
 		{"k3-nano", "kimi_k3", 80},
 		{"kimi-linear-nano", "", 80},
+		{"qwen3-next-nano", "", 80},
+		{"deepseek-v3-nano", "", 80},
 		{"k3-mini", "", 24},
 	}
 	if testing.Short() {
-		cases = cases[:3]
+		cases = cases[:5]
 	}
 	for _, c := range cases {
 		name := c.preset

@@ -1,0 +1,93 @@
+package model
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/models/presets"
+)
+
+// TestFamilySpecIsHuggingFaceLayout: the tensors a qwen3_next or
+// deepseek_v3 config expects (what init-random writes) are, name for name
+// and shape for shape, those of the checkpoint the independent PyTorch
+// reference wrote for the same config (models/reference/families.py).
+func TestFamilySpecIsHuggingFaceLayout(t *testing.T) {
+	for _, name := range []string{"qwen3-next-nano", "deepseek-v3-nano"} {
+		dir := filepath.Join("..", "..", "testdata", "golden", name)
+		cfg, err := config.Load(dir)
+		require.NoError(t, err)
+		ck, err := safetensors.OpenDir(dir)
+		require.NoError(t, err)
+		want := map[string][]int{}
+		for _, n := range ck.Names() {
+			tn, _ := ck.Tensor(n)
+			want[n] = tn.Shape
+		}
+		ck.Close()
+		got := map[string][]int{}
+		for _, s := range Spec(cfg) {
+			got[s.Name] = s.Shape
+		}
+		require.Equal(t, want, got, name)
+	}
+}
+
+// TestFamilyRandomDirs: init-random's checkpoints of the family presets
+// load (F32 and BF16), Qwen3-Next's zero-centred norms are bound as 1 + w,
+// and the logits do not depend on the prefill piece size (the GDN state,
+// the conv tails and the K/V and latent caches carry across pieces; piece
+// 1 is the decode path).
+func TestFamilyRandomDirs(t *testing.T) {
+	for _, name := range []string{"qwen3-next-nano", "deepseek-v3-nano"} {
+		for _, dt := range []safetensors.DType{"F32", "BF16"} {
+			t.Run(fmt.Sprintf("%s/%s", name, dt), func(t *testing.T) {
+				raw, err := presets.Read(name)
+				require.NoError(t, err)
+				cfg, err := config.Parse(raw)
+				require.NoError(t, err)
+				dir := t.TempDir()
+				require.NoError(t, WriteRandomDir(dir, cfg, 3, dt))
+				m, ck, err := OpenDir(dir)
+				require.NoError(t, err)
+				defer ck.Close()
+				require.Equal(t, cfg.Layout, m.Cfg.Layout)
+				require.NotNil(t, m.Family)
+				if cfg.Layout == config.LayoutQwen3Next {
+					w, err := ck.Float32("model.norm.weight")
+					require.NoError(t, err)
+					for i := range w {
+						require.Equal(t, w[i]+1, m.Norm[i])
+					}
+				}
+				ids := make([]int, 40)
+				for i := range ids {
+					ids[i] = (i*37 + 11) % cfg.VocabSize
+				}
+				V := cfg.VocabSize
+				var ref []float32
+				for _, piece := range []int{40, 13, 1} {
+					r := NewRunner(m, Options{MaxChunk: piece, KDAChunk: 16})
+					st := m.NewState()
+					logits := make([]float32, len(ids)*V)
+					for t0 := 0; t0 < len(ids); t0 += piece {
+						t1 := min(len(ids), t0+piece)
+						require.NoError(t, r.Forward(st, ids[t0:t1], logits[t0*V:t1*V]))
+					}
+					r.Close()
+					require.False(t, slices.ContainsFunc(logits, func(v float32) bool { return v != v }), "NaN")
+					if ref == nil {
+						ref = logits
+						continue
+					}
+					require.Less(t, relErr(logits, ref), 1e-4, "piece %d", piece)
+				}
+			})
+		}
+	}
+}
