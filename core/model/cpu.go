@@ -45,6 +45,7 @@ type cpu struct {
 	score []float32
 	gemvs []ref.GEMV
 	ridx  []int // Route's ids
+	gqa   ref.GQAArgs
 
 	// views made during a forward pass come from this arena, reused by
 	// the next pass (Begin), so decoding allocates nothing

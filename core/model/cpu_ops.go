@@ -24,6 +24,7 @@ func (b *cpu) RoPE(x nn.Tensor, T int, a nn.RoPEArgs) {
 
 func (b *cpu) Attention(a *nn.AttnArgs) {
 	c := a.Cache.(*ref.LatentCache)
-	ref.GQA(b.pool, &ref.GQAArgs{N: a.T, H: a.H, HKV: a.HKV, D: a.D, Pos0: c.Len() - a.T, Scale: a.Scale,
-		Q: gather(ct(a.Q), a.T, &b.tmp), Cache: c, O: ct(a.O).flat(a.T)})
+	b.gqa = ref.GQAArgs{N: a.T, H: a.H, HKV: a.HKV, D: a.D, Pos0: c.Len() - a.T, Scale: a.Scale,
+		Q: gather(ct(a.Q), a.T, &b.tmp), Cache: c, O: ct(a.O).flat(a.T)}
+	ref.GQA(b.pool, &b.gqa)
 }

@@ -28,14 +28,16 @@ type GQAArgs struct {
 // pairs run in parallel on p.
 func GQA(p *Pool, a *GQAArgs) {
 	p = poolOr(p)
-	j := &gqaJob{a: a}
+	j := &p.gqa
+	j.a = *a
 	p.For(a.N*a.H, 1, j)
+	j.a = GQAArgs{}
 }
 
-type gqaJob struct{ a *GQAArgs }
+type gqaJob struct{ a GQAArgs }
 
 func (j *gqaJob) Run(_, lo, hi int) {
-	a := j.a
+	a := &j.a
 	D, rep := a.D, a.H/a.HKV
 	kw := a.HKV * D
 	for i := lo; i < hi; i++ {
