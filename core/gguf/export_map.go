@@ -255,12 +255,14 @@ var hparams = []hparam{
 		}
 		return c.GateLowerBound
 	}},
-	{key: "attention.q_lora_rank", fam: famKimi | famDeepSeek2, value: func(c *config.Config) any {
+	{key: "attention.q_lora_rank", value: func(c *config.Config) any {
 		if c.QLoraRank == 0 {
 			return nil
 		}
 		return u32(c.QLoraRank)
 	}},
+	// deepseek2 reads the key whatever the layer count; 0 selects the direct q_proj (attn_q).
+	{key: "attention.q_lora_rank", fam: famDeepSeek2, value: func(c *config.Config) any { return u32(c.QLoraRank) }},
 	{key: "attention.kv_lora_rank", fam: famKimi | famDeepSeek2, value: func(c *config.Config) any { return u32(c.KVLoraRank) }},
 	{key: "rope.dimension_count", fam: famKimi | famDeepSeek2, value: func(c *config.Config) any { return u32(c.QKRopeHeadDim) }},
 	{key: "rope.dimension_count", fam: famQwen3Next, value: func(c *config.Config) any { return u32(c.RotaryDim) }},

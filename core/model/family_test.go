@@ -18,7 +18,7 @@ import (
 // and shape for shape, those of the checkpoint the independent PyTorch
 // reference wrote for the same config (models/reference/families.py).
 func TestFamilySpecIsHuggingFaceLayout(t *testing.T) {
-	for _, name := range []string{"qwen3-next-nano", "deepseek-v3-nano"} {
+	for _, name := range []string{"qwen3-next-nano", "deepseek-v3-nano", "qwen3-next-variant", "deepseek-v3-variant"} {
 		dir := filepath.Join("..", "..", "testdata", "golden", name)
 		cfg, err := config.Load(dir)
 		require.NoError(t, err)

@@ -31,6 +31,11 @@ MODELS = [
 FAMILY_MODELS = [
     ("qwen3-next-nano", "models/presets/qwen3-next-nano.json", 2468),
     ("deepseek-v3-nano", "models/presets/deepseek-v3-nano.json", 1357),
+    # the other branches of each family (configs/*.json): Qwen3-Next by full_attention_interval with a
+    # dense layer, dk != dv, no shared expert, unnormalised top-k; DeepSeek-V3 with a direct q_proj, no
+    # YaRN, no groups, top-1 renormalised, two dense layers
+    ("qwen3-next-variant", "models/reference/configs/qwen3-next-variant.json", 97531),
+    ("deepseek-v3-variant", "models/reference/configs/deepseek-v3-variant.json", 86420),
 ]
 
 # Qwen3-Next's zero-centred RMSNorm weights (the model scales by 1 + w; HF initialises them to 0).
