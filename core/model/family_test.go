@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -89,5 +90,34 @@ func TestFamilyRandomDirs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRealFamilyConfigs: the released configs of Qwen3-Next-80B-A3B and
+// DeepSeek-V3 (fields as published; testdata/) parse, and the sizes
+// derived from the tensor list are the published ones: 80 B total / 3 B
+// active and 671 B / 37 B (without DeepSeek's MTP layer; active without
+// the embedding and LM head); the state per
+// token is what architecture.md §7.5 computes (fp32 here).
+func TestRealFamilyConfigs(t *testing.T) {
+	for _, c := range []struct {
+		file                  string
+		total, active         float64 // billions
+		stateBytes, cacheByte int64
+	}{
+		{"qwen3-next-80b-a3b.json", 80, 3, 36 * 4 * (32*128*128 + 3*(2*16*128+32*128)), 12 * 4 * 2 * 2 * 256},
+		{"deepseek-v3.json", 671, 37, 0, 61 * 4 * (512 + 64)},
+	} {
+		raw, err := os.ReadFile(filepath.Join("testdata", c.file))
+		require.NoError(t, err)
+		cfg, err := config.Parse(raw)
+		require.NoError(t, err, c.file)
+		s := ComputeStats(cfg)
+		require.InDelta(t, c.total, float64(s.TotalParams)/1e9, c.total*0.02, "%s total %d", c.file, s.TotalParams)
+		// published "active" counts exclude the embedding and LM head
+		active := s.ActiveParams - 2*int64(cfg.VocabSize*cfg.HiddenSize)
+		require.InDelta(t, c.active, float64(active)/1e9, c.active*0.1, "%s active %d", c.file, active)
+		require.Equal(t, c.stateBytes, s.KDAStateBytes, c.file)
+		require.Equal(t, c.cacheByte, s.CacheBytesPerTok, c.file)
 	}
 }
