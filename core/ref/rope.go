@@ -121,3 +121,18 @@ func (r *RoPE) Apply(x []float32, stride, pos int) {
 		}
 	}
 }
+
+// Table writes cos and sin of every pair for positions [pos0, pos0+n)
+// into dst ([n, Dim/2, 2], each × CosSin), with the angles formed in
+// float64 as Apply forms them: the rotation of a backend that cannot form
+// large angles exactly (a GPU's f32) is then Apply's to f32 rounding.
+func (r *RoPE) Table(dst []float32, pos0, n int) {
+	half := r.Dim / 2
+	for t := 0; t < n; t++ {
+		for i := 0; i < half; i++ {
+			s, c := math.Sincos(float64(pos0+t) * r.InvFreq[i])
+			o := (t*half + i) * 2
+			dst[o], dst[o+1] = float32(c*r.CosSin), float32(s*r.CosSin)
+		}
+	}
+}

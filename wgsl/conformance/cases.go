@@ -436,6 +436,7 @@ func Cases() []Case {
 	}
 	cs = append(cs, modelCases()...)
 	cs = append(cs, visionCases()...)
+	cs = append(cs, familyCases()...)
 	return cs
 }
 
