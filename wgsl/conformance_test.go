@@ -69,7 +69,7 @@ func runCases(t *testing.T, record bool, ops ...string) {
 			t0 := time.Now()
 			got, want := c.Run(g, c.Rand())
 			e := nmse(got, want)
-			if e > c.Bound {
+			if !(e <= c.Bound) {
 				t.Errorf("NMSE %.3g > bound %.3g", e, c.Bound)
 			}
 			if el := time.Since(t0); el > 2*time.Second {
@@ -87,7 +87,7 @@ func runCases(t *testing.T, record bool, ops ...string) {
 			}
 			m.cases++
 			m.worst = max(m.worst, e)
-			if e > c.Bound || t.Failed() {
+			if !(e <= c.Bound) || t.Failed() {
 				m.failed++
 			}
 			matrixMu.Unlock()

@@ -84,7 +84,7 @@ func TestRunnerMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
 		preset string
 		dt     safetensors.DType
-	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}} {
+	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}, {"qwen3-next-nano", "F32"}, {"deepseek-v3-nano", "F32"}} {
 		m := presetModel(t, tc.preset, 1, tc.dt)
 		V := m.Cfg.VocabSize
 		chunks := []int{64, 7, 1}

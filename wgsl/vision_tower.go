@@ -323,3 +323,13 @@ func (v *VisionTower) Encode(px *imageio.Patches) ([]float32, error) {
 	}
 	return res, nil
 }
+
+// seq runs fs in order, stopping at the first error.
+func seq(fs ...func() error) error {
+	for _, f := range fs {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

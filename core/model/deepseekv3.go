@@ -137,7 +137,7 @@ func (ds *DeepSeekV3) Build(b nn.Backend, maxT int) nn.Graph {
 		kva: b.Alloc(maxT, c.KVLoraRank+c.QKRopeHeadDim), o: b.Alloc(maxT, H*c.VHeadDim), tmp: b.Alloc(maxT, d),
 		products: make([]nn.Product, 0, 4)}
 	if c.NumExperts > 0 {
-		f.moe = nn.NewMoEScratch(b, maxT, d, c.NumExperts, d, c.TopK)
+		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, d, c.TopK, f.mla.tmp)
 	}
 	dec := f.dec
 	dec.embed, dec.final, dec.eps = ds.M.EmbedTokens, ds.M.Norm, c.RMSNormEps

@@ -174,16 +174,36 @@ func (m *Model) Build(b nn.Backend, maxT int) nn.Graph {
 	} else {
 		f.res = b.Alloc(maxT, d)
 	}
-	hd := max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1)
-	for i := range f.proj {
-		f.proj[i] = b.Alloc(maxT, hd)
+	// the projections' outputs, each as wide as its widest use
+	var width [7]int
+	for _, l := range m.Layers {
+		if l.KDA != nil {
+			for j, W := range l.KDA.inputs() {
+				if W != nil {
+					width[j] = max(width[j], W.Rows)
+				}
+			}
+			if W := l.KDA.GBProj; W != nil {
+				width[5] = max(width[5], W.Rows)
+			}
+		}
+		if w := l.MLA; w != nil { // q in proj[0], the gate in proj[1]
+			width[0] = max(width[0], c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim))
+			if w.GProj != nil {
+				width[1] = max(width[1], w.GProj.Rows)
+			}
+		}
 	}
-	f.qkvc = b.Alloc(3*maxT, c.KDAHeads*c.KDAHeadDim)
-	f.g, f.o = b.Alloc(maxT, hd), b.Alloc(maxT, hd)
+	for i := range f.proj {
+		f.proj[i] = b.Alloc(maxT, max(width[i], 1))
+	}
+	hd := max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*c.VHeadDim, 1)
+	f.qkvc = b.Alloc(3*maxT, max(c.KDAHeads*c.KDAHeadDim, 1))
+	f.g, f.o = b.Alloc(maxT, max(c.KDAHeads*c.KDAHeadDim, 1)), b.Alloc(maxT, hd)
 	f.qa = b.Alloc(maxT, max(c.QLoraRank, 1))
 	f.kva = b.Alloc(maxT, c.KVLoraRank+c.QKRopeHeadDim)
 	if c.NumExperts > 0 {
-		f.moe = nn.NewMoEScratch(b, maxT, d, c.NumExperts, c.ExpertWidth(), c.TopK)
+		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, c.ExpertWidth(), c.TopK, f.tmp)
 	}
 	f.products = make([]nn.Product, 0, 8)
 	return f

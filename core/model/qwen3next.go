@@ -243,7 +243,8 @@ func (q *Qwen3Next) Declare(u nn.Uploader) {
 			u.GLUs(p+"mlp", one(l.MLP))
 			continue
 		}
-		u.Mats(names(f, "gate.weight", "shared_expert_gate.weight"), l.MoE.Gate, l.SharedExpertGate)
+		u.Mats(names(f, "gate.weight"), l.MoE.Gate)
+		u.Mats(names(f, "shared_expert_gate.weight"), l.SharedExpertGate)
 		u.GLUs(f+"experts", l.MoE.Experts)
 		if l.SharedExpert != nil {
 			u.GLUs(f+"shared_expert", one(l.SharedExpert))
@@ -289,7 +290,7 @@ func (q *Qwen3Next) Build(b nn.Backend, maxT int) nn.Graph {
 		aq: b.Alloc(maxT, qh), agate: b.Alloc(maxT, qh), ak: b.Alloc(maxT, kvh), av: b.Alloc(maxT, kvh),
 		kv: b.Alloc(maxT, 2*kvh), ao: b.Alloc(maxT, qh), products: make([]nn.Product, 0, 4)}
 	if c.NumExperts > 0 {
-		f.moe = nn.NewMoEScratch(b, maxT, d, c.NumExperts, d, c.TopK)
+		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, d, c.TopK, f.tmp)
 		f.shared, f.sg, f.sgd = b.Alloc(maxT, d), b.Alloc(maxT, 1), b.Alloc(maxT, d)
 	}
 	dec := f.dec
@@ -383,12 +384,12 @@ func (f *qwenGraph) attn(st nn.State, i int, w *GatedAttention, out nn.Tensor, a
 	kw := Hkv * hd
 	ps := f.project(T, [4]nn.Tensor{f.aq, f.agate, f.ak, f.av}, [4]*tensor.Mat{w.Q, w.Gate, w.K, w.V})
 	q, gate, k, v := ps[0].Out, ps[1].Out, ps[2].Out, ps[3].Out
-	kc := b.Cols(f.kv, 0, kw)
 	b.RMSNorm(q, q, T, w.QNorm, c.RMSNormEps)
-	b.RMSNorm(kc, k, T, w.KNorm, c.RMSNormEps)
-	b.Copy(b.Cols(f.kv, kw, kw), v, T)
+	b.RMSNorm(k, k, T, w.KNorm, c.RMSNormEps)
 	b.RoPE(q, T, nn.RoPEArgs{Heads: H, Stride: hd, Pos0: st.Pos(), Rope: f.rope})
-	b.RoPE(kc, T, nn.RoPEArgs{Heads: Hkv, Stride: hd, Pos0: st.Pos(), Rope: f.rope})
+	b.RoPE(k, T, nn.RoPEArgs{Heads: Hkv, Stride: hd, Pos0: st.Pos(), Rope: f.rope})
+	b.Copy(b.Cols(f.kv, 0, kw), k, T)
+	b.Copy(b.Cols(f.kv, kw, kw), v, T)
 	cache := st.Cache(i)
 	b.Append(cache, f.kv, T)
 	f.att = nn.AttnArgs{T: T, H: H, HKV: Hkv, D: hd, Scale: float32(1 / math.Sqrt(float64(hd))), Q: q, O: f.ao, Cache: cache}

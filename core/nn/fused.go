@@ -172,10 +172,11 @@ type MoEScratch struct {
 	ps                  [2]Product
 }
 
-// NewMoEScratch allocates MoEScratch for pieces of maxT tokens of width d,
-// E experts of input width w and top-K routing.
-func NewMoEScratch(b Backend, maxT, d, E, w, K int) *MoEScratch {
-	return &MoEScratch{Logits: b.Alloc(maxT, E), Z: b.Alloc(maxT, w), Acc: b.Alloc(maxT, w), Tmp: b.Alloc(maxT, d),
+// NewMoEScratch allocates MoEScratch for pieces of maxT tokens, E experts
+// of input width w and top-K routing; tmp is a [maxT, d] scratch the
+// caller shares (the fallbacks' projection outputs).
+func NewMoEScratch(b Backend, maxT, E, w, K int, tmp Tensor) *MoEScratch {
+	return &MoEScratch{Logits: b.Alloc(maxT, E), Z: b.Alloc(maxT, w), Acc: b.Alloc(maxT, w), Tmp: tmp,
 		Rt: Routing{Idx: b.Alloc(maxT, K), Wts: b.Alloc(maxT, K), K: K}}
 }
 
