@@ -302,9 +302,9 @@ func (q *Qwen3Next) Build(b nn.Backend, maxT int) nn.Graph {
 	dec.mixer, dec.ffn = f.mixer, f.ffn
 	dec.mixOp = func(i int) nn.Op {
 		if q.Layers[i].GDN != nil {
-			return nn.OpKDA
+			return nn.OpGDN
 		}
-		return nn.OpMLA
+		return nn.OpAttn
 	}
 	dec.ffnOp = func(i int) nn.Op {
 		if q.Layers[i].MLP != nil {
