@@ -8,7 +8,7 @@ import (
 )
 
 // The ops the qwen3_next and deepseek_v3 families add to nn.Backend, on
-// the GPU (family_ops.go).
+// the GPU (family.go, gqa.go).
 
 func (b *gpu) Repeat(out, x nn.Tensor, T, d, r int) {
 	if b.err == nil {

@@ -8,11 +8,11 @@ import "github.com/tessera-llm/tessera/core/ref"
 // with LatentMoE the experts run on z = routed_expert_down_proj(x) and the
 // combined result is normalised (routed_expert_norm) and projected back up;
 // the shared experts run on the full x, unscaled.
-func (b *cpu) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
+func (b *cpuBackend) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
 	c, s, r := b.r.M.Cfg, &b.s, b
 	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
 	logits := s.logits[:T*E]
-	ref.Linear(r.pool, logits, xn, T, w.Gate)
+	ref.Linear(r.Pool, logits, xn, T, w.Gate)
 	router := routerOf(c)
 	for e := range s.byExpert {
 		s.byExpert[e] = s.byExpert[e][:0]
@@ -28,7 +28,7 @@ func (b *cpu) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
 	z := xn
 	if w.RoutedExpertDownProj != nil {
 		z = s.lat[:T*wd]
-		ref.Linear(r.pool, z, xn, T, w.RoutedExpertDownProj)
+		ref.Linear(r.Pool, z, xn, T, w.RoutedExpertDownProj)
 	}
 	// The selected experts run whole on one worker each (one parallel
 	// region for all of them, split by token count), their outputs kept by
@@ -43,7 +43,7 @@ func (b *cpu) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
 			slots += len(list)
 		}
 	}
-	r.pool.For(slots, 1, j)
+	r.Pool.For(slots, 1, j)
 	acc := s.racc[:T*wd]
 	clear(acc)
 	for i, e := range j.experts {
@@ -57,14 +57,14 @@ func (b *cpu) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
 		if w.RoutedExpertNorm != nil {
 			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
 		}
-		ref.Linear(r.pool, out, acc, T, w.RoutedExpertUpProj)
+		ref.Linear(r.Pool, out, acc, T, w.RoutedExpertUpProj)
 	} else {
 		copy(out[:T*d], acc)
 	}
 	if w.SharedExperts != nil {
 		sh := s.tokY[:T*d]
-		r.glu(r.pool, w.SharedExperts, act, xn, sh, T, s.h1, s.h2)
-		add(out[:T*d], sh)
+		r.GLURows(r.Pool, w.SharedExperts, act, xn, sh, T, s.h1, s.h2)
+		ref.Axpy(1, sh, out[:T*d])
 	}
 }
 
@@ -75,7 +75,7 @@ func (b *cpu) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
 // expert), which cost more in synchronisation than the small expert
 // matrices take to stream. Results equal moe's: the same row kernels, the
 // experts combined in the same (expert id) order.
-func (b *cpu) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
+func (b *cpuBackend) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 	c, s, r := b.r.M.Cfg, &b.s, b
 	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
 	wd := c.ExpertWidth()
@@ -85,7 +85,7 @@ func (b *cpu) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 		z = s.lat[:wd]
 		gs = append(gs, ref.GEMV{W: w.RoutedExpertDownProj, X: xn, Out: z})
 	}
-	ref.LinearBatch(r.pool, gs)
+	ref.LinearBatch(r.Pool, gs)
 	router := routerOf(c)
 	idx, wts := s.idx[:K], s.wts[:K]
 	router.Route(idx, wts, logits, w.EScoreCorrectionBias, s.router)
@@ -111,7 +111,7 @@ func (b *cpu) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 		gs = append(gs, ref.GEMV{W: sh.GateProj, X: xn, Out: s.dh1[K*I : K*I+shI]},
 			ref.GEMV{W: sh.UpProj, X: xn, Out: s.dh2[K*I : K*I+shI]})
 	}
-	ref.LinearBatch(r.pool, gs)
+	ref.LinearBatch(r.Pool, gs)
 	act.GLU(s.dh1[:K*I+shI], s.dh1[:K*I+shI], s.dh2[:K*I+shI])
 	gs = gs[:0]
 	for k, e := range idx {
@@ -120,7 +120,7 @@ func (b *cpu) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 	if sh != nil {
 		gs = append(gs, ref.GEMV{W: sh.DownProj, X: s.dh1[K*I : K*I+shI], Out: s.dy[K*wd : K*wd+d]})
 	}
-	ref.LinearBatch(r.pool, gs)
+	ref.LinearBatch(r.Pool, gs)
 	acc := s.racc[:wd]
 	clear(acc)
 	for _, k := range order {
@@ -130,12 +130,12 @@ func (b *cpu) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 		if w.RoutedExpertNorm != nil {
 			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
 		}
-		ref.Linear(r.pool, out[:d], acc, 1, w.RoutedExpertUpProj)
+		ref.Linear(r.Pool, out[:d], acc, 1, w.RoutedExpertUpProj)
 	} else {
 		copy(out[:d], acc)
 	}
 	if sh != nil {
-		add(out[:d], s.dy[K*wd:K*wd+d])
+		ref.Axpy(1, s.dy[K*wd:K*wd+d], out[:d])
 	}
 }
 
@@ -145,7 +145,7 @@ func (b *cpu) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 // own one-thread pool and scratch — and writes the outputs to slotY by
 // slot. The per-(row, token) sums do not depend on the split.
 type expertsJob struct {
-	b       *cpu
+	b       *cpuBackend
 	act     ref.Act
 	w       *MoE
 	z       []float32 // the experts' input rows [T, wd]
@@ -169,6 +169,6 @@ func (j *expertsJob) Run(worker, lo, hi int) {
 			copy(tx[k*wd:(k+1)*wd], j.z[t*wd:(t+1)*wd])
 		}
 		ty := s.slotY[j.start[i]*wd : (j.start[i]+n)*wd]
-		j.b.glu(ws.pool, &j.w.Experts[e], j.act, tx, ty, n, ws.h1, ws.h2)
+		j.b.GLURows(ws.pool, &j.w.Experts[e], j.act, tx, ty, n, ws.h1, ws.h2)
 	}
 }

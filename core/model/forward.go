@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/cpu"
 	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/ref"
 )
@@ -45,7 +46,7 @@ type Runner struct {
 	// Profile, when set, accumulates time per op category.
 	Profile *Profile
 
-	b     *cpu
+	b     *cpuBackend
 	graph nn.Graph
 }
 
@@ -90,7 +91,7 @@ func NewRunner(m *Model, opt Options) *Runner {
 		opt.KDAChunk = 64
 	}
 	r := &Runner{M: m, Opt: opt}
-	b := &cpu{r: r, pool: ref.NewPool(opt.Workers)}
+	b := &cpuBackend{Backend: cpu.New(ref.NewPool(opt.Workers), cpu.Options{KDAChunk: opt.KDAChunk, Recurrent: opt.RecurrentPrefill}), r: r}
 	r.b = b
 	c := m.Cfg
 	T, d := opt.MaxChunk, c.HiddenSize
@@ -103,7 +104,6 @@ func NewRunner(m *Model, opt Options) *Runner {
 	s.lat, s.racc = f(T*w), f(T*w)
 	s.tokY = f(T * max(w, d))
 	s.eout = f(max(w, d))
-	b.gemvs = make([]ref.GEMV, 0, 8)
 	s.gemvs = make([]ref.GEMV, 0, max(2*c.TopK+2, 8)) // batched GEMVs of a decode step
 	if c.NumExperts > 0 {
 		s.router = f(2 * c.NumExperts)
@@ -121,18 +121,17 @@ func NewRunner(m *Model, opt Options) *Runner {
 		s.slotY = f(T * c.TopK * w)
 		s.experts.experts = make([]int, 0, c.NumExperts)
 		s.experts.start = make([]int, 0, c.NumExperts)
-		s.workers = make([]workerScratch, b.pool.Workers())
+		s.workers = make([]workerScratch, b.Pool.Workers())
 		for i := range s.workers {
 			s.workers[i] = workerScratch{pool: ref.NewPool(1), tx: f(T * w), h1: f(T * Ie), h2: f(T * Ie)}
 		}
 	}
-	b.tmp = f(T * max(d, c.VocabSize))
 	r.graph = m.Build(b, T)
 	return r
 }
 
 // Close stops the runner's worker goroutines.
-func (r *Runner) Close() { r.b.pool.Close() }
+func (r *Runner) Close() { r.b.Pool.Close() }
 
 // Forward runs tokens (at most Options.MaxChunk) through the model starting
 // at st.Pos(), updating st. If logits is non-nil it receives the logits of
@@ -187,7 +186,7 @@ func (r *Runner) forward(st *State, in nn.Input, T int, logits []float32) error 
 	}
 	b := r.b
 	b.Begin()
-	defer b.end()
+	defer b.End()
 	hidden := r.graph.Forward(st, in, T)
 	if err := b.Err(); err != nil {
 		return err
@@ -199,16 +198,16 @@ func (r *Runner) forward(st *State, in nn.Input, T int, logits []float32) error 
 	defer nn.Tock(b, nn.OpLMHead, t0)
 	V := r.M.Cfg.VocabSize
 	if len(logits) >= T*V {
-		b.Linear(b.view(vec(logits[:T*V])), hidden, T, r.M.LMHead)
+		b.Linear(b.Slice(logits[:T*V], V), hidden, T, r.M.LMHead)
 	} else {
-		b.Linear(b.view(vec(logits[:V])), b.Rows(hidden, T-1), 1, r.M.LMHead)
+		b.Linear(b.Slice(logits[:V], V), b.Rows(hidden, T-1), 1, r.M.LMHead)
 	}
 	return nil
 }
 
 // Workers is the number of CPU workers the runner uses.
-func (r *Runner) Workers() int { return r.b.pool.Workers() }
+func (r *Runner) Workers() int { return r.b.Pool.Workers() }
 
 // Pool is the runner's worker pool (for work done beside the LM, such as
 // encoding images with the vision tower).
-func (r *Runner) Pool() *ref.Pool { return r.b.pool }
+func (r *Runner) Pool() *ref.Pool { return r.b.Pool }

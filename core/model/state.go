@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/tessera-llm/tessera/core/cpu"
 	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/ref"
 )
@@ -50,8 +51,7 @@ func (s *State) Fixed(layer, i int) nn.Tensor {
 		s.handles = make([][]nn.Tensor, len(s.Layers))
 		for l, f := range s.Layers {
 			for _, x := range f {
-				t := vec(x)
-				s.handles[l] = append(s.handles[l], &t)
+				s.handles[l] = append(s.handles[l], cpu.Vec(x))
 			}
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tessera-llm/tessera/core/cpu"
 	"github.com/tessera-llm/tessera/core/imageio"
+	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/core/tensor"
@@ -28,7 +30,7 @@ func (n *Norm) Apply(out, x []float32) {
 		ref.RMSNorm(out, x, n.W, n.Eps)
 		return
 	}
-	LayerNorm(out, x, n.W, n.B, n.Eps)
+	ref.LayerNorm(out, x, n.W, n.B, n.Eps)
 }
 
 // Block is one pre-norm ViT block:
@@ -242,95 +244,182 @@ func bind(c *Config, got map[string]any) *Tower {
 	return t
 }
 
+// Declare lists the tower's weights to u (a backend that uploads them).
+func (t *Tower) Declare(u nn.Uploader) {
+	norm := func(name string, n *Norm) {
+		if n != nil {
+			u.Vecs([]string{name + ".weight"}, n.W)
+			u.Vecs([]string{name + ".bias"}, n.B)
+		}
+	}
+	u.Mats([]string{"vision_tower.patch_embed.proj.weight"}, t.PatchW)
+	u.Vecs([]string{"vision_tower.patch_embed.proj.bias"}, t.PatchB)
+	for i := range t.Blocks {
+		b := &t.Blocks[i]
+		p := fmt.Sprintf("vision_tower.encoder.blocks.%d.", i)
+		norm(p+"norm0", &b.Norm0)
+		norm(p+"norm1", &b.Norm1)
+		for _, m := range []struct {
+			n string
+			w *tensor.Mat
+			b []float32
+		}{{"wqkv", b.WQKV, b.BQKV}, {"wo", b.WO, b.BO}, {"mlp.fc0", b.FC0, b.B0}, {"mlp.fc1", b.FC1, b.B1}} {
+			u.Mats([]string{p + m.n + ".weight"}, m.w)
+			u.Vecs([]string{p + m.n + ".bias"}, m.b)
+		}
+	}
+	norm("vision_tower.encoder.final_layernorm", &t.FinalNorm)
+	norm("mm_projector.pre_norm", t.PreNorm)
+	norm("mm_projector.post_norm", t.PostNorm)
+	u.Mats([]string{"mm_projector.proj.0.weight"}, t.Proj0)
+	u.Vecs([]string{"mm_projector.proj.0.bias"}, t.ProjB0)
+	u.Mats([]string{"mm_projector.proj.2.weight"}, t.Proj2)
+	u.Vecs([]string{"mm_projector.proj.2.bias"}, t.ProjB2)
+}
+
+// Graph is the tower's forward pass bound to a backend, with scratch for
+// images of up to MaxN patches.
+type Graph struct {
+	t    *Tower
+	b    nn.VisionBackend
+	MaxN int
+
+	px, x, xn, qkv, att, o, hid nn.Tensor
+	cos, sin, pos, mh, out      nn.Tensor
+}
+
+// Build allocates the forward pass's scratch on b for images of up to
+// maxN patches.
+func (t *Tower) Build(b nn.VisionBackend, maxN int) *Graph {
+	c := t.Cfg
+	D, Q, I, p := c.Hidden, c.QKVHidden, c.Intermediate, c.PatchSize
+	maxM := max(1, maxN/(c.MergeH*c.MergeW))
+	return &Graph{t: t, b: b, MaxN: maxN,
+		px: b.Alloc(maxN, 3*p*p), x: b.Alloc(maxN, D), xn: b.Alloc(maxN, D), qkv: b.Alloc(maxN, 3*Q),
+		att: b.Alloc(maxN, Q), o: b.Alloc(maxN, D), hid: b.Alloc(maxN, I),
+		cos: b.Alloc(maxN, c.HeadDim()/2), sin: b.Alloc(maxN, c.HeadDim()/2), pos: b.Alloc(maxN, D),
+		mh: b.Alloc(maxM, c.MergedDim()), out: b.Alloc(maxM, c.TextHidden)}
+}
+
+// Encode runs one image through the tower and projector on the CPU (pool
+// p; nil: one thread) and returns its merged, projected tokens
+// [Merged, text_hidden_size] (Graph.Encode).
+func (t *Tower) Encode(p *ref.Pool, px *imageio.Patches) ([]float32, error) {
+	if err := t.Cfg.CheckPatches(px); err != nil {
+		return nil, err
+	}
+	return t.Build(cpu.New(p, cpu.Options{}), px.N()).Encode(px)
+}
+
+// norm applies n (LayerNorm or RMSNorm) to the T rows of x into out.
+func (g *Graph) norm(n *Norm, out, x nn.Tensor, T int) {
+	if n.RMS {
+		g.b.RMSNorm(out, x, T, n.W, n.Eps)
+		return
+	}
+	g.b.LayerNorm(out, x, T, n.W, n.B, n.Eps)
+}
+
+// biasAct is x ← act(x + b), skipped when there is neither.
+func (g *Graph) biasAct(x nn.Tensor, T int, bias []float32, act nn.Activation) {
+	if bias != nil || act != nn.ActNone {
+		g.b.BiasAct(x, T, bias, act)
+	}
+}
+
+func activation(a Act) nn.Activation {
+	if a == ActGELUErf {
+		return nn.ActGELUErf
+	}
+	return nn.ActGELUTanh
+}
+
 // Encode runs one image through the tower and projector and returns its
-// merged, projected tokens [Merged, text_hidden_size]:
+// merged, projected tokens [Merged, text_hidden_size] (architecture.md
+// §6.2):
 //
 //	x = patches·W_pe + b_pe (+ InterpPosEmb for divided_fixed)
-//	x = Block_L(…Block_1(x)) with 2D RoPE at each patch's (row, col)
+//	per block: x += wo(Attn(RoPE(q), RoPE(k), v)), (q, k, v) = wqkv(norm0(x))
+//	           x += fc1(act(fc0(norm1(x))))
 //	x = final_norm(x); merge each mh×mw window (consecutive rows) into one
 //	row of D·mh·mw; y = [post_norm](proj.2(act(proj.0([pre_norm] merge))))
 //
-// Attention spans the image's patches only. p may be nil (single thread).
-func (t *Tower) Encode(p *ref.Pool, px *imageio.Patches) ([]float32, error) {
+// with 2D RoPE at each patch's (row, col). Attention spans the image's
+// patches only. Each block ends a layer (the GPU submits it).
+func (g *Graph) Encode(px *imageio.Patches) ([]float32, error) {
+	t, b := g.t, g.b
 	c := t.Cfg
 	D, H, hd, Q := c.Hidden, c.Heads, c.HeadDim(), c.QKVHidden
 	if err := c.CheckPatches(px); err != nil {
 		return nil, err
 	}
 	N := px.N()
-	x := make([]float32, N*D)
-	ref.Linear(p, x, px.Data, N, t.PatchW)
-	AddBias(x, t.PatchB)
+	if N > g.MaxN {
+		return nil, fmt.Errorf("vision encode: %d patches (%dx%d grid) exceed the tower's %d (max_pixels)", N, px.GridH, px.GridW, g.MaxN)
+	}
 	rows, cols := make([]int, N), make([]int, N)
 	for i := range N {
 		rows[i], cols[i] = px.Pos(i)
 	}
+	cos, sin := RoPE2DTable(rows, cols, hd, c.RopeTheta)
+	b.Begin()
+	x := g.x
+	b.SetRows(g.px, px.Data, N)
+	b.SetRows(g.cos, cos, N)
+	b.SetRows(g.sin, sin, N)
+	b.Linear(x, g.px, N, t.PatchW)
+	g.biasAct(x, N, t.PatchB, nn.ActNone)
 	if c.PosEmb == PosDividedFixed {
 		pe := InterpPosEmb(t.PosEmb, c.PosEmbH, c.PosEmbW, D, px.GridH, px.GridW)
+		ordered := make([]float32, N*D)
 		for i := range N {
 			o := (rows[i]*px.GridW + cols[i]) * D
-			ref.Axpy(1, pe[o:o+D], x[i*D:(i+1)*D])
+			copy(ordered[i*D:(i+1)*D], pe[o:o+D])
 		}
+		b.SetRows(g.pos, ordered, N)
+		b.Add(x, g.pos, N)
 	}
-	cos, sin := RoPE2DTable(rows, cols, hd, c.RopeTheta)
-	xn := make([]float32, N*D)
-	qkv := make([]float32, N*3*Q)
-	q, k, v := make([]float32, N*Q), make([]float32, N*Q), make([]float32, N*Q)
-	att := make([]float32, N*Q)
-	o := make([]float32, N*D)
-	hid := make([]float32, N*c.Intermediate)
-	for _, b := range t.Blocks {
-		b.Norm0.Apply(xn, x)
-		ref.Linear(p, qkv, xn, N, b.WQKV)
-		AddBias(qkv, b.BQKV)
-		for n := range N {
-			r := qkv[n*3*Q:]
-			copy(q[n*Q:(n+1)*Q], r[:Q])
-			copy(k[n*Q:(n+1)*Q], r[Q:2*Q])
-			copy(v[n*Q:(n+1)*Q], r[2*Q:3*Q])
-		}
-		ApplyRoPE(q, N, H, hd, cos, sin)
-		ApplyRoPE(k, N, H, hd, cos, sin)
-		Attention(p, att, q, k, v, N, H, hd)
-		ref.Linear(p, o, att, N, b.WO)
-		AddBias(o, b.BO)
-		ref.Axpy(1, o, x)
-		b.Norm1.Apply(xn, x)
-		ref.Linear(p, hid, xn, N, b.FC0)
-		AddBias(hid, b.B0)
-		c.Act.Apply(hid)
-		ref.Linear(p, o, hid, N, b.FC1)
-		AddBias(o, b.B1)
-		ref.Axpy(1, o, x)
+	q, k, v := b.Cols(g.qkv, 0, Q), b.Cols(g.qkv, Q, Q), b.Cols(g.qkv, 2*Q, Q)
+	for i := range t.Blocks {
+		bl := &t.Blocks[i]
+		g.norm(&bl.Norm0, g.xn, x, N)
+		b.Linear(g.qkv, g.xn, N, bl.WQKV)
+		g.biasAct(g.qkv, N, bl.BQKV, nn.ActNone)
+		b.RoPE2D(q, N, H, hd, g.cos, g.sin)
+		b.RoPE2D(k, N, H, hd, g.cos, g.sin)
+		b.ImageAttention(g.att, q, k, v, N, H, hd)
+		b.Linear(g.o, g.att, N, bl.WO)
+		g.biasAct(g.o, N, bl.BO, nn.ActNone)
+		b.Add(x, g.o, N)
+		g.norm(&bl.Norm1, g.xn, x, N)
+		b.Linear(g.hid, g.xn, N, bl.FC0)
+		g.biasAct(g.hid, N, bl.B0, activation(c.Act))
+		b.Linear(g.o, g.hid, N, bl.FC1)
+		g.biasAct(g.o, N, bl.B1, nn.ActNone)
+		b.Add(x, g.o, N)
+		nn.EndLayer(b, N)
 	}
-	t.FinalNorm.Apply(x, x)
-	return t.Project(p, x, N)
-}
-
-// Project applies the mm_projector to tower outputs x ([N, D], rows in
-// merge-window order) and returns [N/(mh·mw), text_hidden_size].
-func (t *Tower) Project(p *ref.Pool, x []float32, N int) ([]float32, error) {
-	c := t.Cfg
-	k := c.MergeH * c.MergeW
-	if N%k != 0 || len(x) < N*c.Hidden {
-		return nil, fmt.Errorf("vision project: %d patches do not fill %d-patch merge windows", N, k)
-	}
-	Nm, M := N/k, c.MergedDim()
+	g.norm(&t.FinalNorm, x, x, N)
 	if t.PreNorm != nil {
-		t.PreNorm.Apply(x, x)
+		g.norm(t.PreNorm, x, x, N)
 	}
-	// Merge: rows of a window are consecutive, so [N, D] is [Nm, M].
-	h := make([]float32, Nm*M)
-	ref.Linear(p, h, x[:N*c.Hidden], Nm, t.Proj0)
-	AddBias(h, t.ProjB0)
-	c.ProjAct.Apply(h)
-	out := make([]float32, Nm*c.TextHidden)
-	ref.Linear(p, out, h, Nm, t.Proj2)
-	AddBias(out, t.ProjB2)
+	// Merge: the rows of a window are consecutive, so [N, D] is [Nm, M].
+	Nm, TH := px.Merged(), c.TextHidden
+	b.Linear(g.mh, b.Reshape(x, c.MergedDim()), Nm, t.Proj0)
+	g.biasAct(g.mh, Nm, t.ProjB0, activation(c.ProjAct))
+	b.Linear(g.out, g.mh, Nm, t.Proj2)
+	g.biasAct(g.out, Nm, t.ProjB2, nn.ActNone)
 	if t.PostNorm != nil {
-		t.PostNorm.Apply(out, out)
+		g.norm(t.PostNorm, g.out, g.out, Nm)
 	}
-	return out, nil
+	if err := b.Err(); err != nil {
+		return nil, fmt.Errorf("vision encode: %w", err)
+	}
+	res := make([]float32, Nm*TH)
+	if err := b.Read(g.out, Nm, res); err != nil {
+		return nil, fmt.Errorf("vision encode: read back: %w", err)
+	}
+	return res, nil
 }
 
 // CheckPatches reports patches the tower cannot encode: the wrong patch

@@ -1,20 +1,20 @@
-package model
+package cpu
 
 import (
 	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/ref"
 )
 
-// The CPU ops of the qwen3_next and deepseek_v3 families (nn.Backend).
+// The ops of the qwen3_next and deepseek_v3 families (nn.Backend).
 
-func (b *cpu) Repeat(out, x nn.Tensor, T, d, r int) {
+func (b *Backend) Repeat(out, x nn.Tensor, T, d, r int) {
 	o, s := ct(out), ct(x)
 	for t := 0; t < T; t++ {
 		ref.RepeatHeads(o.row(t), s.row(t), 1, s.cols/d, r, d)
 	}
 }
 
-func (b *cpu) RoPE(x nn.Tensor, T int, a nn.RoPEArgs) {
+func (b *Backend) RoPE(x nn.Tensor, T int, a nn.RoPEArgs) {
 	v := ct(x)
 	for t := 0; t < T; t++ {
 		row := v.row(t)
@@ -22,9 +22,9 @@ func (b *cpu) RoPE(x nn.Tensor, T int, a nn.RoPEArgs) {
 	}
 }
 
-func (b *cpu) Attention(a *nn.AttnArgs) {
+func (b *Backend) Attention(a *nn.AttnArgs) {
 	c := a.Cache.(*ref.LatentCache)
 	b.gqa = ref.GQAArgs{N: a.T, H: a.H, HKV: a.HKV, D: a.D, Pos0: c.Len() - a.T, Scale: a.Scale,
 		Q: gather(ct(a.Q), a.T, &b.tmp), Cache: c, O: ct(a.O).flat(a.T)}
-	ref.GQA(b.pool, &b.gqa)
+	ref.GQA(b.Pool, &b.gqa)
 }
