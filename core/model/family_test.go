@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,5 +120,32 @@ func TestRealFamilyConfigs(t *testing.T) {
 		require.InDelta(t, c.active, float64(active)/1e9, c.active*0.1, "%s active %d", c.file, active)
 		require.Equal(t, c.stateBytes, s.KDAStateBytes, c.file)
 		require.Equal(t, c.cacheByte, s.CacheBytesPerTok, c.file)
+	}
+}
+
+// TestFamilyIgnoresMTP: the multi-token-prediction tensors of the released
+// checkpoints (Qwen3-Next "mtp.*", DeepSeek-V3's layer num_hidden_layers)
+// are ignored as transformers ignores them; any other extra tensor is an
+// error naming it.
+func TestFamilyIgnoresMTP(t *testing.T) {
+	for _, c := range []struct{ preset, mtp string }{
+		{"qwen3-next-nano", "mtp.fc.weight"},
+		{"deepseek-v3-nano", "model.layers.4.eh_proj.weight"},
+	} {
+		raw, err := presets.Read(c.preset)
+		require.NoError(t, err)
+		cfg, err := config.Parse(raw)
+		require.NoError(t, err)
+		load := func(extra string) error {
+			ts := append(RandomTensors(cfg, 1, "F32"), safetensors.WriteTensor{Name: extra, DType: "F32", Shape: []int{2}, Data: []float32{1, 2}})
+			var buf bytes.Buffer
+			require.NoError(t, safetensors.Write(&buf, ts, nil))
+			ck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": buf.Bytes()}))
+			require.NoError(t, err)
+			_, err = Load(cfg, ck)
+			return err
+		}
+		require.NoError(t, load(c.mtp), c.preset)
+		require.ErrorContains(t, load("model.layers.0.mlp.extra.weight"), "does not use: model.layers.0.mlp.extra.weight")
 	}
 }
