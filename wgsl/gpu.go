@@ -45,6 +45,9 @@ type gpu struct {
 	stacks map[*tensor.Mat]*stack
 	vecs   map[*float32]View
 	glus   map[*nn.GLU]*GLUWeights
+	ropes  map[*ref.RoPE]View // cos/sin tables for the longest context (gpu_families.go)
+	// maxContext is the positions a RoPE table covers (the runner's MaxContext).
+	maxContext int
 
 	maxIn, maxI, maxE, maxOut int     // sizes of the scratch below
 	proj                      *Buffer // one token's stacked projections
@@ -64,7 +67,7 @@ type stack struct {
 
 func newGPU(d *Device, topK int) *gpu {
 	return &gpu{d: d, topK: topK, mats: map[*tensor.Mat]*Mat{}, stacks: map[*tensor.Mat]*stack{},
-		vecs: map[*float32]View{}, glus: map[*nn.GLU]*GLUWeights{}}
+		vecs: map[*float32]View{}, glus: map[*nn.GLU]*GLUWeights{}, ropes: map[*ref.RoPE]View{}}
 }
 
 // newBuf creates a buffer of words words, kept for Release.
@@ -267,7 +270,11 @@ func (b *gpu) RMSNorm(out, x nn.Tensor, T int, w []float32, eps float32) {
 		b.fail(b.d.RMSNorm(o.v, s.v, b.vec(w), T*o.cols/len(w), len(w), eps))
 		return
 	}
-	b.fail(b.d.RMSNormRows(o.s(), s.s(), b.vec(w), T, len(w), eps))
+	// strided rows: one dispatch per group of len(w) values of each row
+	n := len(w)
+	for c0 := 0; c0 < o.cols && b.err == nil; c0 += n {
+		b.fail(b.d.RMSNormRows(Strided{View{o.v.Buf, o.v.Off + c0}, o.stride}, Strided{View{s.v.Buf, s.v.Off + c0}, s.stride}, b.vec(w), T, n, eps))
+	}
 }
 
 func (b *gpu) RMSNormGated(out, x, gate nn.Tensor, T int, w []float32, eps float32, act ref.GateAct) {

@@ -10,7 +10,8 @@ import (
 
 // Op wrappers of router.wgsl.
 
-// Route records the sigmoid MoE router (ref.Router.Route) for T tokens:
+// Route records the MoE router (ref.Router.Route: sigmoid or softmax
+// scores) for T tokens:
 // logits [T, E], bias [E] (a zero View for none), idx [T, TopK] as u32
 // expert ids, w [T, TopK] weights. E ≤ 1024, Groups ≤ 256. Results stay on
 // the GPU for the expert dispatch.
@@ -41,7 +42,8 @@ func (d *Device) Route(idx, w, logits, bias View, T, E int, r ref.Router) error 
 	if err != nil {
 		return err
 	}
-	p := params{}.u(E, r.TopK, T, r.Groups, r.TopKGroups, b2i(r.Renormalize), b2i(hasBias)).f(r.Scale).
+	flags := b2i(r.Renormalize) | b2i(r.RenormalizeAnyK)<<1 | b2i(r.Softmax)<<2
+	p := params{}.u(E, r.TopK, T, r.Groups, r.TopKGroups, flags, b2i(hasBias)).f(r.Scale).
 		u(logits.Off, bias.Off, idx.Off, w.Off)
 	return d.dispatch(k, p, []*Buffer{logits.Buf, bias.Buf, idx.Buf, w.Buf}, T)
 }

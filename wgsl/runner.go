@@ -93,6 +93,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
+	r.b.maxContext = opt.MaxContext
 	if opt.MaxContext >= longWaitContext {
 		r.longWait = true
 		d.longWaits++

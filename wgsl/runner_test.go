@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -84,7 +85,8 @@ func TestRunnerMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
 		preset string
 		dt     safetensors.DType
-	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}} {
+	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}, {"qwen3-next-nano", "F32"}, {"deepseek-v3-nano", "F32"},
+		{"../models/reference/configs/qwen3-next-variant.json", "F32"}, {"../models/reference/configs/deepseek-v3-variant.json", "F32"}} {
 		m := presetModel(t, tc.preset, 1, tc.dt)
 		V := m.Cfg.VocabSize
 		chunks := []int{64, 7, 1}
@@ -92,7 +94,7 @@ func TestRunnerMatchesCPU(t *testing.T) {
 			chunks = []int{64, 1}
 		}
 		for _, chunk := range chunks {
-			t.Run(fmt.Sprintf("%s/%s/chunk=%d", tc.preset, tc.dt, chunk), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/chunk=%d", strings.TrimSuffix(filepath.Base(tc.preset), ".json"), tc.dt, chunk), func(t *testing.T) {
 				t0 := time.Now()
 				cpu := model.NewRunner(m, model.Options{MaxChunk: chunk})
 				defer cpu.Close()

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 )
@@ -304,8 +305,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "decode           %.2f tok/s (%d tokens after the prompt)\n", res.DecodeTokPerS, *gen)
 	fmt.Fprintf(w, "decode traffic   %s weights per token → %.2f GB/s\n", bytesStr(res.DecodeReadBytes), res.DecodeGBPerS)
 	fmt.Fprintf(w, "machine          %.2f GB/s (STREAM triad) → roofline ratio %.0f%%\n", res.MachineGBPerS, 100*res.RooflineRatio)
-	fmt.Fprintf(w, "memory           weights %s, KDA state %s, MLA cache %d B/token, state now %s, peak RSS %s\n",
-		bytesStr(weightBytes), bytesStr(res.KDAStateBytes), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
+	fmt.Fprintf(w, "memory           weights %s, %s state %s, %s cache %d B/token, state now %s, peak RSS %s\n",
+		bytesStr(weightBytes), pick(c.Layout.Kimi(), "KDA", "GDN"), bytesStr(res.KDAStateBytes),
+		pick(c.Layout == config.LayoutQwen3Next, "K/V", "MLA"), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
 	fmt.Fprintf(w, "allocations      %.2f per decoded token\n", res.DecodeAllocsPerTk)
 	fmt.Fprintf(w, "decode by op     ")
 	for i, n := range opNames {

@@ -93,6 +93,7 @@ type Backend struct {
 	score []float32
 	gemvs []ref.GEMV
 	ridx  []int // Route's ids
+	gqa   ref.GQAArgs
 
 	// views made during a forward pass come from this arena, reused by
 	// the next pass (Begin), so decoding allocates nothing

@@ -165,7 +165,7 @@ func TestSelectTop(t *testing.T) {
 
 // Decoding a token allocates nothing: all state and scratch exist up front.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
-	for _, name := range []string{"k3-nano", "kimi-linear-nano"} {
+	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
 		m := presetModel(t, name, 1, "BF16")
 		r := model.NewRunner(m, model.Options{})
 		s := NewSession(r, 300)

@@ -22,7 +22,8 @@ func TestFallbacksEqualFused(t *testing.T) {
 	for _, tc := range []struct {
 		preset string
 		layout config.Layout
-	}{{"k3-nano", config.LayoutKimiLinear}, {"kimi-linear-nano", config.LayoutKimiLinear}} {
+	}{{"k3-nano", config.LayoutKimiLinear}, {"kimi-linear-nano", config.LayoutKimiLinear},
+		{"qwen3-next-nano", config.LayoutQwen3Next}, {"deepseek-v3-nano", config.LayoutDeepSeekV3}} {
 		t.Run(tc.preset, func(t *testing.T) {
 			m := randomModel(t, tc.preset, tc.layout, "F32", 3)
 			_, isPlain := any(plain{}).(nn.MoEer)

@@ -13,8 +13,7 @@ func (b *cpuBackend) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
 	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
 	logits := s.logits[:T*E]
 	ref.Linear(r.Pool, logits, xn, T, w.Gate)
-	router := ref.Router{TopK: K, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
-		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	router := routerOf(c)
 	for e := range s.byExpert {
 		s.byExpert[e] = s.byExpert[e][:0]
 	}
@@ -87,8 +86,7 @@ func (b *cpuBackend) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
 		gs = append(gs, ref.GEMV{W: w.RoutedExpertDownProj, X: xn, Out: z})
 	}
 	ref.LinearBatch(r.Pool, gs)
-	router := ref.Router{TopK: K, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
-		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	router := routerOf(c)
 	idx, wts := s.idx[:K], s.wts[:K]
 	router.Route(idx, wts, logits, w.EScoreCorrectionBias, s.router)
 	// slots in expert id order (moe combines experts in that order)

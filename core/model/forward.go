@@ -97,7 +97,7 @@ func NewRunner(m *Model, opt Options) *Runner {
 	T, d := opt.MaxChunk, c.HiddenSize
 	f := func(n int) []float32 { return make([]float32, n) }
 	s := &b.s
-	I := max(c.IntermediateSize, c.NumSharedExperts*c.MoEIntermediateSize, c.MoEIntermediateSize)
+	I := max(c.IntermediateSize, c.NumSharedExperts*c.MoEIntermediateSize, c.MoEIntermediateSize, c.SharedExpertIntermediateSize)
 	s.h1, s.h2 = f(T*I), f(T*I)
 	w := c.ExpertWidth()
 	s.ffn = f(T * d)

@@ -19,10 +19,16 @@ import (
 // Head is the LM head.
 func (m *Model) Head() *tensor.Mat { return m.LMHead }
 
+// The methods of nn.Model below hand over to m.Family when the model is
+// of another family (family.go).
+
 // StateSpec is the K3 sequence state: per KDA layer the recurrent state
 // S [H, dk, dv] and the conv tails of q, k, v ([K−1, H·dk] each); per MLA
 // layer the latent cache of rows [c_kv; k_r].
 func (m *Model) StateSpec() []nn.LayerState {
+	if m.Family != nil {
+		return m.Family.StateSpec()
+	}
 	c := m.Cfg
 	hd := c.KDAHeads * c.KDAHeadDim
 	tail := (c.ConvKernel - 1) * hd
@@ -52,17 +58,15 @@ func (w *KDA) inputs() [7]*tensor.Mat {
 	return [7]*tensor.Mat{w.QProj, w.KProj, w.VProj, w.BProj, w.FAProj, w.GProj, w.GAProj}
 }
 
-// inputs are the MLA projections of the normed input: q (or q_a), kv_a
-// and the output gate.
-func (w *MLA) inputs() [4]*tensor.Mat {
-	return [4]*tensor.Mat{w.QProj, w.QAProj, w.KVAProjWithMQA, w.GProj}
-}
-
 // one is a dense GLU as a one-element slice (same element).
 func one(g *MLP) []MLP { return unsafe.Slice(g, 1) }
 
 // Declare lists the weights to u, grouped as the forward pass uses them.
 func (m *Model) Declare(u nn.Uploader) {
+	if m.Family != nil {
+		m.Family.Declare(u)
+		return
+	}
 	u.Mats([]string{"model.embed_tokens.weight"}, m.EmbedTokens)
 	u.Mats([]string{"lm_head.weight"}, m.LMHead)
 	u.Vecs([]string{"model.norm.weight"}, m.Norm)
@@ -146,12 +150,15 @@ type k3 struct {
 	// op arguments, kept here so that passing them allocates nothing
 	conv  nn.ConvArgs
 	delta nn.DeltaArgs
-	att   nn.LatentArgs
+	mlaS  mlaScratch
 	moeA  nn.MoEArgs
 }
 
 // Build allocates the forward pass's scratch on b.
 func (m *Model) Build(b nn.Backend, maxT int) nn.Graph {
+	if m.Family != nil {
+		return m.Family.Build(b, maxT)
+	}
 	c := m.Cfg
 	d := c.HiddenSize
 	f := &k3{m: m, b: b, maxT: maxT, xn: b.Alloc(maxT, d), tmp: b.Alloc(maxT, d), mix: b.Alloc(maxT, d)}
@@ -298,29 +305,15 @@ func (f *k3) input(h nn.Tensor, in nn.Input, T int) {
 	f.b.Embed(h, f.m.EmbedTokens, in.IDs)
 }
 
-// dst is where a block (mixer, FFN) whose output goes into the residual
-// dst — written (accum false) or added (accum true) by its output
-// projection — writes: dst itself, or when tracing the scratch mix,
-// written, so that the block's output can be traced (commit).
+// dst is where a block writes its output into the residual dst
+// (blockDst).
 func (f *k3) dst(dst nn.Tensor, accum bool) (nn.Tensor, bool) {
-	if nn.Tracing(f.b) {
-		return f.mix, false
-	}
-	return dst, accum
+	return blockDst(f.b, f.mix, dst, accum)
 }
 
-// commit ends a block started with dst: when tracing, the output in mix is
-// traced as name, then written or added into dst.
+// commit ends a block started with dst (blockCommit).
 func (f *k3) commit(name string, i int, dst nn.Tensor, accum bool, T int) {
-	if !nn.Tracing(f.b) {
-		return
-	}
-	nn.Trace(f.b, name, i, f.mix, T)
-	if accum {
-		f.b.Add(dst, f.mix, T)
-	} else {
-		f.b.Copy(dst, f.mix, T)
-	}
+	blockCommit(f.b, f.mix, name, i, dst, accum, T)
 }
 
 func (f *k3) mixer(st nn.State, i int, l *Layer, out nn.Tensor, accum bool, T int) {
@@ -377,43 +370,17 @@ func (f *k3) kda(st nn.State, i int, w *KDA, out nn.Tensor, accum bool, T int) {
 	nn.LinearGatedNorm(b, out, accum, o, gate, T, w.OProj, w.ONorm, c.RMSNormEps, ref.GateSigmoid, f.tmp)
 }
 
-// mla is one gated MLA mixer (architecture.md §2):
+// mla is one gated MLA mixer (architecture.md §2; NoPE: mlaBlock with
+// no rotation):
 //
 //	q = q_proj·x, or q_b·RMSNorm(q_a·x)
 //	[c_kv; k_r] = kv_a_proj_with_mqa·x, c_kv = RMSNorm(c_kv)   appended to the cache
 //	o = attention of q over the cache (values through kv_b_proj)
 //	out (+)= o_proj · (o ⊙ σ(g_proj·x))                       (gate if present)
 func (f *k3) mla(cache nn.Cache, w *MLA, out nn.Tensor, accum bool, T int) {
-	c, b := f.m.Cfg, f.b
-	H, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
-	ps := f.products[:0]
-	dsts := [4]nn.Tensor{f.proj[0], f.qa, f.kva, f.proj[1]}
-	for j, W := range w.inputs() {
-		var dst nn.Tensor
-		if W != nil {
-			dst = b.Reshape(dsts[j], W.Rows)
-		}
-		ps = append(ps, nn.Product{Out: dst, X: f.xn, W: W})
-	}
-	nn.Linears(b, T, ps)
-	q, kva, gate := ps[0].Out, ps[2].Out, ps[3].Out
-	if w.QProj == nil {
-		qa := ps[1].Out
-		b.RMSNorm(qa, qa, T, w.QALayernorm, c.RMSNormEps)
-		q = b.Reshape(f.proj[0], w.QBProj.Rows)
-		b.Linear(q, qa, T, w.QBProj)
-	}
-	ckv := b.Cols(kva, 0, rkv)
-	b.RMSNorm(ckv, ckv, T, w.KVALayernorm, c.RMSNormEps)
-	b.Append(cache, kva, T)
-	o := b.Reshape(f.o, H*dv)
-	f.att = nn.LatentArgs{T: T, H: H, DN: dn, DR: dr, DV: dv, RKV: rkv,
-		Scale: float32(1 / math.Sqrt(float64(dn+dr))), Q: q, O: o, WKVB: w.KVBProj, Cache: cache}
-	b.LatentAttention(&f.att)
-	if w.GProj != nil {
-		b.SigmoidGate(o, gate, T)
-	}
-	nn.Project(b, out, o, T, w.OProj, accum, f.tmp)
+	c := f.m.Cfg
+	f.mlaS = mlaScratch{q: f.proj[0], qa: f.qa, kva: f.kva, gate: f.proj[1], o: f.o, tmp: f.tmp, products: f.products}
+	mlaBlock(f.b, &f.mlaS, c, w, f.xn, cache, out, accum, T, nil, 0, float32(1/math.Sqrt(float64(c.QKNopeHeadDim+c.QKRopeHeadDim))))
 }
 
 // ffn is layer i's FFN: a dense GLU or the (Latent)MoE block (§3).
@@ -427,8 +394,7 @@ func (f *k3) ffn(i int, l *Layer, out nn.Tensor, accum bool, T int) {
 		return
 	}
 	f.moeA = nn.MoEArgs{Layer: i, Act: act, Eps: c.RMSNormEps, S: f.moe,
-		Router: ref.Router{TopK: c.TopK, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
-			Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}}
+		Router: routerOf(c)}
 	nn.MoEBlock(f.b, out, f.xn, T, l.MoE, &f.moeA, accum)
 	nn.Tock(f.b, nn.OpMoE, t0)
 }

@@ -58,7 +58,7 @@ func load(cfg *config.Config, ck *safetensors.Checkpoint, deferred bool) (*Model
 	}
 	var extra []string
 	for _, n := range ck.Names() {
-		if b.Used[n] || ignorable(n) {
+		if b.Used[n] || ignorable(n) || familyIgnorable(cfg, n) {
 			continue
 		}
 		extra = append(extra, n)
@@ -94,6 +94,10 @@ func (b *binder) model(m *Model) {
 		m.OutputAttnResProj = b.Vec("model.output_attn_res_proj.weight", 1, d)
 		m.OutputAttnResNorm = b.Vec("model.output_attn_res_norm.weight", d)
 	}
+	if !cfg.Layout.Kimi() {
+		b.family(m)
+		return
+	}
 	for i := 0; i < cfg.NumHiddenLayers && b.Err == nil; i++ {
 		m.Layers = append(m.Layers, b.layer(cfg, i))
 	}
@@ -124,6 +128,37 @@ func Spec(cfg *config.Config) []TensorSpec {
 	m := &Model{Cfg: cfg}
 	b.model(m)
 	return b.Spec
+}
+
+// mla binds an MLA mixer's tensors under prefix a (architecture.md §2.1):
+// q_proj or q_a_proj/q_a_layernorm/q_b_proj, kv_a_proj_with_mqa,
+// kv_a_layernorm, kv_b_proj, the g_proj output gate when the config has
+// one, o_proj.
+func (b *binder) mla(a string, cfg *config.Config) *MLA {
+	d, H, dn, dr, dv := cfg.HiddenSize, cfg.NumHeads, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim
+	ml := &MLA{}
+	if cfg.QLoraRank > 0 {
+		ml.QAProj = b.Mat(a+"q_a_proj.weight", cfg.QLoraRank, d)
+		ml.QALayernorm = b.Vec(a+"q_a_layernorm.weight", cfg.QLoraRank)
+		ml.QBProj = b.Mat(a+"q_b_proj.weight", H*(dn+dr), cfg.QLoraRank)
+	} else {
+		ml.QProj = b.Mat(a+"q_proj.weight", H*(dn+dr), d)
+	}
+	ml.KVAProjWithMQA = b.Mat(a+"kv_a_proj_with_mqa.weight", cfg.KVLoraRank+dr, d)
+	ml.KVALayernorm = b.Vec(a+"kv_a_layernorm.weight", cfg.KVLoraRank)
+	ml.KVBProj = b.Mat(a+"kv_b_proj.weight", H*(dn+dv), cfg.KVLoraRank)
+	if cfg.MLAOutputGate {
+		ml.GProj = b.Mat(a+"g_proj.weight", H*dv, d)
+	}
+	ml.OProj = b.Mat(a+"o_proj.weight", d, H*dv)
+	return ml
+}
+
+// glu binds a GLU block's three matrices named prefix+{gate,up,down}+
+// ".weight": gate and up [I, w], down [w, I].
+func (b *binder) glu(prefix, gate, up, down string, I, w int) MLP {
+	return MLP{GateProj: b.Mat(prefix+gate+".weight", I, w), UpProj: b.Mat(prefix+up+".weight", I, w),
+		DownProj: b.Mat(prefix+down+".weight", w, I)}
 }
 
 func (b *binder) layer(cfg *config.Config, i int) *Layer {
@@ -167,23 +202,7 @@ func (b *binder) layer(cfg *config.Config, i int) *Layer {
 		}
 		l.KDA = k
 	} else {
-		H, dn, dr, dv := cfg.NumHeads, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim
-		ml := &MLA{}
-		if cfg.QLoraRank > 0 {
-			ml.QAProj = b.Mat(a+"q_a_proj.weight", cfg.QLoraRank, d)
-			ml.QALayernorm = b.Vec(a+"q_a_layernorm.weight", cfg.QLoraRank)
-			ml.QBProj = b.Mat(a+"q_b_proj.weight", H*(dn+dr), cfg.QLoraRank)
-		} else {
-			ml.QProj = b.Mat(a+"q_proj.weight", H*(dn+dr), d)
-		}
-		ml.KVAProjWithMQA = b.Mat(a+"kv_a_proj_with_mqa.weight", cfg.KVLoraRank+dr, d)
-		ml.KVALayernorm = b.Vec(a+"kv_a_layernorm.weight", cfg.KVLoraRank)
-		ml.KVBProj = b.Mat(a+"kv_b_proj.weight", H*(dn+dv), cfg.KVLoraRank)
-		if cfg.MLAOutputGate {
-			ml.GProj = b.Mat(a+"g_proj.weight", H*dv, d)
-		}
-		ml.OProj = b.Mat(a+"o_proj.weight", d, H*dv)
-		l.MLA = ml
+		l.MLA = b.mla(a, cfg)
 	}
 	if !cfg.IsMoE(i) {
 		f := p + "mlp."

@@ -34,6 +34,12 @@ type Model struct {
 	// Deferred: the weight matrices are deferred (LoadDeferred), for a GPU
 	// runner to upload; the CPU runner refuses such a model.
 	Deferred bool
+
+	// Family is the forward pass of a model that is not of the Kimi family
+	// (qwen3_next, deepseek_v3: family.go); nil for K3-class models, whose
+	// forward pass is k3.go. EmbedTokens, Norm and LMHead are set for every
+	// family, Layers only for the Kimi family.
+	Family nn.Model
 }
 
 // Layer is one decoder layer: exactly one of KDA and MLA, exactly one of

@@ -13,6 +13,8 @@ type Op = nn.Op
 const (
 	OpKDA     = nn.OpKDA
 	OpMLA     = nn.OpMLA
+	OpGDN     = nn.OpGDN
+	OpAttn    = nn.OpAttn
 	OpMoE     = nn.OpMoE
 	OpMLP     = nn.OpMLP
 	OpAttnRes = nn.OpAttnRes

@@ -267,6 +267,8 @@ type Op int
 const (
 	OpKDA     Op = iota // KDA mixers (projections, conv, gate, delta rule, output)
 	OpMLA               // MLA mixers (projections, cache append, attention, output)
+	OpGDN               // Gated DeltaNet mixers (Qwen3-Next)
+	OpAttn              // grouped-query attention mixers (Qwen3-Next)
 	OpMoE               // MoE blocks (router, experts, shared experts, latent projections)
 	OpMLP               // dense FFN blocks
 	OpAttnRes           // Block Attention Residual reads
@@ -275,7 +277,7 @@ const (
 	NumOps
 )
 
-var opNames = [NumOps]string{"KDA", "MLA", "MoE", "dense MLP", "AttnRes", "lm_head", "other"}
+var opNames = [NumOps]string{"KDA", "MLA", "GDN", "attention", "MoE", "dense MLP", "AttnRes", "lm_head", "other"}
 
 // String names the op category.
 func (o Op) String() string { return opNames[o] }

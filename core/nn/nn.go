@@ -107,6 +107,35 @@ type Backend interface {
 	// AttnRes is one Block Attention Residuals read per token over the
 	// sources srcs (architecture.md §4.3, ref.AttnRes).
 	AttnRes(out Tensor, srcs []Tensor, T int, w, gamma []float32, eps float32)
+
+	// Repeat: out[t] = each group of d values of x[t] repeated r times in
+	// place (ref.RepeatHeads): GQA-style head sharing, and with d = 1 the
+	// broadcast of one value per head over a head's channels.
+	Repeat(out, x Tensor, T, d, r int)
+	// RoPE rotates x in place (ref.RoPE.Apply): in each row t, the first
+	// a.Rope.Dim channels of each of a.Heads heads (a.Stride values apart,
+	// the first at column a.Off) by the angles of position a.Pos0+t.
+	RoPE(x Tensor, T int, a RoPEArgs)
+	// Attention is causal grouped-query softmax attention (ref.GQA) of the
+	// T queries of a.Q over the cache rows [k; v], the last T rows being
+	// the queries' own.
+	Attention(a *AttnArgs)
+}
+
+// RoPEArgs are the operands of RoPE.
+type RoPEArgs struct {
+	Heads, Stride, Off int
+	Pos0               int
+	Rope               *ref.RoPE
+}
+
+// AttnArgs are the operands of Attention: Q, O [T, H·D], the cache of rows
+// [k (HKV·D); v (HKV·D)].
+type AttnArgs struct {
+	T, H, HKV, D int
+	Scale        float32
+	Q, O         Tensor
+	Cache        Cache
 }
 
 // GLU is a gated feed-forward block: Down·act(Gate·x, Up·x). Dense layers

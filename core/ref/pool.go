@@ -71,6 +71,7 @@ type Pool struct {
 	batch   batchJob
 	attn    attnJob
 	kda     kdaJob
+	gqa     gqaJob
 }
 
 type span struct {

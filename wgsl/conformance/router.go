@@ -21,8 +21,21 @@ func routerCases(add adder) {
 		{64, 3, ref.Router{TopK: 6, Groups: 8, TopKGroups: 3, Renormalize: true, Scale: 2.5}, true},
 		{896, 2, ref.Router{TopK: 16, Renormalize: true, Scale: 2.827}, true},
 		{256, 2, ref.Router{TopK: 8, Groups: 8, TopKGroups: 4, Renormalize: true, Scale: 2.5}, true},
+		// Qwen3-Next's softmax router; DeepSeek-V3's renormalisation of one expert
+		{8, 3, ref.Router{TopK: 2, Softmax: true, Renormalize: true, RenormalizeAnyK: true, Scale: 1}, false},
+		{512, 2, ref.Router{TopK: 10, Softmax: true, Renormalize: true, RenormalizeAnyK: true, Scale: 1}, false},
+		{16, 2, ref.Router{TopK: 1, Softmax: true, Renormalize: true, RenormalizeAnyK: true, Scale: 1}, false},
+		{16, 2, ref.Router{TopK: 3, Softmax: true, Scale: 1}, false},
+		{32, 2, ref.Router{TopK: 1, Groups: 4, TopKGroups: 2, Renormalize: true, RenormalizeAnyK: true, Scale: 2.5}, true},
 	} {
-		add("Router", "F32", fmt.Sprintf("E=%d k=%d groups=%d/%d", rc.E, rc.r.TopK, rc.r.TopKGroups, rc.r.Groups), 1e-11,
+		shape := fmt.Sprintf("E=%d k=%d groups=%d/%d", rc.E, rc.r.TopK, rc.r.TopKGroups, rc.r.Groups)
+		if rc.r.Softmax {
+			shape += " softmax"
+		}
+		if rc.r.RenormalizeAnyK {
+			shape += " renorm-any-k"
+		}
+		add("Router", "F32", shape, 1e-11,
 			func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 				k := rc.r.TopK
 				logits := RandVec(r, rc.T*rc.E, 4)
