@@ -28,6 +28,10 @@ const (
 func Linear(p *Pool, out, x []float32, T int, W *tensor.Mat) {
 	p = poolOr(p)
 	if W.DType.Blocked() {
+		if k := intKind(W); k != 0 {
+			linearQ8(p, out, x, T, W, k)
+			return
+		}
 		linearBlocked(p, out, x, T, W)
 		return
 	}
@@ -165,22 +169,64 @@ func LinearBatch(p *Pool, gs []GEMV) {
 		cols = max(cols, g.W.Cols)
 	}
 	j := &p.batch
-	*j = batchJob{gs: gs, scratch: p.rowScratch(cols)}
+	*j = batchJob{gs: gs, scratch: p.rowScratch(cols), idx: p.quantizeBatch(gs), acts: p.acts}
 	p.For(rows, 1+32768/cols, j)
 	*j = batchJob{}
+}
+
+// quantizeBatch quantizes the input of each GEMV of gs with an integer
+// path once per distinct (input, layout) and returns, per GEMV, its index
+// in p.acts (−1: float32 path).
+func (p *Pool) quantizeBatch(gs []GEMV) []int {
+	idx := p.actIdx[:0]
+	n := 0
+	for _, g := range gs {
+		k := intKind(g.W)
+		if k == 0 {
+			idx = append(idx, -1)
+			continue
+		}
+		x := g.X[:g.W.Cols]
+		i := 0
+		for ; i < n; i++ {
+			if a := &p.acts[i]; a.kind == k && a.n == len(x) && a.src == &x[0] {
+				break
+			}
+		}
+		if i == n {
+			if n == len(p.acts) {
+				p.acts = append(p.acts, actQ8{})
+			}
+			p.acts[n].quantize(k, x, len(x), 1)
+			p.acts[n].src = &x[0]
+			n++
+		}
+		idx = append(idx, i)
+	}
+	for i := range n {
+		p.acts[i].src = nil
+	}
+	p.actIdx = idx
+	return idx
 }
 
 type batchJob struct {
 	gs      []GEMV
 	scratch [][]float32
+	idx     []int   // per GEMV: its input in acts, or −1
+	acts    []actQ8 // quantized inputs (Pool.acts)
 }
 
 func (j *batchJob) Run(w, lo, hi int) {
 	base := 0
-	for _, g := range j.gs {
+	for gi, g := range j.gs {
 		n := g.W.Rows
 		if a, b := max(lo, base), min(hi, base+n); a < b {
-			rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
+			if i := j.idx[gi]; i >= 0 {
+				rowsDotQ8(g.W, a-base, b-base, &j.acts[i], 0, g.Out[a-base:b-base])
+			} else {
+				rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
+			}
 		}
 		base += n
 		if base >= hi {

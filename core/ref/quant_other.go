@@ -13,3 +13,15 @@ func fastDequantRows(W *tensor.Mat, o0, n int, dst, sc []float32) bool { return 
 
 // hasAVX2 is false: no SIMD block kernels in this build.
 func hasAVX2() bool { return false }
+
+// hasInt8Kernels is false: without the VNNI kernels block-format products
+// stay in float32 (the integer path runs only in tests, through gemv4Q8).
+func hasInt8Kernels() bool { return false }
+
+// gemv4Q8 is the four-row kernel's result computed row by row with
+// rowDotQ8 (ldwRows 1: rows o..o+3; 0: row o four times).
+func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
+	for r := range 4 {
+		s[r] = rowDotQ8(W, o+r*ldwRows, a, t, 0, a.kernelBlocks())
+	}
+}

@@ -1,0 +1,336 @@
+package ref
+
+import (
+	"math"
+
+	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Integer block dot products: the activations of a product with a 4-bit
+// or 8-bit block-format matrix are quantized to int8 once per token, and
+// the packed weights are multiplied with them in integer arithmetic
+// (AVX-512 VNNI), the way ggml's vec_dot kernels do: Q4_K with 256-value
+// activation blocks (ggml's Q8_K), Q4_0, MXFP4 and Q8_0 with 32-value
+// blocks (ggml's Q8_0, with a float32 scale). The functions below are the
+// definition of that path; the SIMD kernels compute the same integer sums
+// and differ from them only in the order of the float32 additions.
+
+// actKind is the block layout of quantized activations.
+type actKind uint8
+
+const (
+	act32  actKind = iota + 1 // 32-value blocks (Q4_0, MXFP4, Q8_0 weights)
+	act256                    // 256-value blocks (Q4_K weights)
+)
+
+// actKindOf is the activation layout the integer kernels of dt take, or 0
+// when dt has none (its products stay in float32).
+func actKindOf(dt tensor.DType) actKind {
+	switch dt {
+	case tensor.Q4_0, tensor.MXFP4, tensor.Q8_0:
+		return act32
+	case tensor.Q4K:
+		return act256
+	}
+	return 0
+}
+
+// actQ8 is T activation rows of n values quantized to int8 in blocks of
+// 32 (act32) or 256 (act256): x ≈ d_b·q with d_b = max_{i∈b}|x_i|/127 and
+// q = round(x/d_b) (half away from zero), |q| ≤ 127.
+//
+// act32 rows are stored by pairs of blocks (b0, b1), 64 bytes each, in the
+// order b0[0:16] b1[0:16] b0[16:32] b1[16:32] — the order a pair's packed
+// nibbles unpack to — followed, when the row has an odd number of blocks,
+// by the last block in its natural order. For every pair, sc holds the 16
+// floats d0×4 d1×4 d0×4 d1×4 (the scale of each group of four int32
+// lanes) and cs the 16 int32 −Σq of the group of 16 bytes whose first lane
+// it is (0 in the other lanes). d holds one scale per block.
+//
+// act256 rows are in natural order; per 256-value block, d holds its scale
+// and s 16 int16: eight zeros, then the sums of q over each 32 values.
+type actQ8 struct {
+	kind actKind
+	n, T int
+	q    []int8
+	d    []float32
+	sc   []float32
+	cs   []int32
+	s    []int16
+	// src is the input row while LinearBatch looks for repeated inputs.
+	src *float32
+}
+
+// blocks is the number of quantization blocks per row.
+func (a *actQ8) blocks() int {
+	if a.kind == act256 {
+		return a.n / 256
+	}
+	return a.n / 32
+}
+
+// quantize sets a to the T rows x[t·n : (t+1)·n] in layout kind (n a
+// multiple of the block length), growing its storage as needed.
+func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
+	a.kind, a.n, a.T = kind, n, T
+	bl := 32
+	if kind == act256 {
+		bl = 256
+	}
+	nb := n / bl
+	a.q = grow(a.q, T*n)
+	a.d = grow(a.d, T*nb)
+	if kind == act32 {
+		np := nb / 2
+		a.sc = grow(a.sc, T*16*np)
+		a.cs = grow(a.cs, T*16*np)
+	} else {
+		a.s = grow(a.s, T*16*nb)
+	}
+	var blk [256]int8
+	for t := 0; t < T; t++ {
+		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
+		for b := 0; b < nb; b++ {
+			dr[b] = quantBlock(blk[:bl], xr[b*bl:(b+1)*bl])
+			if kind == act256 {
+				copy(qr[b*256:], blk[:256])
+				s := a.s[(t*nb+b)*16:][:16]
+				clear(s[:8])
+				for j := range 8 {
+					s[8+j] = int16(sum8(blk[32*j : 32*j+32]))
+				}
+				continue
+			}
+			p, h := b/2, b%2
+			if p == nb/2 { // odd last block: natural order
+				copy(qr[32*b:], blk[:32])
+				continue
+			}
+			// Bytes 16h.. and 32+16h.. of pair p; lanes 4h and 8+4h.
+			copy(qr[64*p+16*h:], blk[:16])
+			copy(qr[64*p+32+16*h:], blk[16:32])
+			sc, cs := a.sc[(t*(nb/2)+p)*16:][:16], a.cs[(t*(nb/2)+p)*16:][:16]
+			for g := range 4 {
+				sc[4*h+g], sc[8+4*h+g] = dr[b], dr[b]
+				cs[4*h+g], cs[8+4*h+g] = 0, 0
+			}
+			cs[4*h] = -sum8(blk[:16])
+			cs[8+4*h] = -sum8(blk[16:32])
+		}
+	}
+}
+
+func sum8(q []int8) int32 {
+	var s int32
+	for _, v := range q {
+		s += int32(v)
+	}
+	return s
+}
+
+// quantBlock writes q = round(x/d) for d = max|x|/127 (q = 0 when x is all
+// zeros) and returns d.
+func quantBlock(q []int8, x []float32) float32 {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	if amax == 0 {
+		clear(q)
+		return 0
+	}
+	id := 127 / amax
+	for i, v := range x {
+		q[i] = int8(math.Round(float64(v * id)))
+	}
+	return amax / 127
+}
+
+// e8m0Half is tensor.E8M0Half of every exponent byte (MXFP4 block scales).
+var e8m0Half = func() (t [256]float32) {
+	for e := range t {
+		t[e] = tensor.E8M0Half(uint8(e))
+	}
+	return t
+}()
+
+// blockScale32 is the scale of a 32-value weight block (fp16 d, or the
+// halved E8M0 scale of MXFP4, whose values are doubled).
+func blockScale32(dt tensor.DType, blk []byte) float32 {
+	if dt == tensor.MXFP4 {
+		return e8m0Half[blk[0]]
+	}
+	return half.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+}
+
+// blockInts32 sets v to the 32 integer values of a Q4_0, MXFP4 or Q8_0
+// weight block (deq = scale·v).
+func blockInts32(dt tensor.DType, blk []byte, v *[32]int32) {
+	switch dt {
+	case tensor.Q8_0:
+		for j := range 32 {
+			v[j] = int32(int8(blk[2+j]))
+		}
+	case tensor.Q4_0:
+		for j := range 16 {
+			v[j], v[16+j] = int32(blk[2+j]&15)-8, int32(blk[2+j]>>4)-8
+		}
+	case tensor.MXFP4:
+		for j := range 16 {
+			v[j], v[16+j] = int32(lutMXFP4[blk[1+j]&15]), int32(lutMXFP4[blk[1+j]>>4])
+		}
+	}
+}
+
+// lutMXFP4 is the doubled E2M1 value of each nibble (ggml's kvalues_mxfp4).
+var lutMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+
+// actBlock32 returns the int8 values of 32-value block b of token t of a
+// (act32) in natural order.
+func (a *actQ8) actBlock32(t, b int, q *[32]int8) {
+	row := a.q[t*a.n : (t+1)*a.n]
+	if p := b / 2; p < a.blocks()/2 {
+		h := b % 2
+		copy(q[:16], row[64*p+16*h:])
+		copy(q[16:], row[64*p+32+16*h:])
+		return
+	}
+	copy(q[:], row[32*b:])
+}
+
+// rowDotQ8 is the integer dot product of weight row o of W (Q4_0, MXFP4,
+// Q8_0 or Q4_K) with token t of a, over blocks [b0, b1):
+//
+//	32-value blocks: Σ_b (s_b·d_b)·float32(Σ_j v_bj·q_bj)
+//	Q4_K: Σ_sb d_sb·(D·float32(Σ_j sc_j·Σ_{i∈j} v_i·q_i) − M·float32(Σ_j m_j·Σ_{i∈j} q_i))
+//
+// with s_b, v the weight block's scale and integer values, d_b the
+// activation block's scale, and for Q4_K D = d·d_sb, M = dmin·d_sb, sc_j
+// and m_j the 6-bit scale and min of 32-value sub-block j.
+func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
+	dt := W.DType
+	rb := dt.RowBytes(W.Cols)
+	row := W.Q[o*rb : (o+1)*rb]
+	bb := dt.BlockBytes()
+	var sum float32
+	if dt == tensor.Q4K {
+		q := a.q[t*a.n : (t+1)*a.n]
+		nb := a.blocks()
+		for b := b0; b < b1; b++ {
+			blk := row[b*bb : (b+1)*bb]
+			d, dmin := half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
+			var isum, imin int32
+			for j := range 8 {
+				sc, m := tensor.ScaleMinK4(j, blk[4:16])
+				p, shift := j/2, 4*(j%2)
+				var dotj int32
+				for l := range 32 {
+					dotj += int32(blk[16+32*p+l]>>shift&15) * int32(q[256*b+32*j+l])
+				}
+				isum += int32(sc) * dotj
+				imin += int32(m) * int32(a.s[(t*nb+b)*16+8+j])
+			}
+			ds := a.d[t*nb+b]
+			sum += d*ds*float32(isum) - dmin*ds*float32(imin)
+		}
+		return sum
+	}
+	var v [32]int32
+	var q [32]int8
+	nb := a.blocks()
+	for b := b0; b < b1; b++ {
+		blk := row[b*bb : (b+1)*bb]
+		blockInts32(dt, blk, &v)
+		a.actBlock32(t, b, &q)
+		var s int32
+		for j := range 32 {
+			s += v[j] * int32(q[j])
+		}
+		sum += blockScale32(dt, blk) * a.d[t*nb+b] * float32(s)
+	}
+	return sum
+}
+
+// int8Blocks selects the integer path for the block formats that have
+// one (actKindOf): on where this build and CPU have its kernels (AVX-512
+// VNNI), so a product's result depends on the CPU as ggml's does. Tests
+// switch it to check both paths.
+var int8Blocks = hasInt8Kernels()
+
+// intKind is the activation layout of W's integer path, or 0 when W's
+// product runs in float32.
+func intKind(W *tensor.Mat) actKind {
+	if !int8Blocks || W.Cols < 32 {
+		return 0
+	}
+	return actKindOf(W.DType)
+}
+
+// kernelBlocks is the number of blocks of a row the four-row kernels take:
+// all of them, but an odd last 32-value block, which rowsDotQ8 adds with
+// rowDotQ8.
+func (a *actQ8) kernelBlocks() int {
+	if a.kind == act256 {
+		return a.blocks()
+	}
+	return a.blocks() &^ 1
+}
+
+// rowsDotQ8 sets out[o−lo] = rowDotQ8(W, o, a, t, 0, blocks) for
+// lo ≤ o < hi with the four-row kernel (leftover rows run it on one row),
+// so a row's result does not depend on lo and hi.
+func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32) {
+	out = out[:hi-lo]
+	var one [4]float32
+	for o := lo; o < hi; {
+		if o+4 <= hi {
+			gemv4Q8(W, o, 1, a, t, (*[4]float32)(out[o-lo:o-lo+4]))
+			o += 4
+			continue
+		}
+		gemv4Q8(W, o, 0, a, t, &one)
+		out[o-lo] = one[0]
+		o++
+	}
+	if nb, kb := a.blocks(), a.kernelBlocks(); kb < nb {
+		for o := lo; o < hi; o++ {
+			out[o-lo] += rowDotQ8(W, o, a, t, kb, nb)
+		}
+	}
+}
+
+// linearQ8 is Linear for a W with an integer path (kind): the T rows of x
+// are quantized once, then each group of four weight rows runs against
+// every token, with the sums decode gives each token.
+func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
+	a := &p.act
+	a.quantize(kind, x[:T*W.Cols], W.Cols, T)
+	j := &p.q8
+	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
+	grain := 1 + 32768/max(1, W.Cols*T)
+	p.For(W.Rows, max(grain, 4), j)
+	*j = q8Job{}
+}
+
+type q8Job struct {
+	out []float32
+	a   *actQ8
+	W   *tensor.Mat
+}
+
+func (j *q8Job) Run(w, lo, hi int) {
+	N := j.W.Rows
+	if j.a.T == 1 {
+		rowsDotQ8(j.W, lo, hi, j.a, 0, j.out[lo:hi])
+		return
+	}
+	var s [4]float32
+	for o := lo; o < hi; o += 4 {
+		n := min(4, hi-o)
+		for t := 0; t < j.a.T; t++ {
+			rowsDotQ8(j.W, o, o+n, j.a, t, s[:n])
+			copy(j.out[t*N+o:t*N+o+n], s[:n])
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package ref
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// withInt8Blocks runs f with the integer block path switched on or off.
+func withInt8Blocks(on bool, f func()) {
+	old := int8Blocks
+	int8Blocks = on
+	defer func() { int8Blocks = old }()
+	f()
+}
+
+// TestQuantizeAct: every value comes back within half a step of its
+// block's scale, in the documented layouts, with the documented sums.
+func TestQuantizeAct(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 6))
+	for _, tc := range []struct {
+		kind actKind
+		n    int
+	}{{act32, 32}, {act32, 64}, {act32, 96}, {act32, 352}, {act256, 256}, {act256, 768}} {
+		const T = 3
+		x := make([]float32, T*tc.n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64()) * float32(1+i%7)
+		}
+		copy(x[tc.n:2*tc.n], make([]float32, tc.n)) // an all-zero token
+		var a actQ8
+		a.quantize(tc.kind, x, tc.n, T)
+		bl := tc.n / a.blocks()
+		for tt := range T {
+			for b := range a.blocks() {
+				d := a.d[tt*a.blocks()+b]
+				var q [256]int8
+				if tc.kind == act32 {
+					a.actBlock32(tt, b, (*[32]int8)(q[:32]))
+				} else {
+					copy(q[:], a.q[tt*tc.n+256*b:])
+				}
+				for i := range bl {
+					v := x[tt*tc.n+b*bl+i]
+					require.LessOrEqual(t, math.Abs(float64(d*float32(q[i])-v)), float64(d)/2*1.0001+1e-30,
+						"%v n=%d token %d block %d value %d", tc.kind, tc.n, tt, b, i)
+				}
+				if tc.kind == act256 {
+					s := a.s[(tt*a.blocks()+b)*16:][:16]
+					for j := range 8 {
+						require.Zero(t, s[j])
+						require.Equal(t, int16(sum8(q[32*j:32*j+32])), s[8+j])
+					}
+				} else if p := b / 2; p < a.blocks()/2 {
+					h := b % 2
+					sc, cs := a.sc[(tt*(a.blocks()/2)+p)*16:][:16], a.cs[(tt*(a.blocks()/2)+p)*16:][:16]
+					require.Equal(t, d, sc[4*h])
+					require.Equal(t, d, sc[8+4*h+3])
+					require.Equal(t, -sum8(q[:16]), cs[4*h])
+					require.Equal(t, -sum8(q[16:32]), cs[8+4*h])
+					require.Zero(t, cs[4*h+1])
+				}
+			}
+		}
+	}
+}
+
+// TestInt8KernelsMatchReference checks the four-row integer kernels
+// (through rowsDotQ8 and Linear) against rowDotQ8 row by row, and the
+// integer path against the float32 path within the activation rounding
+// bound Σ|w_i|·d_b(i)/2, for every cut: row counts not a multiple of four,
+// one to five blocks (odd 32-value block counts), one and several tokens.
+func TestInt8KernelsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 7))
+	ran := 0
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K} {
+		kind := actKindOf(dt)
+		for _, blocks := range []int{1, 2, 3, 4, 5} {
+			cols := blocks * dt.BlockLen()
+			for _, rows := range []int{1, 3, 4, 5, 9} {
+				W, F := randomBlocked(rng, dt, rows, cols)
+				for _, T := range []int{1, 3} {
+					name := fmt.Sprintf("%v/%dx%d/T%d", dt, rows, cols, T)
+					x := make([]float32, T*cols)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					var a actQ8
+					a.quantize(kind, x, cols, T)
+					got := make([]float32, T*rows)
+					withInt8Blocks(true, func() { Linear(nil, got, x, T, W) })
+					flt := make([]float32, T*rows)
+					withInt8Blocks(false, func() { Linear(nil, flt, x, T, W) })
+					for tt := range T {
+						for o := range rows {
+							want := rowDotQ8(W, o, &a, tt, 0, a.blocks())
+							var mag, bound float64
+							for i := range cols {
+								w := math.Abs(float64(F.F32[o*cols+i]))
+								mag += w * math.Abs(float64(x[tt*cols+i]))
+								bound += w * float64(a.d[tt*a.blocks()+i/(cols/a.blocks())]) / 2
+							}
+							g := float64(got[tt*rows+o])
+							require.InDelta(t, want, g, 2e-6*(1+mag), "%s: row %d token %d vs rowDotQ8", name, o, tt)
+							require.InDelta(t, flt[tt*rows+o], g, bound*1.001+2e-6*(1+mag), "%s: row %d token %d vs float32", name, o, tt)
+						}
+					}
+					if T == 1 {
+						one := make([]float32, rows)
+						withInt8Blocks(true, func() { LinearBatch(nil, []GEMV{{W: F, X: x, Out: flt}, {W: W, X: x, Out: one}}) })
+						require.Equal(t, got, one, "%s: LinearBatch", name)
+					}
+					ran++
+				}
+			}
+		}
+	}
+	require.NotZero(t, ran)
+}
+
+// TestInt8LinearTokensMatchDecode: a prefill of T tokens through the
+// integer path gives each token the bits of decoding it alone, for any
+// number of workers.
+func TestInt8LinearTokensMatchDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 8))
+	for _, workers := range []int{1, 2} {
+		p := NewPool(workers)
+		defer p.Close()
+		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K} {
+			rows, cols, T := 37, 3*dt.BlockLen(), 7
+			W, _ := randomBlocked(rng, dt, rows, cols)
+			x := make([]float32, T*cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			withInt8Blocks(true, func() {
+				all := make([]float32, T*rows)
+				Linear(p, all, x, T, W)
+				for tt := range T {
+					one := make([]float32, rows)
+					Linear(p, one, x[tt*cols:(tt+1)*cols], 1, W)
+					require.Equal(t, one, all[tt*rows:(tt+1)*rows], "%v token %d, %d workers", dt, tt, workers)
+				}
+			})
+		}
+	}
+}
