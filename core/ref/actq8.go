@@ -30,7 +30,7 @@ func actKindOf(dt tensor.DType) actKind {
 	switch dt {
 	case tensor.Q4_0, tensor.MXFP4, tensor.Q8_0:
 		return act32
-	case tensor.Q4K:
+	case tensor.Q4K, tensor.Q6K:
 		return act256
 	}
 	return 0
@@ -49,7 +49,8 @@ func actKindOf(dt tensor.DType) actKind {
 // it is (0 in the other lanes). d holds one scale per block.
 //
 // act256 rows are in natural order; per 256-value block, d holds its scale
-// and s 16 int16: eight zeros, then the sums of q over each 32 values.
+// and s 32 int16: eight zeros, the sums of q over each 32 values, then
+// over each 16 values.
 type actQ8 struct {
 	kind actKind
 	n, T int
@@ -86,7 +87,7 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 		a.sc = grow(a.sc, T*16*np)
 		a.cs = grow(a.cs, T*16*np)
 	} else {
-		a.s = grow(a.s, T*16*nb)
+		a.s = grow(a.s, T*32*nb)
 	}
 	var blk [256]int8
 	for t := 0; t < T; t++ {
@@ -95,10 +96,13 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 			dr[b] = quantBlock(blk[:bl], xr[b*bl:(b+1)*bl])
 			if kind == act256 {
 				copy(qr[b*256:], blk[:256])
-				s := a.s[(t*nb+b)*16:][:16]
+				s := a.s[(t*nb+b)*32:][:32]
 				clear(s[:8])
 				for j := range 8 {
 					s[8+j] = int16(sum8(blk[32*j : 32*j+32]))
+				}
+				for g := range 16 {
+					s[16+g] = int16(sum8(blk[16*g : 16*g+16]))
 				}
 				continue
 			}
@@ -183,6 +187,20 @@ func blockInts32(dt tensor.DType, blk []byte, v *[32]int32) {
 	}
 }
 
+// q6kInts sets v to the unsigned 6-bit values of a Q6_K block (ql's
+// nibbles with two bits of qh above, in ggml's element order).
+func q6kInts(blk []byte, v *[256]int32) {
+	for n := range 2 {
+		ql, qh := blk[64*n:], blk[128+32*n:]
+		for l := range 32 {
+			v[128*n+l] = int32(ql[l]&15 | (qh[l]&3)<<4)
+			v[128*n+l+32] = int32(ql[l+32]&15 | (qh[l]>>2&3)<<4)
+			v[128*n+l+64] = int32(ql[l]>>4 | (qh[l]>>4&3)<<4)
+			v[128*n+l+96] = int32(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
+		}
+	}
+}
+
 // lutMXFP4 is the doubled E2M1 value of each nibble (ggml's kvalues_mxfp4).
 var lutMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
 
@@ -204,10 +222,12 @@ func (a *actQ8) actBlock32(t, b int, q *[32]int8) {
 //
 //	32-value blocks: Σ_b (s_b·d_b)·float32(Σ_j v_bj·q_bj)
 //	Q4_K: Σ_sb d_sb·(D·float32(Σ_j sc_j·Σ_{i∈j} v_i·q_i) − M·float32(Σ_j m_j·Σ_{i∈j} q_i))
+//	Q6_K: Σ_sb (d·d_sb)·float32(Σ_g sc_g·Σ_{i∈g} (v_i − 32)·q_i)
 //
 // with s_b, v the weight block's scale and integer values, d_b the
-// activation block's scale, and for Q4_K D = d·d_sb, M = dmin·d_sb, sc_j
-// and m_j the 6-bit scale and min of 32-value sub-block j.
+// activation block's scale, for Q4_K D = d·d_sb, M = dmin·d_sb, sc_j and
+// m_j the 6-bit scale and min of 32-value sub-block j, for Q6_K sc_g the
+// int8 scale of 16-value group g and v the unsigned 6-bit values.
 func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	dt := W.DType
 	rb := dt.RowBytes(W.Cols)
@@ -229,10 +249,29 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 					dotj += int32(blk[16+32*p+l]>>shift&15) * int32(q[256*b+32*j+l])
 				}
 				isum += int32(sc) * dotj
-				imin += int32(m) * int32(a.s[(t*nb+b)*16+8+j])
+				imin += int32(m) * int32(a.s[(t*nb+b)*32+8+j])
 			}
 			ds := a.d[t*nb+b]
 			sum += d*ds*float32(isum) - dmin*ds*float32(imin)
+		}
+		return sum
+	}
+	if dt == tensor.Q6K {
+		q := a.q[t*a.n : (t+1)*a.n]
+		var v [256]int32
+		for b := b0; b < b1; b++ {
+			blk := row[b*bb : (b+1)*bb]
+			q6kInts(blk, &v)
+			var isum int32
+			for g := range 16 {
+				var dg int32
+				for i := 16 * g; i < 16*g+16; i++ {
+					dg += (v[i] - 32) * int32(q[256*b+i])
+				}
+				isum += int32(int8(blk[192+g])) * dg
+			}
+			d := half.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
+			sum += d * a.d[t*a.blocks()+b] * float32(isum)
 		}
 		return sum
 	}

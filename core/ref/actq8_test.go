@@ -51,10 +51,13 @@ func TestQuantizeAct(t *testing.T) {
 						"%v n=%d token %d block %d value %d", tc.kind, tc.n, tt, b, i)
 				}
 				if tc.kind == act256 {
-					s := a.s[(tt*a.blocks()+b)*16:][:16]
+					s := a.s[(tt*a.blocks()+b)*32:][:32]
 					for j := range 8 {
 						require.Zero(t, s[j])
 						require.Equal(t, int16(sum8(q[32*j:32*j+32])), s[8+j])
+					}
+					for g := range 16 {
+						require.Equal(t, int16(sum8(q[16*g:16*g+16])), s[16+g])
 					}
 				} else if p := b / 2; p < a.blocks()/2 {
 					h := b % 2
@@ -78,7 +81,7 @@ func TestQuantizeAct(t *testing.T) {
 func TestInt8KernelsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 7))
 	ran := 0
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
 		kind := actKindOf(dt)
 		for _, blocks := range []int{1, 2, 3, 4, 5} {
 			cols := blocks * dt.BlockLen()
@@ -131,7 +134,7 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		p := NewPool(workers)
 		defer p.Close()
-		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K} {
+		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
 			rows, cols, T := 37, 3*dt.BlockLen(), 7
 			W, _ := randomBlocked(rng, dt, rows, cols)
 			x := make([]float32, T*cols)

@@ -20,6 +20,9 @@ func gemv4Q80VNNI(w *byte, ldw int, x *int8, sc *float32, cs *int32, npair int, 
 //go:noescape
 func gemv4Q4KVNNI(w *byte, ldw int, x *int8, d *float32, s *int16, nsb int, out *float32)
 
+//go:noescape
+func gemv4Q6KVNNI(w *byte, ldw int, x *int8, d *float32, s *int16, nsb int, out *float32)
+
 // useVNNI reports whether the integer block kernels may run: AVX-512 F,
 // BW, VL and VNNI.
 var useVNNI = useAVX512 && detectVNNI()
@@ -45,7 +48,11 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
 	q := a.q[t*n : (t+1)*n]
 	if a.kind == act256 {
 		nb := n / 256
-		gemv4Q4KVNNI(&w[0], ldwRows*rb, &q[0], &a.d[t*nb], &a.s[t*nb*16], nb, &s[0])
+		if dt == tensor.Q6K {
+			gemv4Q6KVNNI(&w[0], ldwRows*rb, &q[0], &a.d[t*nb], &a.s[t*nb*32], nb, &s[0])
+		} else {
+			gemv4Q4KVNNI(&w[0], ldwRows*rb, &q[0], &a.d[t*nb], &a.s[t*nb*32], nb, &s[0])
+		}
 		return
 	}
 	np := n / 64

@@ -129,8 +129,8 @@ def gen_q4k(red4):
     w = []
     w.append(f"\n// func {name}(w *byte, ldw int, x *int8, d *float32, s *int16, nsb int, out *float32)")
     w.append("// out[r] = Σ_sb d_sb·(d_r·dx·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over nsb Q4_K")
-    w.append("// super-blocks (d: activation scales, s: 16 int16 per super-block, the")
-    w.append("// last eight the sums of q per 32 values).")
+    w.append("// super-blocks (d: activation scales, s: 32 int16 per super-block, of")
+    w.append("// which 8-15 are the sums of q per 32 values).")
     w.append(f"TEXT ·{name}(SB), NOSPLIT, $0-56")
     L = prologue([("w+0(FP)", "SI"), ("ldw+8(FP)", "R8"), ("x+16(FP)", "DI"), ("d+24(FP)", "BX"),
                   ("s+32(FP)", "R13"), ("nsb+40(FP)", "CX"), ("out+48(FP)", "DX")])
@@ -169,7 +169,73 @@ def gen_q4k(red4):
         w += ["\t" + l for l in L]
     for R in ROWS:
         w.append(f"\tADDQ $144, {R}")
-    w += ["\tADDQ $256, DI", "\tADDQ $4, BX", "\tADDQ $32, R13", "\tDECQ CX", f"\tJMP  {lbl}loop"]
+    w += ["\tADDQ $256, DI", "\tADDQ $4, BX", "\tADDQ $64, R13", "\tDECQ CX", f"\tJMP  {lbl}loop"]
+    w.append(f"{lbl}done:")
+    w += ["\t" + l for l in red4(16, 17, 18, 19, 0, "(DX)")]
+    w += ["\tVZEROUPPER", "\tRET"]
+    return "\n".join(w) + "\n"
+
+
+def q6k_idx():
+    # VPERMW indices of step st (64 values): word pairs 8j..8j+7 pick scale 4st+j.
+    L = []
+    for st in range(4):
+        words = [4 * st + j for j in range(4) for _ in range(8)]
+        for i in range(8):
+            v = sum(words[4 * i + k] << (16 * k) for k in range(4))
+            L.append(f"DATA q6kidx<>+{64 * st + 8 * i}(SB)/8, $0x{v:016x}")
+    L.append("GLOBL q6kidx<>(SB), RODATA|NOPTR, $256")
+    L.append("DATA b30<>+0(SB)/4, $0x30303030")
+    L.append("GLOBL b30<>(SB), RODATA|NOPTR, $4")
+    return "\n".join(L) + "\n"
+
+
+def gen_q6k(red4):
+    name = "gemv4Q6KVNNI"
+    w = []
+    w.append(f"\n// func {name}(w *byte, ldw int, x *int8, d *float32, s *int16, nsb int, out *float32)")
+    w.append("// out[r] = Σ_sb d_sb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i) over nsb")
+    w.append("// Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups")
+    w.append("// (s: 32 int16 per super-block, of which 16-31 are the sums of q per 16).")
+    w.append(f"TEXT ·{name}(SB), NOSPLIT, $0-56")
+    L = prologue([("w+0(FP)", "SI"), ("ldw+8(FP)", "R8"), ("x+16(FP)", "DI"), ("d+24(FP)", "BX"),
+                  ("s+32(FP)", "R13"), ("nsb+40(FP)", "CX"), ("out+48(FP)", "DX")])
+    L += ["VPBROADCASTD b30<>(SB), Z30"]
+    L += [f"VMOVDQU32 q6kidx<>+{64 * st}(SB), Z{24 + st}" for st in range(4)]
+    w += ["\t" + l for l in L]
+    lbl = name.lower()
+    w.append(f"{lbl}loop:")
+    w.append("\tTESTQ CX, CX")
+    w.append(f"\tJZ   {lbl}done")
+    w.append("\tVBROADCASTSS (BX), Z20")
+    # Registers per row r: Z(4+r) int32 sums, Z(8+r) the 16 scales as
+    # words, Z(12+r) d·dx; Z0-Z3 temporaries.
+    for r, R in enumerate(ROWS):
+        A, SC, DD = 4 + r, 8 + r, 12 + r
+        L = [f"VPMOVSXBW 192({R}), Y{SC}", f"VPBROADCASTW 208({R}), Y0", f"VCVTPH2PS Y0, Z{DD}",
+             f"VMULPS Z20, Z{DD}, Z{DD}",
+             f"VPMADDWD 32(R13), Y{SC}, Y0", "VPSLLD $5, Y0, Y0", f"VPXORD Z{A}, Z{A}, Z{A}",
+             f"VPSUBD Z0, Z{A}, Z{A}"]
+        w += ["\t" + l for l in L]
+    for n in range(2):
+        for r, R in enumerate(ROWS):
+            A, SC = 4 + r, 8 + r
+            # ql (64 bytes) in Z0; the qh bits [qh | qh>>2] in Z1.
+            L = [f"VMOVDQU64 {64 * n}({R}), Z0", f"VMOVDQU {128 + 32 * n}({R}), Y1", "VPSRLW $2, Y1, Y2",
+                 "VINSERTI64X4 $1, Y2, Z1, Z1",
+                 # values 0-63 of this half: low nibbles | (qh bits << 4)
+                 "VPANDD Z31, Z0, Z2", "VPSLLW $4, Z1, Z3", "VPTERNLOGD $0xf8, Z30, Z3, Z2",
+                 f"VPMADDUBSW {128 * n}(DI), Z2, Z2", f"VPERMW Z{SC}, Z{24 + 2 * n}, Z3", f"VPDPWSSD Z3, Z2, Z{A}",
+                 # values 64-127: high nibbles | qh bits 4-5 of [qh | qh>>2]
+                 "VPSRLW $4, Z0, Z0", "VPANDD Z31, Z0, Z0", "VPTERNLOGD $0xf8, Z30, Z1, Z0",
+                 f"VPMADDUBSW {128 * n + 64}(DI), Z0, Z0", f"VPERMW Z{SC}, Z{25 + 2 * n}, Z3", f"VPDPWSSD Z3, Z0, Z{A}"]
+            w += ["\t" + l for l in L]
+    for r, R in enumerate(ROWS):
+        A, DD = 4 + r, 12 + r
+        w += ["\t" + l for l in [f"VCVTDQ2PS Z{A}, Z{A}", f"VFMADD231PS Z{DD}, Z{A}, Z{16 + r}"]]
+    for R in ROWS:
+        w.append(f"\tADDQ $210, {R}")
+    w += ["\tADDQ $256, DI", "\tADDQ $4, BX", "\tADDQ $64, R13", "\tDECQ CX", f"\tJMP  {lbl}loop"]
     w.append(f"{lbl}done:")
     w += ["\t" + l for l in red4(16, 17, 18, 19, 0, "(DX)")]
     w += ["\tVZEROUPPER", "\tRET"]
@@ -177,8 +243,8 @@ def gen_q4k(red4):
 
 
 def generate(red4):
-    s = HEADER + q4k_idx()
+    s = HEADER + q4k_idx() + q6k_idx()
     for dt in ("Q4_0", "MXFP4", "Q8_0"):
         s += gen32(dt, red4)
-    s += gen_q4k(red4)
+    s += gen_q4k(red4) + gen_q6k(red4)
     return s
