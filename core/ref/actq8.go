@@ -28,7 +28,7 @@ const (
 // when dt has none (its products stay in float32).
 func actKindOf(dt tensor.DType) actKind {
 	switch dt {
-	case tensor.Q4_0, tensor.MXFP4, tensor.Q8_0:
+	case tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0:
 		return act32
 	case tensor.Q4K, tensor.Q6K:
 		return act256
@@ -89,13 +89,12 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 	} else {
 		a.s = grow(a.s, T*32*nb)
 	}
-	var blk [256]int8
 	for t := 0; t < T; t++ {
 		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
-		for b := 0; b < nb; b++ {
-			dr[b] = quantBlock(blk[:bl], xr[b*bl:(b+1)*bl])
-			if kind == act256 {
-				copy(qr[b*256:], blk[:256])
+		quantBlocks(xr, bl, qr, dr)
+		if kind == act256 {
+			for b := 0; b < nb; b++ {
+				blk := qr[256*b : 256*b+256]
 				s := a.s[(t*nb+b)*32:][:32]
 				clear(s[:8])
 				for j := range 8 {
@@ -104,23 +103,27 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 				for g := range 16 {
 					s[16+g] = int16(sum8(blk[16*g : 16*g+16]))
 				}
-				continue
 			}
-			p, h := b/2, b%2
-			if p == nb/2 { // odd last block: natural order
-				copy(qr[32*b:], blk[:32])
-				continue
-			}
-			// Bytes 16h.. and 32+16h.. of pair p; lanes 4h and 8+4h.
-			copy(qr[64*p+16*h:], blk[:16])
-			copy(qr[64*p+32+16*h:], blk[16:32])
+			continue
+		}
+		for p := 0; p < nb/2; p++ {
+			// b0[16:32] and b1[0:16] trade places; lanes 4h and 8+4h of
+			// the pair's vectors belong to block h.
+			pq := qr[64*p : 64*p+64]
+			var tmp [16]int8
+			copy(tmp[:], pq[16:32])
+			copy(pq[16:32], pq[32:48])
+			copy(pq[32:48], tmp[:])
 			sc, cs := a.sc[(t*(nb/2)+p)*16:][:16], a.cs[(t*(nb/2)+p)*16:][:16]
-			for g := range 4 {
-				sc[4*h+g], sc[8+4*h+g] = dr[b], dr[b]
-				cs[4*h+g], cs[8+4*h+g] = 0, 0
+			for h := range 2 {
+				d := dr[2*p+h]
+				for g := range 4 {
+					sc[4*h+g], sc[8+4*h+g] = d, d
+					cs[4*h+g], cs[8+4*h+g] = 0, 0
+				}
+				cs[4*h] = -sum8(pq[16*h : 16*h+16])
+				cs[8+4*h] = -sum8(pq[32+16*h : 48+16*h])
 			}
-			cs[4*h] = -sum8(blk[:16])
-			cs[8+4*h] = -sum8(blk[16:32])
 		}
 	}
 }
@@ -133,8 +136,16 @@ func sum8(q []int8) int32 {
 	return s
 }
 
-// quantBlock writes q = round(x/d) for d = max|x|/127 (q = 0 when x is all
-// zeros) and returns d.
+// quantBlocksGeneric sets d[b] = quantBlock(q[b·bl:], x[b·bl:]) for every
+// block of bl values of x.
+func quantBlocksGeneric(x []float32, bl int, q []int8, d []float32) {
+	for b := range len(x) / bl {
+		d[b] = quantBlock(q[b*bl:(b+1)*bl], x[b*bl:(b+1)*bl])
+	}
+}
+
+// quantBlock writes q = x·(127/max|x|) rounded to nearest even (q = 0 when
+// x is all zeros) and returns d = max|x|/127.
 func quantBlock(q []int8, x []float32) float32 {
 	var amax float32
 	for _, v := range x {
@@ -146,7 +157,7 @@ func quantBlock(q []int8, x []float32) float32 {
 	}
 	id := 127 / amax
 	for i, v := range x {
-		q[i] = int8(math.Round(float64(v * id)))
+		q[i] = int8(math.RoundToEven(float64(v * id)))
 	}
 	return amax / 127
 }
@@ -168,8 +179,8 @@ func blockScale32(dt tensor.DType, blk []byte) float32 {
 	return half.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
 }
 
-// blockInts32 sets v to the 32 integer values of a Q4_0, MXFP4 or Q8_0
-// weight block (deq = scale·v).
+// blockInts32 sets v to the 32 integer values of a Q4_0, Q5_0, MXFP4 or
+// Q8_0 weight block (deq = scale·v).
 func blockInts32(dt tensor.DType, blk []byte, v *[32]int32) {
 	switch dt {
 	case tensor.Q8_0:
@@ -183,6 +194,12 @@ func blockInts32(dt tensor.DType, blk []byte, v *[32]int32) {
 	case tensor.MXFP4:
 		for j := range 16 {
 			v[j], v[16+j] = int32(lutMXFP4[blk[1+j]&15]), int32(lutMXFP4[blk[1+j]>>4])
+		}
+	case tensor.Q5_0:
+		qh := uint32(blk[2]) | uint32(blk[3])<<8 | uint32(blk[4])<<16 | uint32(blk[5])<<24
+		for j := range 16 {
+			v[j] = int32(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
+			v[16+j] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
 		}
 	}
 }
@@ -217,8 +234,8 @@ func (a *actQ8) actBlock32(t, b int, q *[32]int8) {
 	copy(q[:], row[32*b:])
 }
 
-// rowDotQ8 is the integer dot product of weight row o of W (Q4_0, MXFP4,
-// Q8_0 or Q4_K) with token t of a, over blocks [b0, b1):
+// rowDotQ8 is the integer dot product of weight row o of W (Q4_0, Q5_0,
+// MXFP4, Q8_0, Q4_K or Q6_K) with token t of a, over blocks [b0, b1):
 //
 //	32-value blocks: Σ_b (s_b·d_b)·float32(Σ_j v_bj·q_bj)
 //	Q4_K: Σ_sb d_sb·(D·float32(Σ_j sc_j·Σ_{i∈j} v_i·q_i) − M·float32(Σ_j m_j·Σ_{i∈j} q_i))

@@ -73,6 +73,29 @@ func TestQuantizeAct(t *testing.T) {
 	}
 }
 
+// TestQuantBlocksMatchGeneric: the SIMD quantizer gives quantBlock's bits.
+func TestQuantBlocksMatchGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 9))
+	for _, bl := range []int{32, 256} {
+		x := make([]float32, 5*bl)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64()) * float32(math.Pow(10, float64(i/bl-2)))
+		}
+		clear(x[bl : 2*bl])
+		x[3*bl] = 127 // ties: 0.5, 1.5, … round to even
+		for i := 1; i < 8; i++ {
+			x[3*bl+i] = float32(i) + 0.5
+		}
+		q, d := make([]int8, len(x)), make([]float32, 5)
+		wq, wd := make([]int8, len(x)), make([]float32, 5)
+		quantBlocks(x, bl, q, d)
+		quantBlocksGeneric(x, bl, wq, wd)
+		require.Equal(t, wq, q, "bl %d", bl)
+		require.Equal(t, wd, d, "bl %d", bl)
+		require.Equal(t, []int8{127, 2, 2, 4, 4, 6, 6, 8}, wq[3*bl:3*bl+8])
+	}
+}
+
 // TestInt8KernelsMatchReference checks the four-row integer kernels
 // (through rowsDotQ8 and Linear) against rowDotQ8 row by row, and the
 // integer path against the float32 path within the activation rounding
@@ -81,7 +104,7 @@ func TestQuantizeAct(t *testing.T) {
 func TestInt8KernelsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 7))
 	ran := 0
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
 		kind := actKindOf(dt)
 		for _, blocks := range []int{1, 2, 3, 4, 5} {
 			cols := blocks * dt.BlockLen()
@@ -134,7 +157,7 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		p := NewPool(workers)
 		defer p.Close()
-		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
+		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
 			rows, cols, T := 37, 3*dt.BlockLen(), 7
 			W, _ := randomBlocked(rng, dt, rows, cols)
 			x := make([]float32, T*cols)

@@ -25,3 +25,6 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
 		s[r] = rowDotQ8(W, o+r*ldwRows, a, t, 0, a.kernelBlocks())
 	}
 }
+
+// quantBlocks is quantBlocksGeneric.
+func quantBlocks(x []float32, bl int, q []int8, d []float32) { quantBlocksGeneric(x, bl, q, d) }

@@ -12,6 +12,9 @@ import "github.com/tessera-llm/tessera/core/tensor"
 func gemv4Q40VNNI(w *byte, ldw int, x *int8, sc *float32, cs *int32, npair int, out *float32, tab *float32)
 
 //go:noescape
+func gemv4Q50VNNI(w *byte, ldw int, x *int8, sc *float32, cs *int32, npair int, out *float32, tab *float32)
+
+//go:noescape
 func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, sc *float32, cs *int32, npair int, out *float32, tab *float32)
 
 //go:noescape
@@ -22,6 +25,20 @@ func gemv4Q4KVNNI(w *byte, ldw int, x *int8, d *float32, s *int16, nsb int, out 
 
 //go:noescape
 func gemv4Q6KVNNI(w *byte, ldw int, x *int8, d *float32, s *int16, nsb int, out *float32)
+
+//go:noescape
+func quantBlocksAVX512(x *float32, nblk, bl int, q *int8, d *float32)
+
+// quantBlocks is quantBlocksGeneric, on AVX-512 in one call.
+func quantBlocks(x []float32, bl int, q []int8, d []float32) {
+	nb := len(x) / bl
+	if !useAVX512 || nb == 0 {
+		quantBlocksGeneric(x, bl, q, d)
+		return
+	}
+	_, _ = q[nb*bl-1], d[nb-1]
+	quantBlocksAVX512(&x[0], nb, bl, &q[0], &d[0])
+}
 
 // useVNNI reports whether the integer block kernels may run: AVX-512 F,
 // BW, VL and VNNI.
@@ -64,6 +81,8 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
 	switch dt {
 	case tensor.Q4_0:
 		gemv4Q40VNNI(&w[0], ldwRows*rb, &q[0], &sc[0], &cs[0], np, &s[0], nil)
+	case tensor.Q5_0:
+		gemv4Q50VNNI(&w[0], ldwRows*rb, &q[0], &sc[0], &cs[0], np, &s[0], nil)
 	case tensor.MXFP4:
 		gemv4MXFP4VNNI(&w[0], ldwRows*rb, &q[0], &sc[0], &cs[0], np, &s[0], &e8m0Half[0])
 	case tensor.Q8_0:

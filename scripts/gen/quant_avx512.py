@@ -26,6 +26,8 @@ DATA nib4<>+0(SB)/4, $0x0f0f0f0f
 GLOBL nib4<>(SB), RODATA|NOPTR, $4
 DATA sgn4<>+0(SB)/4, $0x80808080
 GLOBL sgn4<>(SB), RODATA|NOPTR, $4
+DATA b10<>+0(SB)/4, $0x10101010
+GLOBL b10<>(SB), RODATA|NOPTR, $4
 
 // MXFP4's doubled E2M1 values plus 16 (unsigned).
 """ + "".join(
@@ -70,8 +72,8 @@ def prologue(args):
 
 def gen32(dt, red4):
     # One pair of 32-value blocks (64 values) per row and iteration.
-    bb = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34}[dt]
-    shift = {"Q4_0": 3, "MXFP4": 4, "Q8_0": 7}[dt]  # the weight offset is 1 << shift
+    bb = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34, "Q5_0": 22}[dt]
+    shift = {"Q4_0": 3, "MXFP4": 4, "Q8_0": 7, "Q5_0": 4}[dt]  # the weight offset is 1 << shift
     name = f"gemv4{dt.replace('_', '')}VNNI"
     w = []
     w.append(f"\n// func {name}(w *byte, ldw int, x *int8, sc *float32, cs *int32, npair int, out *float32, tab *float32)")
@@ -84,6 +86,9 @@ def gen32(dt, red4):
         L.append("VBROADCASTI32X4 mxfp4u<>(SB), Z30")
     if dt == "Q8_0":
         L.append("VPBROADCASTD sgn4<>(SB), Z30")
+    if dt == "Q5_0":
+        # PDEP masks spreading a block's 32 fifth bits over the pair order.
+        L += ["VPBROADCASTD b10<>(SB), Z30", "MOVQ $0x0000ffff0000ffff, R8", "MOVQ $0xffff0000ffff0000, R14"]
     w += ["\t" + l for l in L]
     lbl = name.lower()
     w.append(f"{lbl}loop:")
@@ -97,11 +102,14 @@ def gen32(dt, red4):
             L += [f"VMOVDQU 2({R}), Y{W}", f"VINSERTI64X4 $1, {bb + 2}({R}), Z{W}, Z{W}",
                   f"VSHUFI64X2 $0xd8, Z{W}, Z{W}, Z{W}", f"VPXORD Z30, Z{W}, Z{W}"]
         else:
-            q = 2 if dt == "Q4_0" else 1
+            q = {"Q4_0": 2, "MXFP4": 1, "Q5_0": 6}[dt]
             L += [f"VMOVDQU {q}({R}), X{W}", f"VINSERTI128 $1, {bb + q}({R}), Y{W}, Y{W}",
                   f"VPSRLW $4, Y{W}, Y{S}", f"VINSERTI64X4 $1, Y{S}, Z{W}, Z{W}", f"VPANDD Z31, Z{W}, Z{W}"]
             if dt == "MXFP4":
                 L.append(f"VPSHUFB Z{W}, Z30, Z{W}")
+            if dt == "Q5_0":
+                L += [f"MOVL 2({R}), AX", "PDEPQ R8, AX, AX", f"MOVL {bb + 2}({R}), R12", "PDEPQ R14, R12, R12",
+                      "ORQ R12, AX", "KMOVQ AX, K1", f"VPMOVM2B K1, Z{A}", f"VPTERNLOGD $0xf8, Z30, Z{A}, Z{W}"]
         # Integer sums of the four 16-value groups, offset taken back.
         L += [f"VPSLLD ${shift}, (R13), Z{A}", f"VPDPBUSD (DI), Z{W}, Z{A}",
               f"VCVTDQ2PS Z{A}, Z{A}", f"VMULPS (BX), Z{A}, Z{A}"]
@@ -244,7 +252,7 @@ def gen_q6k(red4):
 
 def generate(red4):
     s = HEADER + q4k_idx() + q6k_idx()
-    for dt in ("Q4_0", "MXFP4", "Q8_0"):
+    for dt in ("Q4_0", "Q5_0", "MXFP4", "Q8_0"):
         s += gen32(dt, red4)
     s += gen_q4k(red4) + gen_q6k(red4)
     return s
