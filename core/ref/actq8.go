@@ -38,30 +38,34 @@ func actKindOf(dt tensor.DType) actKind {
 
 // actQ8 is T activation rows of n values quantized to int8 in blocks of
 // 32 (act32) or 256 (act256): x ≈ d_b·q with d_b = max_{i∈b}|x_i|/127 and
-// q = round(x/d_b) (half away from zero), |q| ≤ 127.
+// q = x·(127/max|x_i|) rounded to nearest even, |q| ≤ 127 (quantBlock).
+// d holds the scales, q the values, m per token the kernels' metadata
+// (metaWords uint32 per pair of 32-value blocks or per 256-value block).
 //
 // act32 rows are stored by pairs of blocks (b0, b1), 64 bytes each, in the
 // order b0[0:16] b1[0:16] b0[16:32] b1[16:32] — the order a pair's packed
 // nibbles unpack to — followed, when the row has an odd number of blocks,
-// by the last block in its natural order. For every pair, sc holds the 16
-// floats d0×4 d1×4 d0×4 d1×4 (the scale of each group of four int32
-// lanes) and cs the 16 int32 −Σq of the group of 16 bytes whose first lane
-// it is (0 in the other lanes). d holds one scale per block.
+// by the last block in its natural order. A pair's metadata is the 16
+// float32 d0×4 d1×4 d0×4 d1×4 (the scale of each group of four int32
+// lanes), then 16 int32: −Σq of the group of 16 bytes whose first lane it
+// is, 0 in the other lanes.
 //
-// act256 rows are in natural order; per 256-value block, d holds its scale
-// and s 32 int16: eight zeros, the sums of q over each 32 values, then
-// over each 16 values.
+// act256 rows are in natural order. A block's metadata is 32 int16 (eight
+// zeros, the sums of q over each 32 values, then over each 16 values),
+// then its scale as a float32, then zeros.
 type actQ8 struct {
 	kind actKind
 	n, T int
 	q    []int8
 	d    []float32
-	sc   []float32
-	cs   []int32
-	s    []int16
+	m    []uint32
 	// src is the input row while LinearBatch looks for repeated inputs.
 	src *float32
 }
+
+// metaWords is the size of the metadata of an act32 pair or an act256
+// block.
+const metaWords = 32
 
 // blocks is the number of quantization blocks per row.
 func (a *actQ8) blocks() int {
@@ -69,6 +73,20 @@ func (a *actQ8) blocks() int {
 		return a.n / 256
 	}
 	return a.n / 32
+}
+
+// metaUnits is the number of metadata records per token.
+func (a *actQ8) metaUnits() int {
+	if a.kind == act256 {
+		return a.blocks()
+	}
+	return a.blocks() / 2
+}
+
+// meta is the metadata of pair or block u of token t.
+func (a *actQ8) meta(t, u int) []uint32 {
+	i := (t*a.metaUnits() + u) * metaWords
+	return a.m[i : i+metaWords]
 }
 
 // quantize sets a to the T rows x[t·n : (t+1)·n] in layout kind (n a
@@ -82,27 +100,22 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 	nb := n / bl
 	a.q = grow(a.q, T*n)
 	a.d = grow(a.d, T*nb)
-	if kind == act32 {
-		np := nb / 2
-		a.sc = grow(a.sc, T*16*np)
-		a.cs = grow(a.cs, T*16*np)
-	} else {
-		a.s = grow(a.s, T*32*nb)
-	}
+	a.m = grow(a.m, T*a.metaUnits()*metaWords)
 	for t := 0; t < T; t++ {
 		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
 		quantBlocks(xr, bl, qr, dr)
 		if kind == act256 {
 			for b := 0; b < nb; b++ {
 				blk := qr[256*b : 256*b+256]
-				s := a.s[(t*nb+b)*32:][:32]
-				clear(s[:8])
+				m := a.meta(t, b)
+				clear(m)
 				for j := range 8 {
-					s[8+j] = int16(sum8(blk[32*j : 32*j+32]))
+					setInt16(m, 8+j, sum8(blk[32*j:32*j+32]))
 				}
 				for g := range 16 {
-					s[16+g] = int16(sum8(blk[16*g : 16*g+16]))
+					setInt16(m, 16+g, sum8(blk[16*g:16*g+16]))
 				}
+				m[16] = math.Float32bits(dr[b])
 			}
 			continue
 		}
@@ -114,19 +127,28 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 			copy(tmp[:], pq[16:32])
 			copy(pq[16:32], pq[32:48])
 			copy(pq[32:48], tmp[:])
-			sc, cs := a.sc[(t*(nb/2)+p)*16:][:16], a.cs[(t*(nb/2)+p)*16:][:16]
+			m := a.meta(t, p)
+			clear(m)
 			for h := range 2 {
-				d := dr[2*p+h]
+				d := math.Float32bits(dr[2*p+h])
 				for g := range 4 {
-					sc[4*h+g], sc[8+4*h+g] = d, d
-					cs[4*h+g], cs[8+4*h+g] = 0, 0
+					m[4*h+g], m[8+4*h+g] = d, d
 				}
-				cs[4*h] = -sum8(pq[16*h : 16*h+16])
-				cs[8+4*h] = -sum8(pq[32+16*h : 48+16*h])
+				m[16+4*h] = uint32(-sum8(pq[16*h : 16*h+16]))
+				m[16+8+4*h] = uint32(-sum8(pq[32+16*h : 48+16*h]))
 			}
 		}
 	}
 }
+
+// setInt16 stores v as int16 number i of m (little-endian halves).
+func setInt16(m []uint32, i int, v int32) {
+	sh := 16 * uint(i%2)
+	m[i/2] = m[i/2]&^(0xffff<<sh) | uint32(uint16(int16(v)))<<sh
+}
+
+// int16At is int16 number i of m.
+func int16At(m []uint32, i int) int16 { return int16(m[i/2] >> (16 * uint(i%2))) }
 
 func sum8(q []int8) int32 {
 	var s int32
@@ -266,7 +288,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 					dotj += int32(blk[16+32*p+l]>>shift&15) * int32(q[256*b+32*j+l])
 				}
 				isum += int32(sc) * dotj
-				imin += int32(m) * int32(a.s[(t*nb+b)*32+8+j])
+				imin += int32(m) * sum8(q[256*b+32*j:256*b+32*j+32])
 			}
 			ds := a.d[t*nb+b]
 			sum += d*ds*float32(isum) - dmin*ds*float32(imin)
@@ -376,17 +398,33 @@ type q8Job struct {
 }
 
 func (j *q8Job) Run(w, lo, hi int) {
-	N := j.W.Rows
-	if j.a.T == 1 {
-		rowsDotQ8(j.W, lo, hi, j.a, 0, j.out[lo:hi])
+	W, a := j.W, j.a
+	N := W.Rows
+	if a.T == 1 {
+		rowsDotQ8(W, lo, hi, a, 0, j.out[lo:hi])
 		return
 	}
-	var s [4]float32
-	for o := lo; o < hi; o += 4 {
-		n := min(4, hi-o)
-		for t := 0; t < j.a.T; t++ {
-			rowsDotQ8(j.W, o, o+n, j.a, t, s[:n])
-			copy(j.out[t*N+o:t*N+o+n], s[:n])
+	// Prefill: 2×4 tiles (2×N for the last N < 4 tokens, the last row on
+	// its own), each (row, token) with the operations of decode.
+	nb, kb := a.blocks(), a.kernelBlocks()
+	var s [8]float32
+	for o := lo; o < hi; o += 2 {
+		nr, ldwRows := 2, 1
+		if o+2 > hi {
+			nr, ldwRows = 1, 0
+		}
+		for t := 0; t < a.T; t += 4 {
+			n := min(4, a.T-t)
+			tileQ8(W, o, ldwRows, a, t, n, &s)
+			for u := range n {
+				for r := range nr {
+					v := s[2*u+r]
+					if kb < nb {
+						v += rowDotQ8(W, o+r, a, t+u, kb, nb)
+					}
+					j.out[(t+u)*N+o+r] = v
+				}
+			}
 		}
 	}
 }

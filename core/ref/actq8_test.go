@@ -51,22 +51,23 @@ func TestQuantizeAct(t *testing.T) {
 						"%v n=%d token %d block %d value %d", tc.kind, tc.n, tt, b, i)
 				}
 				if tc.kind == act256 {
-					s := a.s[(tt*a.blocks()+b)*32:][:32]
+					m := a.meta(tt, b)
 					for j := range 8 {
-						require.Zero(t, s[j])
-						require.Equal(t, int16(sum8(q[32*j:32*j+32])), s[8+j])
+						require.Zero(t, int16At(m, j))
+						require.Equal(t, int16(sum8(q[32*j:32*j+32])), int16At(m, 8+j))
 					}
 					for g := range 16 {
-						require.Equal(t, int16(sum8(q[16*g:16*g+16])), s[16+g])
+						require.Equal(t, int16(sum8(q[16*g:16*g+16])), int16At(m, 16+g))
 					}
+					require.Equal(t, d, math.Float32frombits(m[16]))
 				} else if p := b / 2; p < a.blocks()/2 {
 					h := b % 2
-					sc, cs := a.sc[(tt*(a.blocks()/2)+p)*16:][:16], a.cs[(tt*(a.blocks()/2)+p)*16:][:16]
-					require.Equal(t, d, sc[4*h])
-					require.Equal(t, d, sc[8+4*h+3])
-					require.Equal(t, -sum8(q[:16]), cs[4*h])
-					require.Equal(t, -sum8(q[16:32]), cs[8+4*h])
-					require.Zero(t, cs[4*h+1])
+					m := a.meta(tt, p)
+					require.Equal(t, d, math.Float32frombits(m[4*h]))
+					require.Equal(t, d, math.Float32frombits(m[8+4*h+3]))
+					require.Equal(t, -sum8(q[:16]), int32(m[16+4*h]))
+					require.Equal(t, -sum8(q[16:32]), int32(m[16+8+4*h]))
+					require.Zero(t, m[16+4*h+1])
 				}
 			}
 		}
@@ -110,7 +111,7 @@ func TestInt8KernelsMatchReference(t *testing.T) {
 			cols := blocks * dt.BlockLen()
 			for _, rows := range []int{1, 3, 4, 5, 9} {
 				W, F := randomBlocked(rng, dt, rows, cols)
-				for _, T := range []int{1, 3} {
+				for _, T := range []int{1, 2, 3, 5} {
 					name := fmt.Sprintf("%v/%dx%d/T%d", dt, rows, cols, T)
 					x := make([]float32, T*cols)
 					for i := range x {
@@ -173,6 +174,35 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 					require.Equal(t, one, all[tt*rows:(tt+1)*rows], "%v token %d, %d workers", dt, tt, workers)
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkLinearBlocked times decode (T = 1) and a 64-token prefill of
+// a 1024×1024 block-format matrix on the integer and float32 paths
+// (bytes/s: weight bytes read).
+func BenchmarkLinearBlocked(b *testing.B) {
+	rng := rand.New(rand.NewPCG(15, 10))
+	for _, dt := range []tensor.DType{tensor.Q4K, tensor.Q6K, tensor.MXFP4, tensor.Q4_0, tensor.Q8_0} {
+		W, _ := randomBlocked(rng, dt, 1024, 1024)
+		for _, T := range []int{1, 64} {
+			x := make([]float32, T*W.Cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			out := make([]float32, T*W.Rows)
+			for _, int8 := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%v/T%d/int8=%v", dt, T, int8), func(b *testing.B) {
+					p := NewPool(1)
+					defer p.Close()
+					withInt8Blocks(int8, func() {
+						b.SetBytes(int64(len(W.Q)))
+						for b.Loop() {
+							Linear(p, out, x, T, W)
+						}
+					})
+				})
+			}
 		}
 	}
 }

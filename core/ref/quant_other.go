@@ -26,5 +26,15 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
 	}
 }
 
+// tileQ8 is the 2×N tile's result computed with rowDotQ8: s[u·2 + r] for
+// row o + r·ldwRows and token t0+u.
+func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
+	for u := range N {
+		for r := range 2 {
+			s[2*u+r] = rowDotQ8(W, o+r*ldwRows, a, t0+u, 0, a.kernelBlocks())
+		}
+	}
+}
+
 // quantBlocks is quantBlocksGeneric.
 func quantBlocks(x []float32, bl int, q []int8, d []float32) { quantBlocksGeneric(x, bl, q, d) }
