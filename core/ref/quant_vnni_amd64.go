@@ -105,12 +105,12 @@ type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, 
 
 // The kernels of each format: gemv4, then gemm2x1 … gemm2x4.
 var (
-	kernQ40 = [5]q8Kern{gemv4Q40VNNI, gemm2x1Q40VNNI, gemm2x2Q40VNNI, gemm2x3Q40VNNI, gemm2x4Q40VNNI}
-	kernQ50 = [5]q8Kern{gemv4Q50VNNI, gemm2x1Q50VNNI, gemm2x2Q50VNNI, gemm2x3Q50VNNI, gemm2x4Q50VNNI}
+	kernQ40   = [5]q8Kern{gemv4Q40VNNI, gemm2x1Q40VNNI, gemm2x2Q40VNNI, gemm2x3Q40VNNI, gemm2x4Q40VNNI}
+	kernQ50   = [5]q8Kern{gemv4Q50VNNI, gemm2x1Q50VNNI, gemm2x2Q50VNNI, gemm2x3Q50VNNI, gemm2x4Q50VNNI}
 	kernMXFP4 = [5]q8Kern{gemv4MXFP4VNNI, gemm2x1MXFP4VNNI, gemm2x2MXFP4VNNI, gemm2x3MXFP4VNNI, gemm2x4MXFP4VNNI}
-	kernQ80 = [5]q8Kern{gemv4Q80VNNI, gemm2x1Q80VNNI, gemm2x2Q80VNNI, gemm2x3Q80VNNI, gemm2x4Q80VNNI}
-	kernQ4K = [5]q8Kern{gemv4Q4KVNNI, gemm2x1Q4KVNNI, gemm2x2Q4KVNNI, gemm2x3Q4KVNNI, gemm2x4Q4KVNNI}
-	kernQ6K = [5]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
+	kernQ80   = [5]q8Kern{gemv4Q80VNNI, gemm2x1Q80VNNI, gemm2x2Q80VNNI, gemm2x3Q80VNNI, gemm2x4Q80VNNI}
+	kernQ4K   = [5]q8Kern{gemv4Q4KVNNI, gemm2x1Q4KVNNI, gemm2x2Q4KVNNI, gemm2x3Q4KVNNI, gemm2x4Q4KVNNI}
+	kernQ6K   = [5]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
 )
 
 func q8Kernels(dt tensor.DType) *[5]q8Kern {
