@@ -59,6 +59,10 @@ type actQ8 struct {
 	q    []int8
 	d    []float32
 	m    []uint32
+	s16  []int32 // scratch: sums of q per 16 values of a token
+	// units is the number of kernel steps per token (pairs of 32-value
+	// blocks, or 256-value blocks), lm the metadata words per token.
+	units, lm int
 	// src is the input row while LinearBatch looks for repeated inputs.
 	src *float32
 }
@@ -100,22 +104,25 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 	nb := n / bl
 	a.q = grow(a.q, T*n)
 	a.d = grow(a.d, T*nb)
-	a.m = grow(a.m, T*a.metaUnits()*metaWords)
+	a.lm = a.metaUnits() * metaWords
+	a.units = a.metaUnits()
+	a.m = grow(a.m, T*a.lm)
+	a.s16 = grow(a.s16, n/16)
 	for t := 0; t < T; t++ {
-		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
-		quantBlocks(xr, bl, qr, dr)
+		xr, qr, dr, s16 := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb], a.s16
+		quantBlocks(xr, bl, qr, dr, s16)
 		if kind == act256 {
 			for b := 0; b < nb; b++ {
-				blk := qr[256*b : 256*b+256]
-				m := a.meta(t, b)
-				clear(m)
-				for j := range 8 {
-					setInt16(m, 8+j, sum8(blk[32*j:32*j+32]))
+				m, s := a.meta(t, b), s16[16*b:16*b+16]
+				clear(m[:4])
+				for j := range 4 {
+					m[4+j] = uint32(uint16(s[4*j]+s[4*j+1])) | uint32(s[4*j+2]+s[4*j+3])<<16
 				}
-				for g := range 16 {
-					setInt16(m, 16+g, sum8(blk[16*g:16*g+16]))
+				for g := range 8 {
+					m[8+g] = uint32(uint16(s[2*g])) | uint32(s[2*g+1])<<16
 				}
 				m[16] = math.Float32bits(dr[b])
+				clear(m[17:])
 			}
 			continue
 		}
@@ -127,15 +134,15 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 			copy(tmp[:], pq[16:32])
 			copy(pq[16:32], pq[32:48])
 			copy(pq[32:48], tmp[:])
-			m := a.meta(t, p)
-			clear(m)
+			m, s := a.meta(t, p), s16[4*p:4*p+4]
+			clear(m[16:])
 			for h := range 2 {
 				d := math.Float32bits(dr[2*p+h])
 				for g := range 4 {
 					m[4*h+g], m[8+4*h+g] = d, d
 				}
-				m[16+4*h] = uint32(-sum8(pq[16*h : 16*h+16]))
-				m[16+8+4*h] = uint32(-sum8(pq[32+16*h : 48+16*h]))
+				m[16+4*h] = uint32(-s[2*h])
+				m[16+8+4*h] = uint32(-s[2*h+1])
 			}
 		}
 	}
@@ -159,10 +166,14 @@ func sum8(q []int8) int32 {
 }
 
 // quantBlocksGeneric sets d[b] = quantBlock(q[b·bl:], x[b·bl:]) for every
-// block of bl values of x.
-func quantBlocksGeneric(x []float32, bl int, q []int8, d []float32) {
-	for b := range len(x) / bl {
+// block of bl values of x, and s16[i] to the sum of q[16i : 16i+16].
+func quantBlocksGeneric(x []float32, bl int, q []int8, d []float32, s16 []int32) {
+	nb := len(x) / bl
+	for b := range nb {
 		d[b] = quantBlock(q[b*bl:(b+1)*bl], x[b*bl:(b+1)*bl])
+	}
+	for i := range nb * bl / 16 {
+		s16[i] = sum8(q[16*i : 16*i+16])
 	}
 }
 

@@ -87,12 +87,14 @@ func TestQuantBlocksMatchGeneric(t *testing.T) {
 		for i := 1; i < 8; i++ {
 			x[3*bl+i] = float32(i) + 0.5
 		}
-		q, d := make([]int8, len(x)), make([]float32, 5)
-		wq, wd := make([]int8, len(x)), make([]float32, 5)
-		quantBlocks(x, bl, q, d)
-		quantBlocksGeneric(x, bl, wq, wd)
+		q, d, s := make([]int8, len(x)), make([]float32, 5), make([]int32, len(x)/16)
+		wq, wd, ws := make([]int8, len(x)), make([]float32, 5), make([]int32, len(x)/16)
+		quantBlocks(x, bl, q, d, s)
+		quantBlocksGeneric(x, bl, wq, wd, ws)
 		require.Equal(t, wq, q, "bl %d", bl)
 		require.Equal(t, wd, d, "bl %d", bl)
+		require.Equal(t, ws, s, "bl %d", bl)
+		require.Equal(t, sum8(wq[16:32]), ws[1])
 		require.Equal(t, []int8{127, 2, 2, 4, 4, 6, 6, 8}, wq[3*bl:3*bl+8])
 	}
 }

@@ -37,4 +37,6 @@ func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
 }
 
 // quantBlocks is quantBlocksGeneric.
-func quantBlocks(x []float32, bl int, q []int8, d []float32) { quantBlocksGeneric(x, bl, q, d) }
+func quantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) {
+	quantBlocksGeneric(x, bl, q, d, s16)
+}

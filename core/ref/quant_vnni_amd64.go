@@ -113,36 +113,26 @@ var (
 	kernQ6K   = [5]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
 )
 
-func q8Kernels(dt tensor.DType) *[5]q8Kern {
-	switch dt {
-	case tensor.Q4_0:
-		return &kernQ40
-	case tensor.Q5_0:
-		return &kernQ50
-	case tensor.MXFP4:
-		return &kernMXFP4
-	case tensor.Q8_0:
-		return &kernQ80
-	case tensor.Q4K:
-		return &kernQ4K
-	case tensor.Q6K:
-		return &kernQ6K
-	}
-	panic("ref: no integer kernel for " + dt.String())
-}
+// q8Kernels holds the kernels of each format with an integer path, by
+// dtype.
+var q8Kernels = func() (k [tensor.Q5_1 + 1]*[5]q8Kern) {
+	k[tensor.Q4_0], k[tensor.Q5_0], k[tensor.MXFP4] = &kernQ40, &kernQ50, &kernMXFP4
+	k[tensor.Q8_0], k[tensor.Q4K], k[tensor.Q6K] = &kernQ80, &kernQ4K, &kernQ6K
+	return k
+}()
 
 //go:noescape
-func quantBlocksAVX512(x *float32, nblk, bl int, q *int8, d *float32)
+func quantBlocksAVX512(x *float32, nblk, bl int, q *int8, d *float32, s16 *int32)
 
 // quantBlocks is quantBlocksGeneric, on AVX-512 in one call.
-func quantBlocks(x []float32, bl int, q []int8, d []float32) {
+func quantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) {
 	nb := len(x) / bl
 	if !useAVX512 || nb == 0 {
-		quantBlocksGeneric(x, bl, q, d)
+		quantBlocksGeneric(x, bl, q, d, s16)
 		return
 	}
-	_, _ = q[nb*bl-1], d[nb-1]
-	quantBlocksAVX512(&x[0], nb, bl, &q[0], &d[0])
+	_, _, _ = q[nb*bl-1], d[nb-1], s16[nb*bl/16-1]
+	quantBlocksAVX512(&x[0], nb, bl, &q[0], &d[0], &s16[0])
 }
 
 // useVNNI reports whether the integer block kernels may run: AVX-512 F,
@@ -163,17 +153,14 @@ func hasInt8Kernels() bool { return useVNNI }
 // consecutive rows; 0: row o R times) and tokens t0 … t0+N−1 of a, over
 // a.kernelBlocks() blocks, into s[t·R + r].
 func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows int, a *actQ8, t0, N int, s []float32) {
-	rb := W.DType.RowBytes(W.Cols)
-	w := W.Q[o*rb : (o+1+(R-1)*ldwRows)*rb]
-	units := a.kernelBlocks()
-	if a.kind == act32 {
-		units /= 2
-	}
+	units := a.units
 	if units == 0 {
 		clear(s[:R*N])
 		return
 	}
-	n, lm := a.n, a.metaUnits()*metaWords
+	rb := len(W.Q) / W.Rows
+	w := W.Q[o*rb : (o+1+(R-1)*ldwRows)*rb]
+	n, lm := a.n, a.lm
 	q, m := a.q[t0*n:(t0+N)*n], a.m[t0*lm:(t0+N)*lm]
 	_ = s[(R*N+3)&^3-1]
 	var tab *float32
@@ -186,11 +173,11 @@ func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows int, a *actQ8, t0, N int, s []
 // gemv4Q8 sets s[r] to the kernel part of rowDotQ8 of rows o + r·ldwRows
 // (ldwRows 1: four rows; 0: row o four times) with token t of a.
 func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
-	runQ8(q8Kernels(W.DType)[0], W, o, 4, ldwRows, a, t, 1, s[:])
+	runQ8(q8Kernels[W.DType][0], W, o, 4, ldwRows, a, t, 1, s[:])
 }
 
 // tileQ8 sets s[u·2 + r] to the kernel part of rowDotQ8 of row
 // o + r·ldwRows (r < 2) with token t0+u (u < N ≤ 4).
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
-	runQ8(q8Kernels(W.DType)[N], W, o, 2, ldwRows, a, t0, N, s[:])
+	runQ8(q8Kernels[W.DType][N], W, o, 2, ldwRows, a, t0, N, s[:])
 }
