@@ -71,12 +71,11 @@ type Pool struct {
 	actIdx []int
 	// One instance of each parallel op's job, reused so that running an op
 	// allocates nothing.
-	lin     linearJob
-	blocked blockedJob
-	batch   batchJob
-	q8      q8Job
-	attn    attnJob
-	kda     kdaJob
+	lin   linearJob
+	batch batchJob
+	q8    q8Job
+	attn  attnJob
+	kda   kdaJob
 }
 
 type span struct {
