@@ -281,12 +281,12 @@ func (a *actQ8) actBlock32(t, b int, q *[32]int8) {
 // MXFP4, Q8_0, Q4_K or Q6_K) with token t of a, over blocks [b0, b1):
 //
 //	32-value blocks: Σ_b (s_b·d_b)·float32(Σ_j v_bj·q_bj)
-//	Q4_K: Σ_sb d_sb·(D·float32(Σ_j sc_j·Σ_{i∈j} v_i·q_i) − M·float32(Σ_j m_j·Σ_{i∈j} q_i))
+//	Q4_K: Σ_sb (d·float32(Σ_j sc_j·Σ_{i∈j} v_i·q_i) − dmin·float32(Σ_j m_j·Σ_{i∈j} q_i))·d_sb
 //	Q6_K: Σ_sb (d·d_sb)·float32(Σ_g sc_g·Σ_{i∈g} (v_i − 32)·q_i)
 //
 // with s_b, v the weight block's scale and integer values, d_b the
-// activation block's scale, for Q4_K D = d·d_sb, M = dmin·d_sb, sc_j and
-// m_j the 6-bit scale and min of 32-value sub-block j, for Q6_K sc_g the
+// activation block's scale, for Q4_K d and dmin the super-block's scales,
+// sc_j and m_j the 6-bit scale and min of 32-value sub-block j, for Q6_K sc_g the
 // int8 scale of 16-value group g and v the unsigned 6-bit values.
 func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	dt := W.DType
@@ -311,8 +311,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 				isum += int32(sc) * dotj
 				imin += int32(m) * sum8(q[256*b+32*j:256*b+32*j+32])
 			}
-			ds := a.d[t*nb+b]
-			sum += d*ds*float32(isum) - dmin*ds*float32(imin)
+			sum += (d*float32(isum) - dmin*float32(imin)) * a.d[t*nb+b]
 		}
 		return sum
 	}

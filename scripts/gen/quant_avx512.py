@@ -186,14 +186,16 @@ def gen32(dt, R, N):
 def gen_q4k(R, N):
     F = faccs(R, N, [16, 17, 18, 19, 20, 21, 22, 23])
     ACC = [4, 5, 6, 7, 3, 24, 25, 26]
+    DM = [20, 21, 22, 23] if R == 4 else [14, 15]
     doc = [f"// out[t·{R} + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n",
            "// Q4_K super-blocks."]
     name, w, L = begin("Q4_K", R, N, doc, F)
     w += ["\t" + l for l in L]
     loop_head(w, name)
     # Registers: per row r Z(8+r) the 8 scales then 8 mins as words, Z(12+r)
-    # [d, dmin]×8 as float32; per (row, token) an int32 accumulator;
-    # Z0-Z2 temporaries; Z27-Z30 the VPERMW indices (loaded per super-block).
+    # d and Z(20+r) (decode) or Z(14+r) (tiles) dmin, broadcast as float32;
+    # per (row, token) an int32 accumulator; Z0-Z2 temporaries; Z27 the
+    # VPERMW indices of the step.
     for r in range(R):
         Rg, SM, DD = ROWS[r], 8 + r, 12 + r
         # Scale bytes a, b, c (dwords) → [a&0x3f.., (c&0x0f..)|((a>>2)&0x30..),
@@ -201,7 +203,8 @@ def gen_q4k(R, N):
         L = [f"VMOVDQU 4({Rg}), X0", "VPSHUFD $0x98, X0, X1", "VPSRLVD q4kshift<>(SB), X1, X1",
              "VPAND q4kmask1<>(SB), X1, X1",
              "VPSHUFD $0x50, X0, X0", "VPSRLD $2, X0, X0", "VPAND q4kmask2<>(SB), X0, X0", "VPOR X0, X1, X1",
-             f"VPMOVZXBW X1, Y{SM}", f"VPBROADCASTD ({Rg}), Y0", f"VCVTPH2PS Y0, Z{DD}"]
+             f"VPMOVZXBW X1, Y{SM}", f"VPBROADCASTD ({Rg}), Y0", "VCVTPH2PS Y0, Z1",
+             f"VPERMILPS $0x00, Z1, Z{DD}", f"VPERMILPS $0x55, Z1, Z{DM[r]}"]
         w += ["\t" + l for l in L]
     for t in range(N):
         for r in range(R):
@@ -216,13 +219,13 @@ def gen_q4k(R, N):
             for t in range(N):
                 L += [f"VPMADDUBSW {xa(t, 64 * p)}, Z0, Z1", f"VPDPWSSD Z2, Z1, Z{ACC[t * R + r]}"]
             w += ["\t" + l for l in L]
+    # Per (row, token): (d·Σ sc·dot − dmin·Σ m·bs)·dx into the accumulator.
     for t in range(N):
         for r in range(R):
             SM, DD, a, f = 8 + r, 12 + r, ACC[t * R + r], F[t * R + r]
-            L = [f"VMULPS.BCST {ma(t, 64)}, Z{DD}, Z1", f"VCVTDQ2PS Z{a}, Z{a}", "VPERMILPS $0x00, Z1, Z2",
-                 f"VFMADD231PS Z2, Z{a}, Z{f}",
-                 f"VPMADDWD {ma(t, 0)}, Y{SM}, Y0", "VCVTDQ2PS Y0, Y0", "VPERMILPS $0x55, Z1, Z2",
-                 f"VFNMADD231PS Z2, Z0, Z{f}"]
+            L = [f"VCVTDQ2PS Z{a}, Z{a}", f"VMULPS Z{DD}, Z{a}, Z{a}",
+                 f"VPMADDWD {ma(t, 0)}, Y{SM}, Y0", "VCVTDQ2PS Y0, Y0", f"VFNMADD231PS Z{DM[r]}, Z0, Z{a}",
+                 f"VFMADD231PS.BCST {ma(t, 64)}, Z{a}, Z{f}"]
             w += ["\t" + l for l in L]
     return end(name, w, R, F, 144, 256)
 
