@@ -208,3 +208,39 @@ func BenchmarkLinearBlocked(b *testing.B) {
 		}
 	}
 }
+
+// TestLinearBatchMixedFormats: a LinearBatch of products in several
+// formats, some sharing an input (quantized once per layout), gives each
+// product Linear's bits.
+func TestLinearBatchMixedFormats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 11))
+	p := NewPool(2)
+	defer p.Close()
+	x1, x2 := make([]float32, 512), make([]float32, 512)
+	for i := range x1 {
+		x1[i], x2[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	var gs []GEMV
+	for i, dt := range []tensor.DType{tensor.Q4K, tensor.MXFP4, tensor.Q6K, tensor.F32, tensor.Q8_0, tensor.Q4K, tensor.Q5_0} {
+		rows := 3 + 2*i
+		var W *tensor.Mat
+		if dt == tensor.F32 {
+			_, W = randomBlocked(rng, tensor.Q8_0, rows, 512)
+		} else {
+			W, _ = randomBlocked(rng, dt, rows, 512)
+		}
+		x := x1
+		if i%3 == 2 {
+			x = x2
+		}
+		gs = append(gs, GEMV{W: W, X: x, Out: make([]float32, rows)})
+	}
+	withInt8Blocks(true, func() {
+		LinearBatch(p, gs)
+		for i, g := range gs {
+			want := make([]float32, g.W.Rows)
+			Linear(p, want, g.X, 1, g.W)
+			require.Equal(t, want, g.Out, "GEMV %d (%v)", i, g.W.DType)
+		}
+	})
+}
