@@ -108,10 +108,11 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 DATA b30<>+0(SB)/4, $0x30303030
 GLOBL b30<>(SB), RODATA|NOPTR, $4
 
-// func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemv4Q40VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemv4Q40VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -126,6 +127,7 @@ TEXT ·gemv4Q40VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -134,6 +136,10 @@ TEXT ·gemv4Q40VNNI(SB), NOSPLIT, $0-72
 gemv4q40vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q40vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 0(R10)(R12*1)
+	PREFETCHT0 0(R11)(R12*1)
 	VMOVDQU 2(SI), X4
 	VINSERTI128 $1, 20(SI), Y4, Y4
 	VPSRLW $4, Y4, Y8
@@ -226,10 +232,11 @@ gemv4q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemv4Q50VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemv4Q50VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -244,6 +251,7 @@ TEXT ·gemv4Q50VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -253,6 +261,10 @@ TEXT ·gemv4Q50VNNI(SB), NOSPLIT, $0-72
 gemv4q50vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q50vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 0(R10)(R12*1)
+	PREFETCHT0 0(R11)(R12*1)
 	VMOVDQU 6(SI), X4
 	VINSERTI128 $1, 28(SI), Y4, Y4
 	VPSRLW $4, Y4, Y8
@@ -373,10 +385,11 @@ gemv4q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemv4MXFP4VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemv4MXFP4VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -391,6 +404,7 @@ TEXT ·gemv4MXFP4VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -400,6 +414,10 @@ TEXT ·gemv4MXFP4VNNI(SB), NOSPLIT, $0-72
 gemv4mxfp4vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4mxfp4vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 0(R10)(R12*1)
+	PREFETCHT0 0(R11)(R12*1)
 	VMOVDQU 1(SI), X4
 	VINSERTI128 $1, 18(SI), Y4, Y4
 	VPSRLW $4, Y4, Y8
@@ -500,10 +518,11 @@ gemv4mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemv4Q80VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemv4Q80VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -518,6 +537,7 @@ TEXT ·gemv4Q80VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -527,6 +547,14 @@ TEXT ·gemv4Q80VNNI(SB), NOSPLIT, $0-72
 gemv4q80vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q80vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 64(R9)(R12*1)
+	PREFETCHT0 0(R10)(R12*1)
+	PREFETCHT0 64(R10)(R12*1)
+	PREFETCHT0 0(R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
 	VMOVDQU 2(SI), Y4
 	VINSERTI64X4 $1, 36(SI), Z4, Z4
 	VSHUFI64X2 $0xd8, Z4, Z4, Z4
@@ -615,10 +643,11 @@ gemv4q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·4 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemv4Q4KVNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemv4Q4KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -633,6 +662,7 @@ TEXT ·gemv4Q4KVNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -641,6 +671,18 @@ TEXT ·gemv4Q4KVNNI(SB), NOSPLIT, $0-72
 gemv4q4kvnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q4kvnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 64(R9)(R12*1)
+	PREFETCHT0 128(R9)(R12*1)
+	PREFETCHT0 0(R10)(R12*1)
+	PREFETCHT0 64(R10)(R12*1)
+	PREFETCHT0 128(R10)(R12*1)
+	PREFETCHT0 0(R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
 	VMOVDQU 4(SI), X0
 	VPSHUFD $0x98, X0, X1
 	VPSRLVD q4kshift<>(SB), X1, X1
@@ -869,10 +911,11 @@ gemv4q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·4 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemv4Q6KVNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemv4Q6KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -887,6 +930,7 @@ TEXT ·gemv4Q6KVNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -900,6 +944,22 @@ TEXT ·gemv4Q6KVNNI(SB), NOSPLIT, $0-72
 gemv4q6kvnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q6kvnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 64(R9)(R12*1)
+	PREFETCHT0 128(R9)(R12*1)
+	PREFETCHT0 192(R9)(R12*1)
+	PREFETCHT0 0(R10)(R12*1)
+	PREFETCHT0 64(R10)(R12*1)
+	PREFETCHT0 128(R10)(R12*1)
+	PREFETCHT0 192(R10)(R12*1)
+	PREFETCHT0 0(R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
 	VPMOVSXBW 192(SI), Y8
 	VPBROADCASTW 208(SI), Y0
 	VCVTPH2PS Y0, Z12
@@ -1100,10 +1160,11 @@ gemv4q6kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x1Q40VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemm2x1Q40VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1116,6 +1177,7 @@ TEXT ·gemm2x1Q40VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -1124,6 +1186,8 @@ TEXT ·gemm2x1Q40VNNI(SB), NOSPLIT, $0-72
 gemm2x1q40vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q40vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
 	VMOVDQU 2(SI), X4
 	VINSERTI128 $1, 20(SI), Y4, Y4
 	VPSRLW $4, Y4, Y8
@@ -1184,10 +1248,11 @@ gemm2x1q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x1Q50VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemm2x1Q50VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1200,6 +1265,7 @@ TEXT ·gemm2x1Q50VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -1209,6 +1275,8 @@ TEXT ·gemm2x1Q50VNNI(SB), NOSPLIT, $0-72
 gemm2x1q50vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q50vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
 	VMOVDQU 6(SI), X4
 	VINSERTI128 $1, 28(SI), Y4, Y4
 	VPSRLW $4, Y4, Y8
@@ -1283,10 +1351,11 @@ gemm2x1q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x1MXFP4VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemm2x1MXFP4VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1299,6 +1368,7 @@ TEXT ·gemm2x1MXFP4VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -1308,6 +1378,8 @@ TEXT ·gemm2x1MXFP4VNNI(SB), NOSPLIT, $0-72
 gemm2x1mxfp4vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1mxfp4vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
 	VMOVDQU 1(SI), X4
 	VINSERTI128 $1, 18(SI), Y4, Y4
 	VPSRLW $4, Y4, Y8
@@ -1372,10 +1444,11 @@ gemm2x1mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x1Q80VNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemm2x1Q80VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1388,6 +1461,7 @@ TEXT ·gemm2x1Q80VNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -1397,6 +1471,10 @@ TEXT ·gemm2x1Q80VNNI(SB), NOSPLIT, $0-72
 gemm2x1q80vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q80vnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 64(R9)(R12*1)
 	VMOVDQU 2(SI), Y4
 	VINSERTI64X4 $1, 36(SI), Z4, Z4
 	VSHUFI64X2 $0xd8, Z4, Z4, Z4
@@ -1455,10 +1533,11 @@ gemm2x1q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x1Q4KVNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemm2x1Q4KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1471,6 +1550,7 @@ TEXT ·gemm2x1Q4KVNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -1479,6 +1559,12 @@ TEXT ·gemm2x1Q4KVNNI(SB), NOSPLIT, $0-72
 gemm2x1q4kvnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q4kvnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 64(R9)(R12*1)
+	PREFETCHT0 128(R9)(R12*1)
 	VMOVDQU 4(SI), X0
 	VPSHUFD $0x98, X0, X1
 	VPSRLVD q4kshift<>(SB), X1, X1
@@ -1609,10 +1695,11 @@ gemm2x1q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x1Q6KVNNI(SB), NOSPLIT, $0-72
+// Each row stream prefetches pf bytes ahead.
+TEXT ·gemm2x1Q6KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1625,6 +1712,7 @@ TEXT ·gemm2x1Q6KVNNI(SB), NOSPLIT, $0-72
 	MOVQ n+48(FP), CX
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
+	MOVQ pf+72(FP), R12
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -1638,6 +1726,14 @@ TEXT ·gemm2x1Q6KVNNI(SB), NOSPLIT, $0-72
 gemm2x1q6kvnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q6kvnnidone
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	PREFETCHT0 0(R9)(R12*1)
+	PREFETCHT0 64(R9)(R12*1)
+	PREFETCHT0 128(R9)(R12*1)
+	PREFETCHT0 192(R9)(R12*1)
 	VPMOVSXBW 192(SI), Y8
 	VPBROADCASTW 208(SI), Y0
 	VCVTPH2PS Y0, Z12
@@ -1752,10 +1848,10 @@ gemm2x1q6kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2Q40VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x2Q40VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1846,10 +1942,10 @@ gemm2x2q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2Q50VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x2Q50VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1955,10 +2051,10 @@ gemm2x2q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2MXFP4VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x2MXFP4VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2054,10 +2150,10 @@ gemm2x2mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2Q80VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x2Q80VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2147,10 +2243,10 @@ gemm2x2q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x2Q4KVNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x2Q4KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2331,10 +2427,10 @@ gemm2x2q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x2Q6KVNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x2Q6KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2504,10 +2600,10 @@ gemm2x2q6kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3Q40VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x3Q40VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2632,10 +2728,10 @@ gemm2x3q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3Q50VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x3Q50VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2775,10 +2871,10 @@ gemm2x3q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3MXFP4VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x3MXFP4VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2908,10 +3004,10 @@ gemm2x3mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3Q80VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x3Q80VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3035,10 +3131,10 @@ gemm2x3q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x3Q4KVNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x3Q4KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3273,10 +3369,10 @@ gemm2x3q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x3Q6KVNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x3Q6KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3500,10 +3596,10 @@ gemm2x3q6kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4Q40VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x4Q40VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3638,10 +3734,10 @@ gemm2x4q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4Q50VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x4Q50VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3791,10 +3887,10 @@ gemm2x4q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4MXFP4VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x4MXFP4VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3934,10 +4030,10 @@ gemm2x4mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4Q80VNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x4Q80VNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -4071,10 +4167,10 @@ gemm2x4q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x4Q4KVNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x4Q4KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -4339,10 +4435,10 @@ gemm2x4q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+// func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x4Q6KVNNI(SB), NOSPLIT, $0-72
+TEXT ·gemm2x4Q6KVNNI(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9

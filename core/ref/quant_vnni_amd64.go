@@ -8,100 +8,101 @@ import "github.com/tessera-llm/tessera/core/tensor"
 // scripts/gen/gemm_avx512.py quant): R rows of a block-format W, ldw bytes
 // apart (0: one row R times), against N tokens of an actQ8 (values ldx
 // bytes apart, metadata ldm bytes apart), out[t·R + r]: gemv4* is R = 4,
-// N = 1 (decode), gemm2xN* R = 2 (prefill).
+// N = 1 (decode, prefetching pf bytes ahead in each row), gemm2xN* R = 2
+// (prefill).
 
 //go:noescape
-func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 //go:noescape
-func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 // q8Kern is one of the kernels above.
-type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)
+type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
 
 // The kernels of each format: gemv4, then gemm2x1 … gemm2x4.
 var (
@@ -167,7 +168,7 @@ func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows int, a *actQ8, t0, N int, s []
 	if W.DType == tensor.MXFP4 {
 		tab = &e8m0Half[0]
 	}
-	k(&w[0], ldwRows*rb, &q[0], n, &m[0], 4*lm, units, &s[0], tab)
+	k(&w[0], ldwRows*rb, &q[0], n, &m[0], 4*lm, units, &s[0], tab, gemvPrefetch(rb))
 }
 
 // gemv4Q8 sets s[r] to the kernel part of rowDotQ8 of rows o + r·ldwRows

@@ -77,7 +77,7 @@ def q6k_idx():
 
 
 ROWS = ["SI", "R9", "R10", "R11"]
-SIG = "(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32)"
+SIG = "(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)"
 
 
 def xa(t, off):
@@ -97,15 +97,28 @@ def kname(dt, R, N):
 
 def begin(dt, R, N, doc, F):
     name = kname(dt, R, N)
-    w = [f"\n// func {name}{SIG}", *doc, f"TEXT ·{name}(SB), NOSPLIT, $0-72"]
+    w = [f"\n// func {name}{SIG}", *doc]
+    if N == 1:
+        w.append("// Each row stream prefetches pf bytes ahead.")
+    w.append(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
     L = ["MOVQ w+0(FP), SI", "MOVQ ldw+8(FP), R8"]
     L += [f"LEAQ ({ROWS[r - 1]})(R8*1), {ROWS[r]}" for r in range(1, R)]
     L += ["MOVQ x+16(FP), DI", "MOVQ ldx+24(FP), R12", "LEAQ (R12)(R12*2), R15",
           "MOVQ m+32(FP), R13", "MOVQ ldm+40(FP), R14", "LEAQ (R14)(R14*2), BX",
           "MOVQ n+48(FP), CX", "MOVQ out+56(FP), DX", "MOVQ tab+64(FP), R8"]
+    if N == 1:
+        L.append("MOVQ pf+72(FP), R12")  # only token 0 is addressed
     L += [f"VPXORD Z{f}, Z{f}, Z{f}" for f in F]
     L += ["VPBROADCASTD nib4<>(SB), Z31"]
     return name, w, L
+
+
+def prefetch(R, N, unit):
+    # Decode streams each row once: prefetch the lines of this step's unit
+    # pf bytes ahead (R12).
+    if N != 1:
+        return []
+    return [f"\tPREFETCHT0 {off}({ROWS[r]})(R12*1)" for r in range(R) for off in range(0, unit, 64)]
 
 
 def end(name, w, R, F, unit_w, unit_x):
@@ -119,9 +132,10 @@ def end(name, w, R, F, unit_w, unit_x):
     return "\n".join(w) + "\n"
 
 
-def loop_head(w, name):
+def loop_head(w, name, R=4, N=1, unit=0):
     lbl = name.lower()
     w += [f"{lbl}loop:", "\tTESTQ CX, CX", f"\tJZ   {lbl}done"]
+    w += prefetch(R, N, unit)
 
 
 def faccs(R, N, regs):
@@ -144,7 +158,7 @@ def gen32(dt, R, N):
     if dt == "Q5_0":
         L.append("VPBROADCASTD b10<>(SB), Z30")
     w += ["\t" + l for l in L]
-    loop_head(w, name)
+    loop_head(w, name, R, N, 2 * bb)
     for r in range(R):
         Rg = ROWS[r]
         W, S, A = 4 + r, 8 + r, 12 + r
@@ -191,7 +205,7 @@ def gen_q4k(R, N):
            "// Q4_K super-blocks."]
     name, w, L = begin("Q4_K", R, N, doc, F)
     w += ["\t" + l for l in L]
-    loop_head(w, name)
+    loop_head(w, name, R, N, 144)
     # Registers: per row r Z(8+r) the 8 scales then 8 mins as words, Z(12+r)
     # d and Z(20+r) (decode) or Z(14+r) (tiles) dmin, broadcast as float32;
     # per (row, token) an int32 accumulator; Z0-Z2 temporaries; Z27 the
@@ -239,7 +253,7 @@ def gen_q6k(R, N):
     L += ["VPBROADCASTD b30<>(SB), Z30"]
     L += [f"VMOVDQU32 q6kidx<>+{64 * st}(SB), Z{24 + st}" for st in range(4)]
     w += ["\t" + l for l in L]
-    loop_head(w, name)
+    loop_head(w, name, R, N, 210)
     # Registers: per row r Z(8+r) the 16 scales as words, Z(12+r) d as
     # float32; per (row, token) an int32 accumulator; Z0-Z3, Z20 temporaries.
     for r in range(R):
