@@ -380,16 +380,14 @@ func (a *actQ8) kernelBlocks() int {
 // so a row's result does not depend on lo and hi.
 func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32) {
 	out = out[:hi-lo]
+	ng := (hi - lo) / 4
+	if ng > 0 {
+		gemv4Q8(W, lo, 1, ng, a, t, out[:4*ng])
+	}
 	var one [4]float32
-	for o := lo; o < hi; {
-		if o+4 <= hi {
-			gemv4Q8(W, o, 1, a, t, (*[4]float32)(out[o-lo:o-lo+4]))
-			o += 4
-			continue
-		}
-		gemv4Q8(W, o, 0, a, t, &one)
+	for o := lo + 4*ng; o < hi; o++ {
+		gemv4Q8(W, o, 0, 1, a, t, one[:])
 		out[o-lo] = one[0]
-		o++
 	}
 	if nb, kb := a.blocks(), a.kernelBlocks(); kb < nb {
 		for o := lo; o < hi; o++ {

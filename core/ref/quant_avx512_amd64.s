@@ -108,31 +108,34 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 DATA b30<>+0(SB)/4, $0x30303030
 GLOBL b30<>(SB), RODATA|NOPTR, $4
 
-// func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemv4Q40VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemv4Q40VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+gemv4q40vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemv4q40vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	LEAQ (R9)(R15*1), R10
+	LEAQ (R10)(R15*1), R11
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
 gemv4q40vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q40vnnidone
@@ -229,35 +232,43 @@ gemv4q40vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemv4q40vnnigroup
+gemv4q40vnniret:
 	VZEROUPPER
 	RET
 
-// func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemv4Q50VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemv4Q50VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+	VPBROADCASTD b10<>(SB), Z30
+gemv4q50vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemv4q50vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	LEAQ (R9)(R15*1), R10
+	LEAQ (R10)(R15*1), R11
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
-	VPBROADCASTD b10<>(SB), Z30
 gemv4q50vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q50vnnidone
@@ -382,35 +393,43 @@ gemv4q50vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemv4q50vnnigroup
+gemv4q50vnniret:
 	VZEROUPPER
 	RET
 
-// func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemv4MXFP4VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemv4MXFP4VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+	VBROADCASTI32X4 mxfp4u<>(SB), Z30
+gemv4mxfp4vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemv4mxfp4vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	LEAQ (R9)(R15*1), R10
+	LEAQ (R10)(R15*1), R11
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
-	VBROADCASTI32X4 mxfp4u<>(SB), Z30
 gemv4mxfp4vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4mxfp4vnnidone
@@ -515,35 +534,43 @@ gemv4mxfp4vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemv4mxfp4vnnigroup
+gemv4mxfp4vnniret:
 	VZEROUPPER
 	RET
 
-// func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·4 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemv4Q80VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemv4Q80VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+	VPBROADCASTD sgn4<>(SB), Z30
+gemv4q80vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemv4q80vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	LEAQ (R9)(R15*1), R10
+	LEAQ (R10)(R15*1), R11
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
-	VPBROADCASTD sgn4<>(SB), Z30
 gemv4q80vnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q80vnnidone
@@ -640,34 +667,42 @@ gemv4q80vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemv4q80vnnigroup
+gemv4q80vnniret:
 	VZEROUPPER
 	RET
 
-// func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·4 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemv4Q4KVNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemv4Q4KVNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+gemv4q4kvnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemv4q4kvnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	LEAQ (R9)(R15*1), R10
+	LEAQ (R10)(R15*1), R11
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
 gemv4q4kvnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q4kvnnidone
@@ -908,39 +943,47 @@ gemv4q4kvnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemv4q4kvnnigroup
+gemv4q4kvnniret:
 	VZEROUPPER
 	RET
 
-// func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·4 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemv4Q6KVNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemv4Q6KVNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
 	VPBROADCASTD nib4<>(SB), Z31
 	VPBROADCASTD b30<>(SB), Z30
 	VMOVDQU32 q6kidx<>+0(SB), Z24
 	VMOVDQU32 q6kidx<>+64(SB), Z25
 	VMOVDQU32 q6kidx<>+128(SB), Z26
 	VMOVDQU32 q6kidx<>+192(SB), Z27
+gemv4q6kvnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemv4q6kvnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	LEAQ (R9)(R15*1), R10
+	LEAQ (R10)(R15*1), R11
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
 gemv4q6kvnniloop:
 	TESTQ CX, CX
 	JZ   gemv4q6kvnnidone
@@ -1157,32 +1200,40 @@ gemv4q6kvnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemv4q6kvnnigroup
+gemv4q6kvnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemm2x1Q40VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemm2x1Q40VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+gemm2x1q40vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemm2x1q40vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
 gemm2x1q40vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q40vnnidone
@@ -1245,33 +1296,41 @@ gemm2x1q40vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemm2x1q40vnnigroup
+gemm2x1q40vnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemm2x1Q50VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemm2x1Q50VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+	VPBROADCASTD b10<>(SB), Z30
+gemm2x1q50vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemm2x1q50vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
-	VPBROADCASTD b10<>(SB), Z30
 gemm2x1q50vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q50vnnidone
@@ -1348,33 +1407,41 @@ gemm2x1q50vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemm2x1q50vnnigroup
+gemm2x1q50vnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemm2x1MXFP4VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemm2x1MXFP4VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+	VBROADCASTI32X4 mxfp4u<>(SB), Z30
+gemm2x1mxfp4vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemm2x1mxfp4vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
-	VBROADCASTI32X4 mxfp4u<>(SB), Z30
 gemm2x1mxfp4vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1mxfp4vnnidone
@@ -1441,33 +1508,41 @@ gemm2x1mxfp4vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemm2x1mxfp4vnnigroup
+gemm2x1mxfp4vnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemm2x1Q80VNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemm2x1Q80VNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+	VPBROADCASTD sgn4<>(SB), Z30
+gemm2x1q80vnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemm2x1q80vnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
-	VPBROADCASTD sgn4<>(SB), Z30
 gemm2x1q80vnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q80vnnidone
@@ -1530,32 +1605,40 @@ gemm2x1q80vnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemm2x1q80vnnigroup
+gemm2x1q80vnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemm2x1Q4KVNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemm2x1Q4KVNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
+	VPBROADCASTD nib4<>(SB), Z31
+gemm2x1q4kvnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemm2x1q4kvnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
-	VPBROADCASTD nib4<>(SB), Z31
 gemm2x1q4kvnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q4kvnnidone
@@ -1692,37 +1775,45 @@ gemm2x1q4kvnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemm2x1q4kvnnigroup
+gemm2x1q4kvnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-// Each row stream prefetches pf bytes ahead.
-TEXT ·gemm2x1Q6KVNNI(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ ldw+8(FP), R8
-	LEAQ (SI)(R8*1), R9
-	MOVQ x+16(FP), DI
-	MOVQ ldx+24(FP), R12
-	LEAQ (R12)(R12*2), R15
-	MOVQ m+32(FP), R13
-	MOVQ ldm+40(FP), R14
-	LEAQ (R14)(R14*2), BX
-	MOVQ n+48(FP), CX
+// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes
+// ahead in its row streams, into out[4g + r].
+TEXT ·gemm2x1Q6KVNNI(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), BX
+	MOVQ ldw+8(FP), R15
+	MOVQ R15, R14
+	SHLQ $2, R14
 	MOVQ out+56(FP), DX
 	MOVQ tab+64(FP), R8
 	MOVQ pf+72(FP), R12
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
 	VPBROADCASTD nib4<>(SB), Z31
 	VPBROADCASTD b30<>(SB), Z30
 	VMOVDQU32 q6kidx<>+0(SB), Z24
 	VMOVDQU32 q6kidx<>+64(SB), Z25
 	VMOVDQU32 q6kidx<>+128(SB), Z26
 	VMOVDQU32 q6kidx<>+192(SB), Z27
+gemm2x1q6kvnnigroup:
+	CMPQ ngroups+80(FP), $0
+	JEQ  gemm2x1q6kvnniret
+	MOVQ BX, SI
+	LEAQ (SI)(R15*1), R9
+	MOVQ x+16(FP), DI
+	MOVQ m+32(FP), R13
+	MOVQ n+48(FP), CX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
 gemm2x1q6kvnniloop:
 	TESTQ CX, CX
 	JZ   gemm2x1q6kvnnidone
@@ -1845,13 +1936,18 @@ gemm2x1q6kvnnidone:
 	VEXTRACTF32X4 $1, Y16, X0
 	VADDPS X0, X16, X16
 	VMOVUPS X16, 0(DX)
+	ADDQ $16, DX
+	ADDQ R14, BX
+	DECQ ngroups+80(FP)
+	JMP  gemm2x1q6kvnnigroup
+gemm2x1q6kvnniret:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2Q40VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x2Q40VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -1942,10 +2038,10 @@ gemm2x2q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2Q50VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x2Q50VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2051,10 +2147,10 @@ gemm2x2q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2MXFP4VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x2MXFP4VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2150,10 +2246,10 @@ gemm2x2mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x2Q80VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x2Q80VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2243,10 +2339,10 @@ gemm2x2q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x2Q4KVNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x2Q4KVNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2427,10 +2523,10 @@ gemm2x2q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x2Q6KVNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x2Q6KVNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2600,10 +2696,10 @@ gemm2x2q6kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3Q40VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x3Q40VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2728,10 +2824,10 @@ gemm2x3q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3Q50VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x3Q50VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -2871,10 +2967,10 @@ gemm2x3q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3MXFP4VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x3MXFP4VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3004,10 +3100,10 @@ gemm2x3mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x3Q80VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x3Q80VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3131,10 +3227,10 @@ gemm2x3q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x3Q4KVNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x3Q4KVNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3369,10 +3465,10 @@ gemm2x3q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x3Q6KVNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x3Q6KVNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3596,10 +3692,10 @@ gemm2x3q6kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q4_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4Q40VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x4Q40VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3734,10 +3830,10 @@ gemm2x4q40vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q5_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4Q50VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x4Q50VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -3887,10 +3983,10 @@ gemm2x4q50vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of MXFP4 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4MXFP4VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x4MXFP4VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -4030,10 +4126,10 @@ gemm2x4mxfp4vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of Q8_0 blocks
 // (tab: the halved E8M0 scales, MXFP4 only).
-TEXT ·gemm2x4Q80VNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x4Q80VNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -4167,10 +4263,10 @@ gemm2x4q80vnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·(d_r·Σ_j sc_j·Σ v·q − dmin_r·Σ_j m_j·Σ q) over n
 // Q4_K super-blocks.
-TEXT ·gemm2x4Q4KVNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x4Q4KVNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9
@@ -4435,10 +4531,10 @@ gemm2x4q4kvnnidone:
 	VZEROUPPER
 	RET
 
-// func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+// func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 // out[t·2 + r] = Σ_sb d_tsb·d_r·(Σ_g sc_g·Σ_{i∈g} u_i·q_i − 32·Σ_g sc_g·Σ_{i∈g} q_i)
 // over n Q6_K super-blocks, u the unsigned 6-bit values, g the 16-value groups.
-TEXT ·gemm2x4Q6KVNNI(SB), NOSPLIT, $0-80
+TEXT ·gemm2x4Q6KVNNI(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), R8
 	LEAQ (SI)(R8*1), R9

@@ -19,10 +19,11 @@ func hasAVX2() bool { return false }
 func hasInt8Kernels() bool { return false }
 
 // gemv4Q8 is the four-row kernel's result computed row by row with
-// rowDotQ8 (ldwRows 1: rows o..o+3; 0: row o four times).
-func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
-	for r := range 4 {
-		s[r] = rowDotQ8(W, o+r*ldwRows, a, t, 0, a.kernelBlocks())
+// rowDotQ8: s[4g + r] for row o + (4g + r)·ldwRows (ldwRows 1: ng groups
+// of four rows; 0: row o four times).
+func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
+	for i := range 4 * ng {
+		s[i] = rowDotQ8(W, o+i*ldwRows, a, t, 0, a.kernelBlocks())
 	}
 }
 

@@ -8,101 +8,101 @@ import "github.com/tessera-llm/tessera/core/tensor"
 // scripts/gen/gemm_avx512.py quant): R rows of a block-format W, ldw bytes
 // apart (0: one row R times), against N tokens of an actQ8 (values ldx
 // bytes apart, metadata ldm bytes apart), out[t·R + r]: gemv4* is R = 4,
-// N = 1 (decode, prefetching pf bytes ahead in each row), gemm2xN* R = 2
-// (prefill).
+// N = 1 (decode: ngroups consecutive groups of four rows, prefetching pf
+// bytes ahead in each row), gemm2xN* R = 2 (prefill).
 
 //go:noescape
-func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemv4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x1Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x2Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x3Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x4Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemv4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x1Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x2Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x3Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x4Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemv4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x1MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x2MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x3MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x4MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemv4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x1Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x2Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x3Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x4Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemv4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x1Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x2Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x3Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x4Q4KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemv4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x1Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x2Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
-func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 // q8Kern is one of the kernels above.
-type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)
+type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 // The kernels of each format: gemv4, then gemm2x1 … gemm2x4.
 var (
@@ -151,34 +151,36 @@ func detectVNNI() bool {
 func hasInt8Kernels() bool { return useVNNI }
 
 // runQ8 runs kernel k of W's format on R rows from o (ldwRows 1: R
-// consecutive rows; 0: row o R times) and tokens t0 … t0+N−1 of a, over
-// a.kernelBlocks() blocks, into s[t·R + r].
-func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows int, a *actQ8, t0, N int, s []float32) {
+// consecutive rows; 0: row o R times; ng groups of them for gemv4) and
+// tokens t0 … t0+N−1 of a, over a.kernelBlocks() blocks, into
+// s[g·R·N + t·R + r].
+func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows, ng int, a *actQ8, t0, N int, s []float32) {
 	units := a.units
 	if units == 0 {
-		clear(s[:R*N])
+		clear(s[:ng*R*N])
 		return
 	}
 	rb := len(W.Q) / W.Rows
-	w := W.Q[o*rb : (o+1+(R-1)*ldwRows)*rb]
+	w := W.Q[o*rb : (o+1+(ng*R-1)*ldwRows)*rb]
 	n, lm := a.n, a.lm
 	q, m := a.q[t0*n:(t0+N)*n], a.m[t0*lm:(t0+N)*lm]
-	_ = s[(R*N+3)&^3-1]
+	_ = s[(ng*R*N+3)&^3-1]
 	var tab *float32
 	if W.DType == tensor.MXFP4 {
 		tab = &e8m0Half[0]
 	}
-	k(&w[0], ldwRows*rb, &q[0], n, &m[0], 4*lm, units, &s[0], tab, gemvPrefetch(rb))
+	k(&w[0], ldwRows*rb, &q[0], n, &m[0], 4*lm, units, &s[0], tab, gemvPrefetch(rb), ng)
 }
 
-// gemv4Q8 sets s[r] to the kernel part of rowDotQ8 of rows o + r·ldwRows
-// (ldwRows 1: four rows; 0: row o four times) with token t of a.
-func gemv4Q8(W *tensor.Mat, o, ldwRows int, a *actQ8, t int, s *[4]float32) {
-	runQ8(q8Kernels[W.DType][0], W, o, 4, ldwRows, a, t, 1, s[:])
+// gemv4Q8 sets s[4g + r] to the kernel part of rowDotQ8 of rows
+// o + (4g + r)·ldwRows (ldwRows 1: ng groups of four rows; 0: row o four
+// times, ng = 1) with token t of a.
+func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
+	runQ8(q8Kernels[W.DType][0], W, o, 4, ldwRows, ng, a, t, 1, s)
 }
 
 // tileQ8 sets s[u·2 + r] to the kernel part of rowDotQ8 of row
 // o + r·ldwRows (r < 2) with token t0+u (u < N ≤ 4).
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
-	runQ8(q8Kernels[W.DType][N], W, o, 2, ldwRows, a, t0, N, s[:])
+	runQ8(q8Kernels[W.DType][N], W, o, 2, ldwRows, 1, a, t0, N, s[:])
 }

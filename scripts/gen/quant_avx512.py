@@ -77,7 +77,7 @@ def q6k_idx():
 
 
 ROWS = ["SI", "R9", "R10", "R11"]
-SIG = "(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf int)"
+SIG = "(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)"
 
 
 def xa(t, off):
@@ -99,16 +99,20 @@ def begin(dt, R, N, doc, F):
     name = kname(dt, R, N)
     w = [f"\n// func {name}{SIG}", *doc]
     if N == 1:
-        w.append("// Each row stream prefetches pf bytes ahead.")
-    w.append(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
-    L = ["MOVQ w+0(FP), SI", "MOVQ ldw+8(FP), R8"]
-    L += [f"LEAQ ({ROWS[r - 1]})(R8*1), {ROWS[r]}" for r in range(1, R)]
-    L += ["MOVQ x+16(FP), DI", "MOVQ ldx+24(FP), R12", "LEAQ (R12)(R12*2), R15",
-          "MOVQ m+32(FP), R13", "MOVQ ldm+40(FP), R14", "LEAQ (R14)(R14*2), BX",
-          "MOVQ n+48(FP), CX", "MOVQ out+56(FP), DX", "MOVQ tab+64(FP), R8"]
+        w.append("// ngroups groups of four rows, 4·ldw bytes apart, each prefetching pf bytes")
+        w.append("// ahead in its row streams, into out[4g + r].")
+    w.append(f"TEXT ·{name}(SB), NOSPLIT, $0-88")
     if N == 1:
-        L.append("MOVQ pf+72(FP), R12")  # only token 0 is addressed
-    L += [f"VPXORD Z{f}, Z{f}, Z{f}" for f in F]
+        # BX: the group's first row; R15: ldw, R14: 4·ldw; R12: pf.
+        L = ["MOVQ w+0(FP), BX", "MOVQ ldw+8(FP), R15", "MOVQ R15, R14", "SHLQ $2, R14",
+             "MOVQ out+56(FP), DX", "MOVQ tab+64(FP), R8", "MOVQ pf+72(FP), R12"]
+    else:
+        L = ["MOVQ w+0(FP), SI", "MOVQ ldw+8(FP), R8"]
+        L += [f"LEAQ ({ROWS[r - 1]})(R8*1), {ROWS[r]}" for r in range(1, R)]
+        L += ["MOVQ x+16(FP), DI", "MOVQ ldx+24(FP), R12", "LEAQ (R12)(R12*2), R15",
+              "MOVQ m+32(FP), R13", "MOVQ ldm+40(FP), R14", "LEAQ (R14)(R14*2), BX",
+              "MOVQ n+48(FP), CX", "MOVQ out+56(FP), DX", "MOVQ tab+64(FP), R8"]
+        L += [f"VPXORD Z{f}, Z{f}, Z{f}" for f in F]
     L += ["VPBROADCASTD nib4<>(SB), Z31"]
     return name, w, L
 
@@ -121,19 +125,26 @@ def prefetch(R, N, unit):
     return [f"\tPREFETCHT0 {off}({ROWS[r]})(R12*1)" for r in range(R) for off in range(0, unit, 64)]
 
 
-def end(name, w, R, F, unit_w, unit_x):
+def end(name, w, R, N, F, unit_w, unit_x):
     lbl = name.lower()
     for r in range(R):
         w.append(f"\tADDQ ${unit_w}, {ROWS[r]}")
     w += [f"\tADDQ ${unit_x}, DI", "\tADDQ $128, R13", "\tDECQ CX", f"\tJMP  {lbl}loop", f"{lbl}done:"]
     for g in range(len(F) // 4):
         w += ["\t" + l for l in red4(*F[4 * g:4 * g + 4], 0, f"{16 * g}(DX)", 1)]
+    if N == 1:
+        w += ["\tADDQ $16, DX", "\tADDQ R14, BX", "\tDECQ ngroups+80(FP)", f"\tJMP  {lbl}group", f"{lbl}ret:"]
     w += ["\tVZEROUPPER", "\tRET"]
     return "\n".join(w) + "\n"
 
 
-def loop_head(w, name, R=4, N=1, unit=0):
+def loop_head(w, name, R, N, unit, F):
     lbl = name.lower()
+    if N == 1:
+        w += [f"{lbl}group:", "\tCMPQ ngroups+80(FP), $0", f"\tJEQ  {lbl}ret", "\tMOVQ BX, SI"]
+        w += [f"\tLEAQ ({ROWS[r - 1]})(R15*1), {ROWS[r]}" for r in range(1, R)]
+        w += ["\tMOVQ x+16(FP), DI", "\tMOVQ m+32(FP), R13", "\tMOVQ n+48(FP), CX"]
+        w += [f"\tVPXORD Z{f}, Z{f}, Z{f}" for f in F]
     w += [f"{lbl}loop:", "\tTESTQ CX, CX", f"\tJZ   {lbl}done"]
     w += prefetch(R, N, unit)
 
@@ -158,7 +169,7 @@ def gen32(dt, R, N):
     if dt == "Q5_0":
         L.append("VPBROADCASTD b10<>(SB), Z30")
     w += ["\t" + l for l in L]
-    loop_head(w, name, R, N, 2 * bb)
+    loop_head(w, name, R, N, 2 * bb, F)
     for r in range(R):
         Rg = ROWS[r]
         W, S, A = 4 + r, 8 + r, 12 + r
@@ -194,7 +205,7 @@ def gen32(dt, R, N):
                   f"VCVTDQ2PS Z{A}, Z{A}", f"VMULPS {ma(t, 0)}, Z{A}, Z{A}",
                   f"VFMADD231PS Z{S}, Z{A}, Z{F[t * R + r]}"]
         w += ["\t" + l for l in L]
-    return end(name, w, R, F, 2 * bb, 64)
+    return end(name, w, R, N, F, 2 * bb, 64)
 
 
 def gen_q4k(R, N):
@@ -205,7 +216,7 @@ def gen_q4k(R, N):
            "// Q4_K super-blocks."]
     name, w, L = begin("Q4_K", R, N, doc, F)
     w += ["\t" + l for l in L]
-    loop_head(w, name, R, N, 144)
+    loop_head(w, name, R, N, 144, F)
     # Registers: per row r Z(8+r) the 8 scales then 8 mins as words, Z(12+r)
     # d and Z(20+r) (decode) or Z(14+r) (tiles) dmin, broadcast as float32;
     # per (row, token) an int32 accumulator; Z0-Z2 temporaries; Z27 the
@@ -241,7 +252,7 @@ def gen_q4k(R, N):
                  f"VPMADDWD {ma(t, 0)}, Y{SM}, Y0", "VCVTDQ2PS Y0, Y0", f"VFNMADD231PS Z{DM[r]}, Z0, Z{a}",
                  f"VFMADD231PS.BCST {ma(t, 64)}, Z{a}, Z{f}"]
             w += ["\t" + l for l in L]
-    return end(name, w, R, F, 144, 256)
+    return end(name, w, R, N, F, 144, 256)
 
 
 def gen_q6k(R, N):
@@ -253,7 +264,7 @@ def gen_q6k(R, N):
     L += ["VPBROADCASTD b30<>(SB), Z30"]
     L += [f"VMOVDQU32 q6kidx<>+{64 * st}(SB), Z{24 + st}" for st in range(4)]
     w += ["\t" + l for l in L]
-    loop_head(w, name, R, N, 210)
+    loop_head(w, name, R, N, 210, F)
     # Registers: per row r Z(8+r) the 16 scales as words, Z(12+r) d as
     # float32; per (row, token) an int32 accumulator; Z0-Z3, Z20 temporaries.
     for r in range(R):
@@ -285,7 +296,7 @@ def gen_q6k(R, N):
             DR, a, f = 12 + r, ACC[t * R + r], F[t * R + r]
             w += ["\t" + l for l in [f"VMULPS.BCST {ma(t, 64)}, Z{DR}, Z0", f"VCVTDQ2PS Z{a}, Z{a}",
                                        f"VFMADD231PS Z0, Z{a}, Z{f}"]]
-    return end(name, w, R, F, 210, 256)
+    return end(name, w, R, N, F, 210, 256)
 
 
 red4 = None
