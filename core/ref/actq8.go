@@ -57,8 +57,10 @@ func actKindOf(dt tensor.DType) actKind {
 // nibbles unpack to — followed, when the row has an odd number of blocks,
 // by the last block in its natural order. A pair's metadata is the 16
 // float32 d0×4 d1×4 d0×4 d1×4 (the scale of each group of four int32
-// lanes), then 16 int32: −Σq of the group of 16 bytes whose first lane it
-// is, 0 in the other lanes.
+// lanes), then for each weight offset o of the kernels (8: Q4_0, 16: Q5_0
+// and MXFP4, 128: Q8_0; they multiply unsigned values v + o) 16 float32:
+// −o·Σq·d of the group of 16 bytes whose first lane it is, 0 in the other
+// lanes.
 //
 // act256 rows are in natural order. A block's metadata is 32 int16 (eight
 // zeros, the sums of q over each 32 values, then over each 16 values),
@@ -79,7 +81,15 @@ type actQ8 struct {
 
 // metaWords is the size of the metadata of an act32 pair or an act256
 // block.
-const metaWords = 32
+func (a *actQ8) metaWords() int {
+	if a.kind == act256 {
+		return 32
+	}
+	return 64
+}
+
+// actOffsets are the weight offsets act32 metadata has corrections for.
+var actOffsets = [3]int32{8, 16, 128}
 
 // blocks is the number of quantization blocks per row.
 func (a *actQ8) blocks() int {
@@ -99,8 +109,9 @@ func (a *actQ8) metaUnits() int {
 
 // meta is the metadata of pair or block u of token t.
 func (a *actQ8) meta(t, u int) []uint32 {
-	i := (t*a.metaUnits() + u) * metaWords
-	return a.m[i : i+metaWords]
+	mw := a.metaWords()
+	i := (t*a.metaUnits() + u) * mw
+	return a.m[i : i+mw]
 }
 
 // quantize sets a to the T rows x[t·n : (t+1)·n] in layout kind (n a
@@ -114,7 +125,7 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 	nb := n / bl
 	a.q = grow(a.q, T*n)
 	a.d = grow(a.d, T*nb)
-	a.lm = a.metaUnits() * metaWords
+	a.lm = a.metaUnits() * a.metaWords()
 	a.units = a.metaUnits()
 	a.m = grow(a.m, T*a.lm)
 	a.s16 = grow(a.s16, n/16)
@@ -151,8 +162,10 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 				for g := range 4 {
 					m[4*h+g], m[8+4*h+g] = d, d
 				}
-				m[16+4*h] = uint32(-s[2*h])
-				m[16+8+4*h] = uint32(-s[2*h+1])
+				for k, o := range actOffsets {
+					m[16*(k+1)+4*h] = math.Float32bits(float32(-o*s[2*h]) * dr[2*p+h])
+					m[16*(k+1)+8+4*h] = math.Float32bits(float32(-o*s[2*h+1]) * dr[2*p+h])
+				}
 			}
 		}
 	}

@@ -65,9 +65,11 @@ func TestQuantizeAct(t *testing.T) {
 					m := a.meta(tt, p)
 					require.Equal(t, d, math.Float32frombits(m[4*h]))
 					require.Equal(t, d, math.Float32frombits(m[8+4*h+3]))
-					require.Equal(t, -sum8(q[:16]), int32(m[16+4*h]))
-					require.Equal(t, -sum8(q[16:32]), int32(m[16+8+4*h]))
-					require.Zero(t, m[16+4*h+1])
+					for k, o := range actOffsets {
+						require.Equal(t, float32(-o*sum8(q[:16]))*d, math.Float32frombits(m[16*(k+1)+4*h]))
+						require.Equal(t, float32(-o*sum8(q[16:32]))*d, math.Float32frombits(m[16*(k+1)+8+4*h]))
+						require.Zero(t, m[16*(k+1)+4*h+1])
+					}
 				}
 			}
 		}
