@@ -187,8 +187,9 @@ func LinearBatch(p *Pool, gs []GEMV) {
 		rows += g.W.Rows
 		cols = max(cols, g.W.Cols)
 	}
+	idx := p.quantizeBatch(gs) // before reading p.acts, which it may grow
 	j := &p.batch
-	*j = batchJob{gs: gs, scratch: p.rowScratch(cols), idx: p.quantizeBatch(gs), acts: p.acts}
+	*j = batchJob{gs: gs, scratch: p.rowScratch(cols), idx: idx, acts: p.acts}
 	p.For(rows, 1+32768/cols, j)
 	*j = batchJob{}
 }
