@@ -178,7 +178,11 @@ bench-peers: build fetch-peers
 	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
 	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
-	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+	@mkdir -p $(OUT)/gguf
+	@for t in q4_k_m mxfp4_moe; do test -f $(OUT)/gguf/k3-mini.$$t.gguf || \
+	  bin/tessera-peer quantize --model $(OUT)/k3-mini --ftype $$t --out $(OUT)/gguf/k3-mini.$$t.gguf || exit 1; done
+	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf $(OUT)/gguf/k3-mini.q4_k_m.gguf,$(OUT)/gguf/k3-mini.mxfp4_moe.gguf \
+	  --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
 
 # tessera vs wllama 3.8.1 in the same headless Chromium, same model (wllama
 # reads the F16 GGUF of `tessera export`), on WebGPU and on the wasm CPU
