@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/engine"
 	"io"
 	"os"
 	"path/filepath"
@@ -153,7 +154,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("need --model: %w", errUsage)
 	}
-	if err := checkBackend(*backend); err != nil {
+	if err := engine.CheckBackend(*backend); err != nil {
 		return err
 	}
 	if *promptLen < 1 || *gen < 1 || *repeats < 1 {
@@ -164,7 +165,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
-	if err := checkMemory(m, ck); err != nil {
+	if err := engine.CheckMemory(m, ck); err != nil {
 		return err
 	}
 	c := m.Cfg
@@ -189,12 +190,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		e, err := newEngine(m, *backend, *chunk, *promptLen+*gen+1, stderr)
+		e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1}, stderr)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
-		if e.gpu != nil {
+		if e.GPU != nil {
 			return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
 				weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
 				sweep: lens}, stdout, stderr)

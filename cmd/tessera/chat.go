@@ -2,29 +2,34 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"strings"
 
-	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/imageio"
-	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 func init() {
-	register("chat", "interactive chat with a model (Kimi chat format), streaming", cmdChat)
+	register("chat", "interactive chat with a model (Kimi chat format), streaming; --session FILE keeps it across runs", cmdChat)
 }
 
 // chatInput is where the REPL reads from; tests replace it.
 var chatInput io.Reader = os.Stdin
 
 func cmdChat(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chat", "--model DIR [--system TEXT] [sampling flags]\n\nIn the chat: /image PATH attaches an image to the next message, /reset, /exit.", stderr)
+	fs := newFlags("chat", "--model DIR [--system TEXT] [--session FILE] [sampling flags]\n\nIn the chat: /image PATH attaches an image to the next message, /reset, /exit.", stderr)
 	dir := fs.String("model", "", "model directory with a tokenizer (tokenizer.json or tiktoken.model)")
 	system := fs.String("system", tokenizer.DefaultKimiSystemPrompt, "system prompt")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
+	backend := fs.String("backend", "cpu", "cpu, gpu or auto (as in run)")
+	session := fs.String("session", "", "conversation file: resumed (without prefilling it again) when it exists, saved after every reply")
+	cacheSize := fs.String("prefix-cache", "256M", "memory for the states of the conversation so far (bytes, K/M/G suffixes)")
 	sf := addSamplingFlags(fs, 0.7, 0.95)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,28 +42,34 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lm, err := openModel(*dir)
+	budget, err := engine.ParseBytes(*cacheSize)
+	if err != nil || budget <= 0 {
+		return fmt.Errorf("--prefix-cache %q: want a positive byte count such as 256M", *cacheSize)
+	}
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget}, stderr)
 	if err != nil {
 		return err
 	}
-	defer lm.Close()
-	m, codec := lm.m, lm.codec
-	if _, isByte := codec.(tokenizer.ByteCodec); isByte {
+	defer e.Close()
+	if _, isByte := e.Codec().(tokenizer.ByteCodec); isByte {
 		return fmt.Errorf("%s has no tokenizer.json or tiktoken.model: chat needs the model's tokenizer", *dir)
 	}
-	stop := append([]int(nil), m.Cfg.EOSTokenIDs...)
-	if id, ok := codec.TokenID(tokenizer.KimiEnd); ok {
-		stop = append(stop, id)
+	conv := engine.Conversation{Messages: []engine.Message{{Role: "system", Content: *system}}}
+	if *session != "" {
+		c, err := e.LoadConversationFile(*session)
+		switch {
+		case err == nil:
+			conv = c
+			fmt.Fprintf(stderr, "tessera chat: resumed %d messages from %s\n", len(c.Messages), *session)
+		case errors.Is(err, iofs.ErrNotExist):
+		default:
+			return err
+		}
 	}
-	r := model.NewRunner(m, model.Options{})
-	defer r.Close()
-	sess := generate.NewSession(r, 0)
-	msgs := []tokenizer.Message{{Role: "system", Content: *system}}
 	in := bufio.NewScanner(chatInput)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
 	fmt.Fprintln(stderr, "tessera chat — /image PATH attaches an image to your next message, /reset clears the conversation, /exit quits")
-	var pending [][]byte // images for the next user message
-	rendered := ""       // the conversation as fed so far (RenderKimi text)
+	var pending []engine.Image // images for the next user message
 	for {
 		fmt.Fprint(stdout, "> ")
 		if !in.Scan() {
@@ -72,16 +83,13 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		case line == "/exit" || line == "/quit":
 			return nil
 		case line == "/reset":
-			msgs, pending, rendered = msgs[:1], nil, ""
-			if err := sess.Reset(); err != nil {
-				return err
-			}
+			conv.Messages, conv.Images, pending = conv.Messages[:1], nil, nil
 			fmt.Fprintln(stdout, "(conversation cleared)")
 			continue
 		case line == "/image" || strings.HasPrefix(line, "/image "):
 			path := strings.TrimSpace(strings.TrimPrefix(line, "/image"))
 			switch {
-			case m.Vision == nil:
+			case e.Model.Vision == nil:
 				fmt.Fprintln(stdout, "(this model has no vision tower: it cannot take images)")
 			case path == "":
 				fmt.Fprintln(stdout, "(usage: /image PATH)")
@@ -95,7 +103,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 					fmt.Fprintf(stdout, "(%s: %v)\n", path, err)
 					continue
 				}
-				pending = append(pending, b)
+				pending = append(pending, engine.Image{Data: b})
 				fmt.Fprintf(stdout, "(image %d attached to your next message)\n", len(pending))
 			}
 			continue
@@ -103,70 +111,38 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "(unknown command %s; try /image, /reset or /exit)\n", strings.Fields(line)[0])
 			continue
 		}
-		msgs = append(msgs, tokenizer.Message{Role: "user", Content: line, Images: len(pending)})
-		// Feed only what the model has not seen. The Kimi rendering is a
-		// concatenation of turns, so the new text is the rendering's suffix
-		// after what was fed: the <|im_end|> that closed the last reply
-		// (sampled, never fed), the user turn and the generation prompt.
-		// Turns start and end with special tokens, so tokenizing the suffix
-		// alone gives the same ids as tokenizing the whole.
-		full := tokenizer.RenderKimi(msgs, true)
-		deltaText := full
-		if rendered != "" {
-			deltaText = full[len(rendered)-len(tokenizer.KimiEnd):]
-		}
-		delta, err := codec.Encode(deltaText)
+		// The whole conversation goes to the engine each turn; the prefix
+		// cache holds the state after the last reply, so only the new turn
+		// is prefilled (and images already seen are not encoded again).
+		msgs := append(conv.Messages, engine.Message{Role: "user", Content: line, Images: len(pending)})
+		imgs := append(append([]engine.Image(nil), conv.Images...), pending...)
+		w := bufio.NewWriter(stdout)
+		var reply strings.Builder
+		st, err := e.Generate(context.Background(), engine.Options{Messages: msgs, Images: imgs, MaxTokens: *maxTok, Sampler: so},
+			func(p engine.Piece) bool {
+				reply.WriteString(p.Text)
+				w.WriteString(p.Text)
+				w.Flush()
+				return true
+			})
 		if err != nil {
-			return err
-		}
-		var emb []float32
-		if len(pending) > 0 {
-			if delta, emb, err = generate.Multimodal(r, delta, pending, imageio.Limits{}); err != nil {
-				msgs = msgs[:len(msgs)-1]
+			if len(pending) > 0 && st.Tokens == 0 {
 				fmt.Fprintf(stdout, "(%v)\n", err)
+				pending = nil
 				continue
 			}
-			pending = nil
+			return err
 		}
-		gopt := generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}
-		seq := sess.Generate(delta, gopt)
-		if emb != nil {
-			seq = sess.GenerateEmbedded(delta, emb, gopt)
-		}
-		stream := codec.Stream()
-		var reply []int
-		w := bufio.NewWriter(stdout)
-		for tok, err := range seq {
-			if err != nil {
-				return err
-			}
-			reply = append(reply, tok)
-			piece, err := stream.Add(tok)
-			if err != nil {
-				return err
-			}
-			w.WriteString(piece)
-			w.Flush()
-		}
-		w.WriteString(stream.Flush())
+		reply.WriteString(st.Tail)
+		w.WriteString(st.Tail)
 		w.WriteString("\n")
 		w.Flush()
-		text, _ := codecDecode(codec, reply)
-		msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: text})
-		rendered = tokenizer.RenderKimi(msgs, false)
-	}
-}
-
-func codecDecode(c tokenizer.Codec, ids []int) (string, error) {
-	s := c.Stream()
-	var b strings.Builder
-	for _, id := range ids {
-		p, err := s.Add(id)
-		if err != nil {
-			return b.String(), err
+		conv.Messages = append(msgs, engine.Message{Role: "assistant", Content: reply.String()})
+		conv.Images, pending = imgs, nil
+		if *session != "" {
+			if err := e.SaveConversationFile(*session, conv); err != nil {
+				return err
+			}
 		}
-		b.WriteString(p)
 	}
-	b.WriteString(s.Flush())
-	return b.String(), nil
 }

@@ -18,6 +18,10 @@ type Options struct {
 	// vocab_size beyond the tokenizer's ids, and padded rows must never be
 	// sampled.
 	Vocab int
+	// Process, when set, sees (and may change) the logits before each
+	// token is sampled — a grammar's token mask, logprobs — and keeps
+	// sampling on the host (a DeviceSampler is not used).
+	Process func(logits []float32)
 }
 
 // Backend runs one sequence of a model: the CPU runner with its state
@@ -268,7 +272,7 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 		// needs the history on the host).
 		dev, onDevice := s.B.(DeviceSampler)
 		penalty := opt.Sampler.RepetitionPenalty > 0 && opt.Sampler.RepetitionPenalty != 1
-		onDevice = onDevice && !penalty && dev.SamplesOnDevice(opt.Sampler, len(logits))
+		onDevice = onDevice && !penalty && opt.Process == nil && dev.SamplesOnDevice(opt.Sampler, len(logits))
 		var ds *deviceSampling
 		if onDevice {
 			ds = &deviceSampling{dev: dev, opt: opt.Sampler, vocab: len(logits), smp: smp}
@@ -279,7 +283,7 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 			return
 		}
 		if tok < 0 {
-			tok = smp.Sample(logits, s.history)
+			tok = s.sample(smp, logits, opt.Process)
 		}
 		// Every emitted token is fed back (so the state and History cover
 		// prompt + output, and a conversation can continue); stop tokens
@@ -311,9 +315,17 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 				yield(-1, err)
 				return
 			}
-			tok = smp.Sample(logits, s.history)
+			tok = s.sample(smp, logits, opt.Process)
 		}
 	}
+}
+
+// sample picks the next token on the host, after process (if any).
+func (s *Session) sample(smp *Sampler, logits []float32, process func([]float32)) int {
+	if process != nil {
+		process(logits)
+	}
+	return smp.Sample(logits, s.history)
 }
 
 // DeviceSampler is implemented by backends that sample the next token on
