@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
 
 all: build
 
@@ -161,6 +161,14 @@ bench-peers: build fetch-peers
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
 	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
 	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+
+# The OpenAI-compatible API under load (tessera bench-serve): requests/s
+# and TTFT at 1, 4 and 16 concurrent clients sharing a system prompt, with
+# the prefix cache off and on; k3-micro by default (SERVE_MODEL=DIR).
+SERVE_MODEL ?= $(DEMO)
+bench-serve: build
+	@mkdir -p $(OUT)/bench
+	$(BIN) bench-serve --model $(SERVE_MODEL) --concurrency 1,4,16 --parallel 4 --json $(OUT)/bench/serve.json
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl

@@ -370,3 +370,25 @@ func TestServeNeedsKeyBeyondLoopback(t *testing.T) {
 	require.Contains(t, errb.String(), "--api-key")
 	_ = io.Discard
 }
+
+// bench-serve runs end to end and reports the prefix cache's share.
+func TestBenchServe(t *testing.T) {
+	js := t.TempDir() + "/serve.json"
+	code, out, errs := tessera(t, "bench-serve", "--model", microModel, "--concurrency", "1,2", "--requests", "2", "--max-tokens", "2",
+		"--system-words", "60", "--parallel", "2", "--json", js)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "TTFT p50 ms")
+	b, err := os.ReadFile(js)
+	require.NoError(t, err)
+	var rows []serveBenchRow
+	require.NoError(t, json.Unmarshal(b, &rows))
+	require.Len(t, rows, 4)
+	for _, r := range rows {
+		require.Greater(t, r.ReqPerS, 0.0)
+		if r.PrefixCache {
+			require.Greater(t, r.CachedShare, 0.3, "%+v", r)
+		} else {
+			require.Zero(t, r.CachedShare)
+		}
+	}
+}
