@@ -160,48 +160,35 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *promptLen < 1 || *gen < 1 || *repeats < 1 {
 		return fmt.Errorf("--prompt-len, --gen and --repeats must be ≥ 1")
 	}
-	m, ck, err := model.OpenDir(*dir)
+	if *backend != "cpu" && *plotDir != "" {
+		return fmt.Errorf("--plot measures the CPU backend; drop it or use --backend cpu")
+	}
+	var lens []int
+	if *sweep != "" && *backend != "cpu" {
+		var err error
+		if lens, err = parseLengths(*sweep); err != nil {
+			return err
+		}
+	}
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1}, stderr)
 	if err != nil {
 		return err
 	}
-	defer ck.Close()
-	if err := engine.CheckMemory(m, ck); err != nil {
-		return err
-	}
+	defer e.Close()
+	m := e.Model
 	c := m.Cfg
 	if *promptLen+*gen > c.MaxPositions {
 		return fmt.Errorf("--prompt-len + --gen = %d exceeds the model's context of %d", *promptLen+*gen, c.MaxPositions)
 	}
-	var weightBytes int64
-	for _, n := range ck.Names() {
-		t, _ := ck.Tensor(n)
-		weightBytes += t.Size
-	}
+	weightBytes := e.Info().WeightBytes
 	st := model.ComputeStats(c)
 	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
-
-	if *backend != "cpu" {
-		if *plotDir != "" {
-			return fmt.Errorf("--plot measures the CPU backend; drop it or use --backend cpu")
-		}
-		var lens []int
-		if *sweep != "" {
-			if lens, err = parseLengths(*sweep); err != nil {
-				return err
-			}
-		}
-		e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1}, stderr)
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		if e.GPU != nil {
-			return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
-				weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
-				sweep: lens}, stdout, stderr)
-		}
-		// --backend auto without a GPU: the notice is printed; measure the CPU
+	if e.GPU != nil {
+		return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
+			weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
+			sweep: lens}, stdout, stderr)
 	}
+	// --backend auto without a GPU: the notice is printed; measure the CPU
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {
