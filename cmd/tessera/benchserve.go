@@ -126,7 +126,7 @@ func cmdBenchServe(args []string, stdout, stderr io.Writer) error {
 
 // serveMeasure is what one streamed request measured.
 type serveMeasure struct {
-	ttft                    time.Duration
+	ttft                   time.Duration
 	tokens, prompt, cached int
 }
 
@@ -221,4 +221,3 @@ func benchRequest(url, sys, user string, maxTok int) (serveMeasure, error) {
 	}
 	return r, sc.Err()
 }
-
