@@ -111,3 +111,29 @@ func TestChatImages(t *testing.T) {
 	require.Contains(t, out, "nope.png")
 	require.Equal(t, 5, strings.Count(out, "> "), out)
 }
+
+// chat --session saves the conversation with its state after every reply
+// and resumes it in a new process without prefilling it again; another
+// model's session is refused.
+func TestChatSession(t *testing.T) {
+	session := filepath.Join(t.TempDir(), "c.session")
+	chatInput = strings.NewReader("And God said\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out1, errs := tessera(t, "chat", "--model", "../../models/k3-micro", "--session", session, "--max-tokens", "6", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.NotContains(t, errs, "resumed")
+	chatInput = strings.NewReader("Go on\n/exit\n")
+	code, out2, errs := tessera(t, "chat", "--model", "../../models/k3-micro", "--session", session, "--max-tokens", "6", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, errs, "resumed 3 messages from "+session)
+	require.NotEqual(t, out1, out2)
+
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errs = tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	byteLevelTokenizer(t, dir)
+	chatInput = strings.NewReader("hi\n/exit\n")
+	code, _, errs = tessera(t, "chat", "--model", dir, "--session", session)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "does not belong to this model")
+}

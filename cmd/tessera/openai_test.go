@@ -207,6 +207,18 @@ func TestOpenAIClient(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, r2.Usage.PromptTokensDetails.CachedTokens, r1.Usage.PromptTokens-4, "turn 2 usage %+v", r2.Usage)
 	})
+	t.Run("stats", func(t *testing.T) {
+		resp, err := http.Get(ts.URL + "/v1/stats")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var v struct {
+			Totals engine.Totals `json:"totals"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+		require.Greater(t, v.Totals.Cache.Hits, int64(0))
+		require.Greater(t, v.Totals.CachedTokens, int64(0))
+		require.Greater(t, v.Totals.Requests, int64(5))
+	})
 	t.Run("8 concurrent", func(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)

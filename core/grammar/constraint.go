@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tessera-llm/tessera/core/tokenizer"
 )
@@ -12,14 +11,15 @@ import (
 // Tokens is the text of every token of a vocabulary, for masking.
 type Tokens struct {
 	Text []string
-	// usable marks tokens a JSON document may contain: complete UTF-8 on
-	// their own and not a special (control) token.
+	// usable marks tokens a JSON document may contain: not special
+	// (control) tokens.
 	usable []bool
 }
 
-// NewTokens reads the text of every token of codec. Tokens that decode to
-// a partial UTF-8 character are left out of constrained output, as are
-// special tokens (spelled like <|…|> or [WORD], mapping back to their id).
+// NewTokens reads the bytes of every token of codec (a token may hold part
+// of a UTF-8 character: the grammar checks that strings stay valid UTF-8).
+// Special tokens (spelled like <|…|> or [WORD], mapping back to their id)
+// are left out of constrained output.
 func NewTokens(codec tokenizer.Codec) *Tokens {
 	n := codec.Vocab()
 	t := &Tokens{Text: make([]string, n), usable: make([]bool, n)}
@@ -37,7 +37,7 @@ func NewTokens(codec tokenizer.Codec) *Tokens {
 				special = false
 			}
 		}
-		t.usable[id] = s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, utf8.RuneError) && !special
+		t.usable[id] = s != "" && !special
 	}
 	return t
 }

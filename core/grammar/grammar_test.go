@@ -15,6 +15,9 @@ func testTokens() (*Tokens, int) {
 	for b := 0x20; b < 0x7f; b++ {
 		texts = append(texts, string(rune(b)))
 	}
+	for b := 0x80; b < 0x100; b++ { // single bytes: parts of UTF-8 characters
+		texts = append(texts, string([]byte{byte(b)}))
+	}
 	texts = append(texts, "\n", "{\"", "\":", "\",", "true", "null", "name", "age", "12", "é", "\"}", "[1", "],", "<|im_end|>")
 	t := &Tokens{Text: texts, usable: make([]bool, len(texts))}
 	for i := range texts {
@@ -129,4 +132,37 @@ func TestMinTokens(t *testing.T) {
 	if got, want := c.MinTokens(), len(`{"name":""}`); got != want {
 		t.Errorf("MinTokens %d, want %d", got, want)
 	}
+}
+
+// Any schema the compiler takes yields, for any budget it fits in and any
+// logits, a complete document that validates.
+func FuzzSchemaOutput(f *testing.F) {
+	for _, s := range []string{`{"type":"object","properties":{"a":{"type":"string"},"b":{"enum":["x","ÿé",1,null]}},"required":["b"]}`,
+		`{"type":"array","items":{"type":["integer","null"]},"minItems":2,"maxItems":3}`, `{"type":"string","minLength":3,"maxLength":5}`,
+		`{"const":{"k":[1,2]}}`, `{}`, `{"type":"number"}`, `{"type":"object"}`} {
+		f.Add(s, uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, schema string, seed uint64) {
+		g, err := Schema([]byte(schema))
+		if err != nil {
+			return
+		}
+		tok, stop := testTokens()
+		c, err := NewConstraint(g, tok, []int{stop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		min := c.MinTokens()
+		if min > 300 {
+			return
+		}
+		budget := max(1, min+int(seed%40))
+		out, complete := generate(t, g, seed, budget)
+		if !complete {
+			t.Fatalf("budget %d: incomplete %q", budget, out)
+		}
+		if err := g.Validate([]byte(out)); err != nil {
+			t.Fatalf("budget %d: %q: %v", budget, out, err)
+		}
+	})
 }

@@ -36,6 +36,9 @@ type frame struct {
 	count int  // array items, string characters, number digits
 	ws    int  // whitespace bytes in a row
 	exp   int  // number: exponent digits
+	u8    int  // string: UTF-8 continuation bytes still due
+	u8lo  byte // string: range of the next continuation byte
+	u8hi  byte
 	buf   string
 	lit   []string // literal candidates (fLiteral) or key candidates (fKey)
 }
@@ -283,6 +286,13 @@ func (s *state) str(f *frame, b byte) bool {
 			f.phase = 0
 		}
 		return true
+	case f.u8 > 0: // inside a multi-byte UTF-8 character
+		if b < f.u8lo || b > f.u8hi {
+			return false
+		}
+		f.u8--
+		f.u8lo, f.u8hi = 0x80, 0xBF
+		return true
 	case b == '"':
 		if f.kind == fString && f.count < f.n.minLen {
 			return false
@@ -291,13 +301,33 @@ func (s *state) str(f *frame, b byte) bool {
 		return true
 	case b < 0x20:
 		return false
-	}
-	if b&0xC0 != 0x80 { // a new character (not a UTF-8 continuation byte)
-		if f.kind == fString && f.n.maxLen >= 0 && f.count >= f.n.maxLen {
+	case b >= 0x80: // the lead byte of a multi-byte character (RFC 3629)
+		f.u8lo, f.u8hi = 0x80, 0xBF
+		switch {
+		case b >= 0xC2 && b <= 0xDF:
+			f.u8 = 1
+		case b >= 0xE0 && b <= 0xEF:
+			f.u8 = 2
+			if b == 0xE0 {
+				f.u8lo = 0xA0
+			} else if b == 0xED {
+				f.u8hi = 0x9F
+			}
+		case b >= 0xF0 && b <= 0xF4:
+			f.u8 = 3
+			if b == 0xF0 {
+				f.u8lo = 0x90
+			} else if b == 0xF4 {
+				f.u8hi = 0x8F
+			}
+		default:
 			return false
 		}
-		f.count++
 	}
+	if f.kind == fString && f.n.maxLen >= 0 && f.count >= f.n.maxLen {
+		return false
+	}
+	f.count++
 	if b == '\\' {
 		f.phase = 1
 	}
@@ -314,7 +344,10 @@ func numberEnds(phase int) bool { return phase == 2 || phase == 3 || phase == 5 
 func (s *state) number(f *frame, b byte) (again, ok bool) {
 	digit := b >= '0' && b <= '9'
 	integer := f.n.types&tNumber == 0
-	if digit && f.count >= maxDigits {
+	if digit && f.phase < 6 && f.count >= maxDigits {
+		return false, false
+	}
+	if b == '.' && f.count >= maxDigits { // no room for a fraction digit
 		return false, false
 	}
 	switch {
@@ -345,7 +378,7 @@ func (s *state) number(f *frame, b byte) (again, ok bool) {
 	default:
 		return false, false
 	}
-	if digit {
+	if digit && f.phase < 6 {
 		f.count++
 	}
 	return false, true
@@ -418,14 +451,7 @@ func (s *state) cost() int {
 		case fValue:
 			c += n.min
 		case fString:
-			switch {
-			case f.phase == 1:
-				c += 2
-			case f.phase >= 2:
-				c += 6 - f.phase + 1
-			default:
-				c++
-			}
+			c += strCost(f)
 			if f.kind == fString && f.count < n.minLen {
 				c += n.minLen - f.count
 			}
@@ -553,7 +579,7 @@ func strCost(f *frame) int {
 	case f.phase >= 2:
 		return 6 - f.phase + 1
 	}
-	return 1
+	return 1 + f.u8
 }
 
 // rest is an object's shortest rest once the current property's value is
