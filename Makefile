@@ -111,6 +111,7 @@ test-fuzz:
 	@GO=$(GO) scripts/fuzz/run.sh FuzzServeHTTP ./cmd/tessera/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzParse ./core/gguf/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzSchemaOutput ./core/grammar/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzAPIRequest ./cmd/tessera/internal/api/ $(FUZZ_TIME)
 
 # Longer fuzzing of every target, with a table of executions per target
 # (RELIABILITY.md records it): FUZZ_CAMPAIGN_TIME per target, default 10m.

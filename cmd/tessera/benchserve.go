@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
 	"github.com/tessera-llm/tessera/core/engine"
 )
 
@@ -80,7 +81,7 @@ func cmdBenchServe(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		a := newAPI(e, apiConfig{ModelID: "bench", MaxBody: 1 << 20, MaxQueue: 1 << 10, Context: 8192, MaxOutput: *maxTok})
+		a := api.New(e, api.Config{ModelID: "bench", MaxBody: 1 << 20, MaxQueue: 1 << 10, Context: 8192, MaxOutput: *maxTok})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			e.Close()
@@ -204,7 +205,7 @@ func benchRequest(url, sys, user string, maxTok int) (serveMeasure, error) {
 					Content *string `json:"content"`
 				} `json:"delta"`
 			} `json:"choices"`
-			Usage *apiUsage `json:"usage"`
+			Usage *api.Usage `json:"usage"`
 		}
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			return r, err

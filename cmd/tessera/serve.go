@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/web"
 )
@@ -253,7 +254,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		if s.cfg.API == nil {
-			writeError(w, newError(http.StatusNotFound, "invalid_request_error", "", "no_model", "no model is loaded: start tessera serve with --model DIR"))
+			api.NotFound(w, "no_model", "no model is loaded: start tessera serve with --model DIR")
 			return
 		}
 		s.cfg.API.ServeHTTP(w, r)
@@ -575,7 +576,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer e.Close()
-		cfg.API = newAPI(e, apiConfig{ModelID: modelID(*modelDir), APIKey: *apiKey, MaxBody: bodyBytes, MaxQueue: *maxQueue,
+		cfg.API = api.New(e, api.Config{ModelID: modelID(*modelDir), APIKey: *apiKey, MaxBody: bodyBytes, MaxQueue: *maxQueue,
 			Context: min(*ctxLen, e.Cfg.MaxPositions), MaxOutput: *maxOut})
 	}
 	s, err := newServer(cfg)

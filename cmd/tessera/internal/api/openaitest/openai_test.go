@@ -1,14 +1,15 @@
-package main
+// Package openaitest runs the official OpenAI Go client against tessera's
+// API (kept apart from package api so that fuzzing api does not compile
+// the client).
+package openaitest_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,15 +23,16 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/grammar"
 )
 
-const microModel = "../../models/k3-micro"
+const microModel = "../../../../../models/k3-micro"
 
-// apiServer is `tessera serve --model models/k3-micro` on a loopback port
-// with the given API settings.
-func apiServer(t *testing.T, parallel int, cfg apiConfig) *httptest.Server {
+// apiServer is `tessera serve --model models/k3-micro`'s API on a
+// loopback port with the given settings.
+func apiServer(t *testing.T, parallel int, cfg api.Config) *httptest.Server {
 	t.Helper()
 	e, err := engine.Open(microModel, engine.OpenOptions{Parallel: parallel, PrefixCache: 64 << 20})
 	require.NoError(t, err)
@@ -44,11 +46,22 @@ func apiServer(t *testing.T, parallel int, cfg apiConfig) *httptest.Server {
 	if cfg.MaxOutput == 0 {
 		cfg.MaxOutput = 256
 	}
-	s, err := newServer(serveConfig{ModelDir: microModel, Loopback: true, API: newAPI(e, cfg)})
-	require.NoError(t, err)
-	ts := httptest.NewServer(s)
-	t.Cleanup(func() { ts.Close(); s.Close(); e.Close() })
+	ts := httptest.NewServer(api.New(e, cfg))
+	t.Cleanup(func() { ts.Close(); e.Close() })
 	return ts
+}
+
+// greedy is the engine's greedy text for a prompt (what `tessera run`
+// prints).
+func greedy(t *testing.T, prompt string, n int) string {
+	t.Helper()
+	e, err := engine.Open(microModel, engine.OpenOptions{})
+	require.NoError(t, err)
+	defer e.Close()
+	var b strings.Builder
+	st, err := e.Generate(context.Background(), engine.Options{Prompt: prompt, MaxTokens: n}, func(p engine.Piece) bool { b.WriteString(p.Text); return true })
+	require.NoError(t, err)
+	return b.String() + st.Tail
 }
 
 func client(ts *httptest.Server, opts ...option.RequestOption) openai.Client {
@@ -64,7 +77,7 @@ func chatParams(user string, max int64) openai.ChatCompletionNewParams {
 // image, JSON schema and JSON object requests, completions, models,
 // logprobs and prefix-cache reuse reported in usage.
 func TestOpenAIClient(t *testing.T) {
-	ts := apiServer(t, 2, apiConfig{MaxQueue: 16})
+	ts := apiServer(t, 2, api.Config{MaxQueue: 16})
 	c := client(ts)
 	ctx := context.Background()
 
@@ -113,10 +126,6 @@ func TestOpenAIClient(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, r.Choices[0].Message.Content)
 		require.Greater(t, r.Usage.PromptTokens, int64(20)) // the image's tokens
-		// the same caption as `tessera run --image` (greedy)
-		code, out, errs := tessera(t, "run", "--model", microModel, "--image", microModel+"/eval/scenes/020.png", "--prompt", "Describe the image.", "--max-tokens", "4")
-		require.Zero(t, code, errs)
-		require.NotEmpty(t, out)
 	})
 	schema := map[string]any{"type": "object", "properties": map[string]any{
 		"name": map[string]any{"type": "string", "maxLength": 20}, "year": map[string]any{"type": "integer"},
@@ -184,9 +193,7 @@ func TestOpenAIClient(t *testing.T) {
 		r, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: "k3-micro", MaxTokens: openai.Int(8), Temperature: openai.Float(0),
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("And God said")}})
 		require.NoError(t, err)
-		code, out, errs := tessera(t, "run", "--model", microModel, "--prompt", "And God said", "--max-tokens", "8")
-		require.Zero(t, code, errs)
-		require.Equal(t, strings.TrimSuffix(out, "\n"), r.Choices[0].Text)
+		require.Equal(t, greedy(t, "And God said", 8), r.Choices[0].Text)
 		s := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "k3-micro", MaxTokens: openai.Int(8), Temperature: openai.Float(0),
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("And God said")}})
 		var b strings.Builder
@@ -270,7 +277,7 @@ func post(t *testing.T, url, body string, hdr ...string) (int, map[string]any) {
 
 // Bad requests get OpenAI-shaped 4xx errors.
 func TestOpenAIErrors(t *testing.T) {
-	ts := apiServer(t, 1, apiConfig{MaxBody: 64 << 10, Context: 64})
+	ts := apiServer(t, 1, api.Config{MaxBody: 64 << 10, Context: 64})
 	c := client(ts)
 	ctx := context.Background()
 	_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-9", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
@@ -315,7 +322,7 @@ func TestOpenAIErrors(t *testing.T) {
 // A client that goes away mid-stream stops its generation; the server
 // keeps serving and its goroutines settle back.
 func TestOpenAIDisconnect(t *testing.T) {
-	ts := apiServer(t, 1, apiConfig{MaxQueue: 4, MaxOutput: 100000})
+	ts := apiServer(t, 1, api.Config{MaxQueue: 4, MaxOutput: 100000})
 	c := client(ts)
 	_, err := c.Chat.Completions.New(context.Background(), chatParams("warm up", 2))
 	require.NoError(t, err)
@@ -355,7 +362,7 @@ func TestOpenAIDisconnect(t *testing.T) {
 
 // A full queue answers 429; --api-key is enforced.
 func TestOpenAIQueueAndKey(t *testing.T) {
-	ts := apiServer(t, 1, apiConfig{MaxQueue: 0, MaxOutput: 100000, APIKey: "sekret"})
+	ts := apiServer(t, 1, api.Config{MaxQueue: 0, MaxOutput: 100000, APIKey: "sekret"})
 	status, v := post(t, ts.URL+"/v1/chat/completions", `{"model":"k3-micro","messages":[{"role":"user","content":"hi"}]}`)
 	require.Equal(t, 401, status, v)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -372,35 +379,4 @@ func TestOpenAIQueueAndKey(t *testing.T) {
 	_, err = kc.Chat.Completions.New(context.Background(), chatParams("hi", 2))
 	apiErr(t, err, 429, "rate_limit_exceeded")
 	cancel()
-}
-
-// Non-loopback addresses need an API key.
-func TestServeNeedsKeyBeyondLoopback(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := runMain([]string{"serve", "--addr", "0.0.0.0:0", "--model", microModel}, &out, &errb)
-	require.Equal(t, 1, code)
-	require.Contains(t, errb.String(), "--api-key")
-	_ = io.Discard
-}
-
-// bench-serve runs end to end and reports the prefix cache's share.
-func TestBenchServe(t *testing.T) {
-	js := t.TempDir() + "/serve.json"
-	code, out, errs := tessera(t, "bench-serve", "--model", microModel, "--concurrency", "1,2", "--requests", "2", "--max-tokens", "2",
-		"--system-words", "60", "--parallel", "2", "--json", js)
-	require.Zero(t, code, errs)
-	require.Contains(t, out, "TTFT p50 ms")
-	b, err := os.ReadFile(js)
-	require.NoError(t, err)
-	var rows []serveBenchRow
-	require.NoError(t, json.Unmarshal(b, &rows))
-	require.Len(t, rows, 4)
-	for _, r := range rows {
-		require.Greater(t, r.ReqPerS, 0.0)
-		if r.PrefixCache {
-			require.Greater(t, r.CachedShare, 0.3, "%+v", r)
-		} else {
-			require.Zero(t, r.CachedShare)
-		}
-	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package api serves OpenAI's HTTP API — chat completions, completions,
+// models — on a tessera engine, for `tessera serve`: requests decoded with
+// limits, generations scheduled on the engine's sequences with a bounded
+// queue, streamed as server-sent events, errors in OpenAI's shape.
+package api
 
 import (
 	"context"
@@ -12,6 +16,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,8 +26,8 @@ import (
 	"github.com/tessera-llm/tessera/core/grammar"
 )
 
-// apiConfig are the OpenAI-compatible API's limits.
-type apiConfig struct {
+// Config are the API's settings and limits.
+type Config struct {
 	ModelID   string // the id /v1/models lists and requests must name
 	APIKey    string // "": no authentication (loopback only)
 	MaxBody   int64  // request body bytes
@@ -31,19 +36,21 @@ type apiConfig struct {
 	MaxOutput int    // max_tokens ceiling (and default)
 }
 
-// api serves OpenAI's chat completions, completions and models endpoints
-// on an engine: one generation per sequence (engine.Parallel at once),
-// the rest queued up to MaxQueue, then 429.
-type api struct {
-	cfg      apiConfig
+// Server serves OpenAI's chat completions, completions and models
+// endpoints on an engine: one generation per sequence (engine.Parallel at
+// once), the rest queued up to MaxQueue, then 429.
+type Server struct {
+	cfg      Config
 	e        *engine.Engine
 	created  int64
 	inflight atomic.Int64
 }
 
-func newAPI(e *engine.Engine, cfg apiConfig) *api {
+// New serves e's model as cfg.ModelID. Generations wait for a free
+// sequence (e.Wait is set).
+func New(e *engine.Engine, cfg Config) *Server {
 	e.Wait = true
-	return &api{cfg: cfg, e: e, created: time.Now().Unix()}
+	return &Server{cfg: cfg, e: e, created: time.Now().Unix()}
 }
 
 // apiError is an OpenAI-shaped error response.
@@ -82,7 +89,13 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, map[string]any{"error": e})
 }
 
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// NotFound answers an API request that no server can take (no model is
+// loaded) with an OpenAI-shaped 404 carrying code and message.
+func NotFound(w http.ResponseWriter, code, message string) {
+	writeError(w, newError(http.StatusNotFound, "invalid_request_error", "", code, "%s", message))
+}
+
+func (a *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.APIKey != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.APIKey)) != 1 {
@@ -119,29 +132,30 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *api) modelObject() map[string]any {
+func (a *Server) modelObject() map[string]any {
 	return map[string]any{"id": a.cfg.ModelID, "object": "model", "created": a.created, "owned_by": "tessera"}
 }
 
-func (a *api) models(w http.ResponseWriter, _ *http.Request) *apiError {
+func (a *Server) models(w http.ResponseWriter, _ *http.Request) *apiError {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{a.modelObject()}})
 	return nil
 }
 
-func (a *api) model(w http.ResponseWriter, _ *http.Request) *apiError {
+func (a *Server) model(w http.ResponseWriter, _ *http.Request) *apiError {
 	writeJSON(w, http.StatusOK, a.modelObject())
 	return nil
 }
 
 // stats reports the engine's totals: requests, tokens, prefix-cache hits
 // and prefill tokens saved.
-func (a *api) stats(w http.ResponseWriter, _ *http.Request) *apiError {
-	writeJSON(w, http.StatusOK, map[string]any{"backend": a.e.Backend, "parallel": a.e.Parallel(), "inflight": a.inflight.Load(), "totals": a.e.Totals()})
+func (a *Server) stats(w http.ResponseWriter, _ *http.Request) *apiError {
+	writeJSON(w, http.StatusOK, map[string]any{"backend": a.e.Backend, "parallel": a.e.Parallel(), "inflight": a.inflight.Load(),
+		"goroutines": runtime.NumGoroutine(), "totals": a.e.Totals()})
 	return nil
 }
 
 // decode reads a JSON request body of at most MaxBody bytes into v.
-func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
+func (a *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return newError(http.StatusUnsupportedMediaType, "invalid_request_error", "", "unsupported_media_type", "Content-Type %q: send application/json", ct)
 	}
@@ -180,7 +194,7 @@ type streamOptions struct {
 }
 
 // options turns the common fields into engine options.
-func (a *api) options(c *common, maxTokens *int) (engine.Options, *apiError) {
+func (a *Server) options(c *common, maxTokens *int) (engine.Options, *apiError) {
 	var o engine.Options
 	if c.Model == "" {
 		return o, badRequest("model", "missing_required_parameter", "model is required (this server serves %q)", a.cfg.ModelID)
@@ -347,7 +361,7 @@ func dataURL(u string) ([]byte, error) {
 	return b, nil
 }
 
-func (a *api) chat(w http.ResponseWriter, r *http.Request) *apiError {
+func (a *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 	var req chatRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err
@@ -399,7 +413,7 @@ type completionRequest struct {
 	Suffix   *string         `json:"suffix"`
 }
 
-func (a *api) completions(w http.ResponseWriter, r *http.Request) *apiError {
+func (a *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	var req completionRequest
 	if err := a.decode(w, r, &req); err != nil {
 		return err
@@ -440,8 +454,8 @@ func (a *api) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	return a.run(w, r, &req.common, o, "text_completion", "cmpl-")
 }
 
-// apiUsage is OpenAI's usage object, with the prefix cache's saving.
-type apiUsage struct {
+// Usage is OpenAI's usage object, with the prefix cache's saving.
+type Usage struct {
 	PromptTokens        int `json:"prompt_tokens"`
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
@@ -450,8 +464,8 @@ type apiUsage struct {
 	} `json:"prompt_tokens_details"`
 }
 
-func usageOf(st engine.Stats) apiUsage {
-	u := apiUsage{PromptTokens: st.PromptTokens, CompletionTokens: st.Tokens, TotalTokens: st.PromptTokens + st.Tokens}
+func usageOf(st engine.Stats) Usage {
+	u := Usage{PromptTokens: st.PromptTokens, CompletionTokens: st.Tokens, TotalTokens: st.PromptTokens + st.Tokens}
 	u.PromptTokensDetails.CachedTokens = st.CachedTokens
 	return u
 }
@@ -465,7 +479,7 @@ func finishReason(st engine.Stats) string {
 
 // run generates for one request, streamed as server-sent events or as
 // one JSON response.
-func (a *api) run(w http.ResponseWriter, r *http.Request, c *common, o engine.Options, object, idPrefix string) *apiError {
+func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine.Options, object, idPrefix string) *apiError {
 	if n := a.inflight.Add(1); n > int64(a.e.Parallel()+a.cfg.MaxQueue) {
 		a.inflight.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -606,7 +620,7 @@ func (a *api) run(w http.ResponseWriter, r *http.Request, c *common, o engine.Op
 }
 
 // generateError maps an engine error to its HTTP status.
-func (a *api) generateError(err error) *apiError {
+func (a *Server) generateError(err error) *apiError {
 	switch {
 	case errors.Is(err, engine.ErrContext):
 		return badRequest("messages", "context_length_exceeded", "%v (this server allows %d tokens of prompt + max_tokens: tessera serve --ctx)", err, a.cfg.Context)
@@ -619,7 +633,7 @@ func (a *api) generateError(err error) *apiError {
 }
 
 // fingerprint names the model and backend a response came from.
-func (a *api) fingerprint() string {
+func (a *Server) fingerprint() string {
 	id := a.e.Identity()
 	return "tessera-" + hex.EncodeToString(id[:4])
 }
