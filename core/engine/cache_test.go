@@ -232,3 +232,28 @@ func TestStopper(t *testing.T) {
 		t.Fatalf("%q", out.String())
 	}
 }
+
+// A cancelled request stops between the pieces of a long prompt's
+// prefill, not after all of it.
+func TestCancelDuringPrefill(t *testing.T) {
+	e := openMicro(t, 0)
+	ids := make([]int, 10*e.Chunk)
+	for i := range ids {
+		ids[i] = (i*37 + 11) % 4000
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pieces, first := 0, -1
+	_, err := e.Generate(ctx, Options{Tokens: ids, MaxTokens: 4, RouteHook: func(layer int, _ []int, T, _ int) {
+		if first < 0 {
+			first = layer
+		}
+		if layer == first {
+			pieces++
+			cancel()
+		}
+	}}, func(Piece) bool { return true })
+	if !errors.Is(err, context.Canceled) || pieces != 1 {
+		t.Fatalf("err %v after %d prefill pieces, want context.Canceled after 1", err, pieces)
+	}
+}

@@ -304,6 +304,22 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		}
 		pos = boundary
 	}
+	// Prefill all but the last piece here, in the pieces the session would
+	// cut, so that a cancelled request (a client that went away) stops
+	// between pieces of a long prompt.
+	for step := sess.B.MaxChunk(); len(ids)-pos > step; pos += step {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		if x := embAt(pos); x != nil {
+			err = sess.PrefillEmbeddings(ids[pos:pos+step], x[:step*d])
+		} else {
+			err = sess.Prefill(ids[pos : pos+step])
+		}
+		if err != nil {
+			return st, err
+		}
+	}
 	gopt := generate.Options{Sampler: opt.Sampler, MaxTokens: opt.MaxTokens, Stop: stops, Vocab: e.codec.Vocab()}
 	// logits processing on the host: the grammar's mask, log-probabilities
 	var lp *logprobs
