@@ -43,6 +43,9 @@ type Options struct {
 	// MaxPromptTokens > 0 refuses (ErrContext) a prompt longer than this
 	// (images expanded).
 	MaxPromptTokens int
+	// MaxContext > 0 bounds prompt + output: MaxTokens is cut to the room
+	// the prompt leaves, and a prompt that leaves none is ErrContext.
+	MaxContext int
 	// NoCache skips the prefix cache for this generation.
 	NoCache bool
 	// RouteHook, when set, receives the experts each MoE layer chose
@@ -238,6 +241,15 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	ids = p.ids
 	if opt.MaxPromptTokens > 0 && len(ids) > opt.MaxPromptTokens {
 		return st, fmt.Errorf("%w: the prompt has %d tokens, at most %d fit with max_tokens %d", ErrContext, len(ids), opt.MaxPromptTokens, opt.MaxTokens)
+	}
+	if opt.MaxContext > 0 {
+		if len(ids) >= opt.MaxContext {
+			return st, fmt.Errorf("%w: the prompt has %d tokens, the context %d", ErrContext, len(ids), opt.MaxContext)
+		}
+		opt.MaxTokens = min(opt.MaxTokens, opt.MaxContext-len(ids))
+		if con != nil && con.MinTokens() > opt.MaxTokens {
+			return st, bad(fmt.Errorf("the context leaves %d tokens after the prompt, too few for the response format (its shortest output takes %d)", opt.MaxTokens, con.MinTokens()))
+		}
 	}
 	if len(ids) >= e.Cfg.MaxPositions {
 		return st, fmt.Errorf("%w: the prompt has %d tokens and the context %d", ErrContext, len(ids), e.Cfg.MaxPositions)

@@ -210,7 +210,6 @@ func (a *Server) options(c *common, maxTokens *int) (engine.Options, *apiError) 
 			return o, badRequest(name, "unsupported_value", "%s is not supported (only 0)", name)
 		}
 	}
-	o.MaxTokens = a.cfg.MaxOutput
 	if mt := maxTokens; mt != nil || c.MaxTokens != nil {
 		if mt == nil {
 			mt = c.MaxTokens
@@ -486,7 +485,11 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 		return newError(http.StatusTooManyRequests, "rate_limit_error", "", "rate_limit_exceeded", "the server is busy: %d requests running or queued (tessera serve --parallel, --max-queue)", n-1)
 	}
 	defer a.inflight.Add(-1)
-	o.MaxPromptTokens = a.cfg.Context - o.MaxTokens
+	if o.MaxTokens == 0 { // max_tokens not given: as many as the context leaves, up to MaxOutput
+		o.MaxTokens, o.MaxContext = a.cfg.MaxOutput, a.cfg.Context
+	} else if o.MaxPromptTokens = a.cfg.Context - o.MaxTokens; o.MaxPromptTokens < 1 {
+		return badRequest("max_tokens", "context_length_exceeded", "max_tokens %d leaves no room for the prompt in this server's context of %d tokens (tessera serve --ctx)", o.MaxTokens, a.cfg.Context)
+	}
 	var idb [12]byte
 	rand.Read(idb[:])
 	id := idPrefix + hex.EncodeToString(idb[:])

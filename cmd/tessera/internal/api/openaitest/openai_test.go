@@ -322,7 +322,7 @@ func TestOpenAIErrors(t *testing.T) {
 // A client that goes away mid-stream stops its generation; the server
 // keeps serving and its goroutines settle back.
 func TestOpenAIDisconnect(t *testing.T) {
-	ts := apiServer(t, 1, api.Config{MaxQueue: 4, MaxOutput: 100000})
+	ts := apiServer(t, 1, api.Config{MaxQueue: 4, MaxOutput: 100000, Context: 200000})
 	c := client(ts)
 	_, err := c.Chat.Completions.New(context.Background(), chatParams("warm up", 2))
 	require.NoError(t, err)
@@ -362,7 +362,7 @@ func TestOpenAIDisconnect(t *testing.T) {
 
 // A full queue answers 429; --api-key is enforced.
 func TestOpenAIQueueAndKey(t *testing.T) {
-	ts := apiServer(t, 1, api.Config{MaxQueue: 0, MaxOutput: 100000, APIKey: "sekret"})
+	ts := apiServer(t, 1, api.Config{MaxQueue: 0, MaxOutput: 100000, Context: 200000, APIKey: "sekret"})
 	status, v := post(t, ts.URL+"/v1/chat/completions", `{"model":"k3-micro","messages":[{"role":"user","content":"hi"}]}`)
 	require.Equal(t, 401, status, v)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -379,4 +379,17 @@ func TestOpenAIQueueAndKey(t *testing.T) {
 	_, err = kc.Chat.Completions.New(context.Background(), chatParams("hi", 2))
 	apiErr(t, err, 429, "rate_limit_exceeded")
 	cancel()
+}
+
+// Without max_tokens a request may use what the context leaves; with one
+// that leaves no room for the prompt it is refused.
+func TestOpenAIContextBudget(t *testing.T) {
+	ts := apiServer(t, 1, api.Config{Context: 48, MaxOutput: 1000})
+	c := client(ts)
+	r, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "k3-micro", Temperature: openai.Float(1), Seed: openai.Int(5),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("And God said")}})
+	require.NoError(t, err)
+	require.LessOrEqual(t, r.Usage.TotalTokens, int64(48))
+	_, err = c.Chat.Completions.New(context.Background(), chatParams("hi", 48))
+	apiErr(t, err, 400, "context_length_exceeded")
 }
