@@ -22,6 +22,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -219,6 +220,9 @@ func (e *Engine) cpuSequence(m *model.Model, maxContext int) (*generate.Session,
 		select {
 		case e.pool <- q:
 		default: // the pool shrank (SetParallel): drop this one
+			e.allMu.Lock()
+			e.all = slices.DeleteFunc(e.all, func(x *cpuSeq) bool { return x == q })
+			e.allMu.Unlock()
 			q.r.Close()
 		}
 	}, nil
