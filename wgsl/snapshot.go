@@ -9,19 +9,19 @@ import (
 )
 
 // Snapshot reads the sequence state back to the host in model.Snapshot's
-// layout (the device keeps KDA state and conv tails in that order; MLA
-// caches are read page by page up to Len rows).
+// layout (the device keeps a KDA layer's state and conv tails in that
+// order in one buffer; MLA caches are read page by page up to Len rows).
 func (r *Runner) Snapshot() (*model.Snapshot, error) {
-	sn := &model.Snapshot{Pos: r.pos, Layers: make([][]float32, len(r.layers))}
+	sn := &model.Snapshot{Pos: r.pos, Fixed: make([][]float32, len(r.layers)), Cache: make([][]float32, len(r.layers))}
 	for i, l := range r.layers {
-		switch {
-		case l.kda != nil:
+		if l.kda != nil {
 			b := make([]float32, l.kda.state.Words())
 			if err := r.d.ReadF32(l.kda.state.At(0), b); err != nil {
 				return nil, fmt.Errorf("wgsl: snapshot layer %d: %w", i, err)
 			}
-			sn.Layers[i] = b
-		case l.mla != nil:
+			sn.Fixed[i] = b
+		}
+		if l.mla != nil {
 			c := l.mla.cache
 			b := make([]float32, c.Len*c.Width)
 			for _, s := range c.spans(0, c.Len) {
@@ -29,7 +29,7 @@ func (r *Runner) Snapshot() (*model.Snapshot, error) {
 					return nil, fmt.Errorf("wgsl: snapshot layer %d: %w", i, err)
 				}
 			}
-			sn.Layers[i] = b
+			sn.Cache[i] = b
 		}
 	}
 	return sn, nil
@@ -38,33 +38,38 @@ func (r *Runner) Snapshot() (*model.Snapshot, error) {
 // Restore uploads sn (from Snapshot, or model.State.Snapshot on the CPU)
 // as the sequence state.
 func (r *Runner) Restore(sn *model.Snapshot) error {
-	if len(sn.Layers) != len(r.layers) {
-		return fmt.Errorf("wgsl: restore: snapshot has %d layers, the runner %d", len(sn.Layers), len(r.layers))
+	if len(sn.Fixed) != len(r.layers) || len(sn.Cache) != len(r.layers) {
+		return fmt.Errorf("wgsl: restore: snapshot has %d layers, the runner %d", len(sn.Fixed), len(r.layers))
 	}
 	if sn.Pos < 0 || sn.Pos > r.opt.MaxContext {
 		return fmt.Errorf("wgsl: restore: snapshot of %d tokens, the runner holds %d", sn.Pos, r.opt.MaxContext)
 	}
 	for i, l := range r.layers {
-		switch {
-		case l.kda != nil && len(sn.Layers[i]) != l.kda.state.Words():
-			return fmt.Errorf("wgsl: restore: layer %d (KDA) has %d values, want %d", i, len(sn.Layers[i]), l.kda.state.Words())
-		case l.mla != nil && len(sn.Layers[i]) != sn.Pos*l.mla.cache.Width:
-			return fmt.Errorf("wgsl: restore: layer %d (MLA) has %d values, want %d × %d", i, len(sn.Layers[i]), sn.Pos, l.mla.cache.Width)
+		fixed, width := 0, 0
+		if l.kda != nil {
+			fixed = l.kda.state.Words()
+		}
+		if l.mla != nil {
+			width = l.mla.cache.Width
+		}
+		if len(sn.Fixed[i]) != fixed || len(sn.Cache[i]) != sn.Pos*width {
+			return fmt.Errorf("wgsl: restore: layer %d has %d fixed and %d cache values, want %d and %d × %d",
+				i, len(sn.Fixed[i]), len(sn.Cache[i]), fixed, sn.Pos, width)
 		}
 	}
 	if err := r.Reset(); err != nil {
 		return err
 	}
 	for i, l := range r.layers {
-		var err error
-		switch {
-		case l.kda != nil:
-			err = l.kda.state.WriteF32(0, sn.Layers[i])
-		case l.mla != nil:
-			err = l.mla.cache.AppendHost(sn.Layers[i])
+		if l.kda != nil {
+			if err := l.kda.state.WriteF32(0, sn.Fixed[i]); err != nil {
+				return fmt.Errorf("wgsl: restore layer %d: %w", i, err)
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("wgsl: restore layer %d: %w", i, err)
+		if l.mla != nil {
+			if err := l.mla.cache.AppendHost(sn.Cache[i]); err != nil {
+				return fmt.Errorf("wgsl: restore layer %d: %w", i, err)
+			}
 		}
 	}
 	r.pos = sn.Pos

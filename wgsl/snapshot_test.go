@@ -69,7 +69,7 @@ func TestRunnerSnapshotRestore(t *testing.T) {
 	if d := maxAbsDiff(forward(rest), cl); d > 2e-3 {
 		t.Fatalf("GPU continuing a CPU snapshot differs from the CPU by %g", d)
 	}
-	bad := &model.Snapshot{Pos: 3, Layers: snap.Layers}
+	bad := &model.Snapshot{Pos: 3, Fixed: snap.Fixed, Cache: snap.Cache}
 	if err := g.Restore(bad); err == nil {
 		t.Error("a snapshot with the wrong MLA length restored")
 	}

@@ -25,8 +25,9 @@ type Conversation struct {
 
 // Saved conversations start with sessionMagic, then the format version
 // (uint32), the model's identity hash (32 bytes), a JSON header (uint32
-// length), the state's layers (uint32 count, then per layer a uint32
-// length and that many float32) and a SHA-256 of everything before it.
+// length), the state's layers (uint32 count, then per layer its fixed
+// values and its cache rows, each a uint32 length and that many float32)
+// and a SHA-256 of everything before it.
 // All integers and floats are little-endian.
 const (
 	sessionMagic = "TESSERA-SESSION\x00"
@@ -87,13 +88,15 @@ func (e *Engine) SaveConversation(c Conversation) ([]byte, error) {
 	}
 	binary.Write(&b, binary.LittleEndian, uint32(len(hdr)))
 	b.Write(hdr)
-	binary.Write(&b, binary.LittleEndian, uint32(len(snap.Layers)))
+	binary.Write(&b, binary.LittleEndian, uint32(len(snap.Fixed)))
 	var f [4]byte
-	for _, l := range snap.Layers {
-		binary.Write(&b, binary.LittleEndian, uint32(len(l)))
-		for _, v := range l {
-			binary.LittleEndian.PutUint32(f[:], math.Float32bits(v))
-			b.Write(f[:])
+	for i := range snap.Fixed {
+		for _, part := range [][]float32{snap.Fixed[i], snap.Cache[i]} {
+			binary.Write(&b, binary.LittleEndian, uint32(len(part)))
+			for _, v := range part {
+				binary.LittleEndian.PutUint32(f[:], math.Float32bits(v))
+				b.Write(f[:])
+			}
 		}
 	}
 	sum := sha256.Sum256(b.Bytes())
@@ -142,15 +145,17 @@ func (e *Engine) RestoreConversation(data []byte) (Conversation, error) {
 	if err := binary.Read(r, binary.LittleEndian, &n); err != nil || int(n) != len(e.Model.Layers) {
 		return c, fmt.Errorf("%w: its state has %d layers, the model %d", ErrSessionModel, n, len(e.Model.Layers))
 	}
-	snap := &model.Snapshot{Pos: h.Pos, Layers: make([][]float32, n)}
-	for i := range snap.Layers {
-		var m uint32
-		if err := binary.Read(r, binary.LittleEndian, &m); err != nil || int64(m)*4 > int64(r.Len()) {
-			return c, errors.New("the saved conversation is truncated")
+	snap := &model.Snapshot{Pos: h.Pos, Fixed: make([][]float32, n), Cache: make([][]float32, n)}
+	for i := range snap.Fixed {
+		for _, part := range []*[]float32{&snap.Fixed[i], &snap.Cache[i]} {
+			var m uint32
+			if err := binary.Read(r, binary.LittleEndian, &m); err != nil || int64(m)*4 > int64(r.Len()) {
+				return c, errors.New("the saved conversation is truncated")
+			}
+			l := make([]float32, m)
+			binary.Read(r, binary.LittleEndian, l)
+			*part = l
 		}
-		l := make([]float32, m)
-		binary.Read(r, binary.LittleEndian, l)
-		snap.Layers[i] = l
 	}
 	if err := e.Model.NewState().CheckSnapshot(snap); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrSessionModel, err)
