@@ -126,19 +126,19 @@ func (g *gpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) e
 }
 func (g *gpuBackend) Reset() error { return g.r.Reset() }
 
-// Snapshot and Restore copy the sequence state to and from the host
+// SnapshotState and RestoreState copy the sequence state to and from the host
 // (generate.Snapshotter: the engine's prefix cache and saved
 // conversations), inside the same error scopes.
-func (g *gpuBackend) Snapshot() (sn *model.Snapshot, err error) {
+func (g *gpuBackend) SnapshotState() (sn *model.Snapshot, err error) {
 	err = g.scoped("state snapshot", func() (err error) {
-		sn, err = g.r.Snapshot()
+		sn, err = g.r.SnapshotState()
 		return err
 	})
 	return sn, err
 }
 
-func (g *gpuBackend) Restore(sn *model.Snapshot) error {
-	return g.scoped("state restore", func() error { return g.r.Restore(sn) })
+func (g *gpuBackend) RestoreState(sn *model.Snapshot) error {
+	return g.scoped("state restore", func() error { return g.r.RestoreState(sn) })
 }
 
 // gpuEncoder is the model's vision tower on the GPU (wgsl.VisionTower,

@@ -8,10 +8,10 @@ import (
 	"github.com/tessera-llm/tessera/core/model"
 )
 
-// Snapshot reads the sequence state back to the host in model.Snapshot's
+// SnapshotState reads the sequence state back to the host in model.Snapshot's
 // layout (the device keeps a KDA layer's state and conv tails in that
 // order in one buffer; MLA caches are read page by page up to Len rows).
-func (r *Runner) Snapshot() (*model.Snapshot, error) {
+func (r *Runner) SnapshotState() (*model.Snapshot, error) {
 	sn := &model.Snapshot{Pos: r.pos, Fixed: make([][]float32, len(r.layers)), Cache: make([][]float32, len(r.layers))}
 	for i, l := range r.layers {
 		if l.kda != nil {
@@ -35,9 +35,9 @@ func (r *Runner) Snapshot() (*model.Snapshot, error) {
 	return sn, nil
 }
 
-// Restore uploads sn (from Snapshot, or model.State.Snapshot on the CPU)
+// RestoreState uploads sn (from SnapshotState, or model.State.Snapshot on the CPU)
 // as the sequence state.
-func (r *Runner) Restore(sn *model.Snapshot) error {
+func (r *Runner) RestoreState(sn *model.Snapshot) error {
 	if len(sn.Fixed) != len(r.layers) || len(sn.Cache) != len(r.layers) {
 		return fmt.Errorf("wgsl: restore: snapshot has %d layers, the runner %d", len(sn.Fixed), len(r.layers))
 	}

@@ -34,7 +34,7 @@ func TestRunnerSnapshotRestore(t *testing.T) {
 		return l
 	}
 	forward(prefix)
-	snap, err := g.Snapshot()
+	snap, err := g.SnapshotState()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRunnerSnapshotRestore(t *testing.T) {
 	}
 	want := forward(rest)
 	forward([]int{1, 2, 3}) // move on, then go back
-	if err := g.Restore(snap); err != nil {
+	if err := g.RestoreState(snap); err != nil {
 		t.Fatal(err)
 	}
 	if got := forward(rest); maxAbsDiff(got, want) != 0 {
@@ -60,7 +60,7 @@ func TestRunnerSnapshotRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := g.Restore(st.Snapshot()); err != nil {
+	if err := g.RestoreState(st.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Forward(st, rest, cl); err != nil {
@@ -70,7 +70,7 @@ func TestRunnerSnapshotRestore(t *testing.T) {
 		t.Fatalf("GPU continuing a CPU snapshot differs from the CPU by %g", d)
 	}
 	bad := &model.Snapshot{Pos: 3, Fixed: snap.Fixed, Cache: snap.Cache}
-	if err := g.Restore(bad); err == nil {
+	if err := g.RestoreState(bad); err == nil {
 		t.Error("a snapshot with the wrong MLA length restored")
 	}
 }

@@ -11,12 +11,12 @@ import (
 // and put back (prefix caching, saved conversations): the CPU backend and
 // wgsl.Runner.
 type Snapshotter interface {
-	Snapshot() (*model.Snapshot, error)
-	Restore(*model.Snapshot) error
+	SnapshotState() (*model.Snapshot, error)
+	RestoreState(*model.Snapshot) error
 }
 
-func (b *cpuBackend) Snapshot() (*model.Snapshot, error) { return b.st.Snapshot(), nil }
-func (b *cpuBackend) Restore(sn *model.Snapshot) error   { return b.st.Restore(sn) }
+func (b *cpuBackend) SnapshotState() (*model.Snapshot, error) { return b.st.Snapshot(), nil }
+func (b *cpuBackend) RestoreState(sn *model.Snapshot) error   { return b.st.RestoreSnapshot(sn) }
 
 // ErrNoSnapshot reports a backend that cannot snapshot its state.
 var ErrNoSnapshot = errors.New("this backend cannot snapshot its sequence state")
@@ -27,7 +27,7 @@ func (s *Session) Snapshot() (*model.Snapshot, error) {
 	if !ok {
 		return nil, ErrNoSnapshot
 	}
-	return b.Snapshot()
+	return b.SnapshotState()
 }
 
 // RestoreSnapshot continues the sequence from sn, taken after history.
@@ -39,7 +39,7 @@ func (s *Session) RestoreSnapshot(sn *model.Snapshot, history []int) error {
 	if sn.Pos != len(history) {
 		return fmt.Errorf("restore: snapshot at position %d with %d history tokens", sn.Pos, len(history))
 	}
-	if err := b.Restore(sn); err != nil {
+	if err := b.RestoreState(sn); err != nil {
 		return err
 	}
 	s.history = append(s.history[:0], history...)

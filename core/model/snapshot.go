@@ -45,9 +45,9 @@ func (s *State) Snapshot() *Snapshot {
 	return sn
 }
 
-// Restore replaces the state with sn's; it fails (leaving the state as it
+// RestoreSnapshot replaces the state with sn's; it fails (leaving the state as it
 // was) when sn was taken from a model of another shape.
-func (s *State) Restore(sn *Snapshot) error {
+func (s *State) RestoreSnapshot(sn *Snapshot) error {
 	if err := s.CheckSnapshot(sn); err != nil {
 		return err
 	}
