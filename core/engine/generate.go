@@ -409,6 +409,9 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			st.Stopped = "context"
 		}
 	}
+	if con != nil && st.Stopped == "length" && con.Complete() {
+		st.Stopped = "stop" // the document ended with the budget: complete, not cut
+	}
 	if !stopper.hit {
 		tail, hit := stopper.add(stream.Flush())
 		st.Tail = tail
