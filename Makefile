@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers bench-peers bench bench-gpu support-matrix lint goldens tokenizer-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-browser bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -40,7 +40,7 @@ export XDG_RUNTIME_DIR ?= $(shell d=/tmp/tessera-xdg-$$(id -u); mkdir -p $$d && 
 # djpeg (libjpeg-turbo) is the reference the JPEG decoders are compared with,
 # jinja2 the reference renderer of the exported chat template.
 test-unit: fetch-tokenizers fetch-peers
-	@scripts/setup.sh jpeg jinja
+	@scripts/setup.sh jpeg jinja wasm
 	$(GO) test -count=1 -skip 'TestScriptedUnderXvfb|TestBrowserE2E' ./...
 
 # The wasm engine in headless Chromium (SwiftShader WebGPU): greedy ids must
@@ -48,7 +48,7 @@ test-unit: fetch-tokenizers fetch-peers
 # with the server's model files gone. Under CI=true a missing Chromium fails.
 test-browser: setup
 	@scripts/setup.sh browser
-	$(GO) test -count=1 -run 'TestBrowserE2E$$' -v ./cmd/tessera
+	$(GO) test -count=1 -run 'TestBrowserE2E$$|TestBrowserChatAPI$$' -v ./cmd/tessera
 
 # The browser bundle: bin/wasm/{tessera.wasm,tessera.wasm.gz,wasm_exec.js}.
 wasm:
@@ -89,8 +89,21 @@ fetch-peers:
 	  scripts/peers/fetch.sh; \
 	else echo "fetch-peers: no llama.cpp build for $$(uname -s)/$$(uname -m); the peer tests skip"; fi
 
+# The browser peer bench-browser compares against: wllama (llama.cpp in
+# wasm) from npm @wllama/wllama at an exact version, checked by sha256
+# (git-ignored cache under testdata/peers).
+fetch-wllama:
+	@command -v npm >/dev/null 2>&1 || scripts/setup.sh npm
+	@scripts/peers/fetch-wllama.sh
+
 tokenizer-goldens: fetch-tokenizers
 	scripts/tokenizer/make-goldens.sh
+
+# The chat-template goldens (testdata/chat/goldens.json): the published
+# templates of testdata/chat/templates rendered by python3-jinja2.
+chat-goldens:
+	@scripts/setup.sh jinja
+	/usr/bin/python3 scripts/chat/goldens.py
 
 # Each fuzz target runs briefly on top of its committed seed corpus
 # (scripts/fuzz/run.sh retries once a run that Go's coordinator ended with
@@ -105,6 +118,7 @@ test-fuzz:
 	@GO=$(GO) scripts/fuzz/run.sh FuzzLoaders ./core/tokenizer/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzDecode ./core/imageio/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzTiktoken ./core/tokenizer/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzTemplate ./core/chat/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzRenderKimi ./core/tokenizer/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzParseConfig ./core/vision/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzWriteNPY ./cmd/tessera/ $(FUZZ_TIME)
@@ -118,9 +132,13 @@ test-fuzz:
 fuzz:
 	scripts/fuzz/campaign.sh $(or $(FUZZ_CAMPAIGN_TIME),10m)
 
-# The core builds for the browser (GOOS=js) and without cgo.
+# The core builds for the browser (GOOS=js) and without cgo; the browser's
+# CPU kernels (core/ref's SIMD128 module and the rows they compute) run in
+# Node as the worker runs them.
 test-builds:
+	@scripts/setup.sh wasm
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear|KDA' ./core/ref/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	GOOS=js GOARCH=wasm $(GO) vet -tags cpuonly ./wasm/
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/
@@ -162,7 +180,24 @@ bench-peers: build fetch-peers
 	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
 	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
-	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+	@mkdir -p $(OUT)/gguf
+	@for t in q4_k_m mxfp4_moe; do test -f $(OUT)/gguf/k3-mini.$$t.gguf || \
+	  bin/tessera-peer quantize --model $(OUT)/k3-mini --ftype $$t --out $(OUT)/gguf/k3-mini.$$t.gguf || exit 1; done
+	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf $(OUT)/gguf/k3-mini.q4_k_m.gguf,$(OUT)/gguf/k3-mini.mxfp4_moe.gguf \
+	  --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+
+# tessera vs wllama 3.8.1 in the same headless Chromium, same model (wllama
+# reads the F16 GGUF of `tessera export`), on WebGPU and on the wasm CPU
+# path: cold and warm load, TTFT, prefill and decode tok/s, peak memory and
+# bytes transferred; runtimes alternating, a fresh profile per round, medians
+# of BENCH_ROUNDS. Table on stdout, JSON in out/bench/browser.json. Not part
+# of make test; run it on a quiet machine (cmd/tessera/bench_browser_test.go).
+BENCH_ROUNDS ?= 3
+BENCH_MODELS ?= k3-micro
+bench-browser: setup fetch-wllama
+	@scripts/setup.sh browser
+	TESSERA_BENCH_BROWSER=1 BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_MODELS=$(BENCH_MODELS) BENCH_OUT=$(CURDIR)/$(OUT)/bench/browser.json \
+	  $(GO) test -count=1 -timeout 60m -run 'TestBrowserBenchVsWllama$$' -v ./cmd/tessera
 
 # The OpenAI-compatible API under load (tessera bench-serve): requests/s
 # and TTFT at 1, 4 and 16 concurrent clients sharing a system prompt, with

@@ -3,6 +3,7 @@ module github.com/tessera-llm/tessera
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/cogentcore/webgpu v0.23.0
 	github.com/dlclark/regexp2 v1.11.5
 	github.com/gen2brain/jpegli v0.4.2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tessera's build and tests need on a fresh Debian machine,
 # only when missing. Runs as root (apt-get); says what it installs.
-#   scripts/setup.sh [base] [gpu] [desktop] [browser] [torch] [jpeg] [jinja] [npm]
+#   scripts/setup.sh [base] [gpu] [desktop] [browser] [torch] [jpeg] [jinja] [wasm] [npm]
 set -euo pipefail
 
 want=("$@")
@@ -18,7 +18,8 @@ for w in "${want[@]}"; do
     browser) add chromium ;;
     torch)   add python3-torch python3-numpy ;;
     jpeg)    add libjpeg-turbo-progs ;;  # djpeg, the reference of TestJPEGAgainstLibjpegTurbo
-    jinja)   add python3 python3-jinja2 ;;  # jinja2, the reference of TestKimiChatTemplateMatchesRenderKimi
+    jinja)   add python3 python3-jinja2 ;;  # jinja2, the reference of TestKimiChatTemplateMatchesRenderKimi and core/chat's goldens
+    wasm)    add wabt nodejs python3 ;;  # scripts/gen/simd128.py + wat2wasm make core/ref's SIMD128 kernels; node runs GOOS=js tests
     npm)     command -v npm >/dev/null 2>&1 || add npm ;;
     desktop) add gcc libc6-dev pkg-config libgl1-mesa-dev libxcursor-dev libxi-dev libxinerama-dev libxrandr-dev libxxf86vm-dev xvfb xauth libgl1-mesa-dri ;;
     *) echo "setup.sh: unknown component $w" >&2; exit 2 ;;

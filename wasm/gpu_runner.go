@@ -17,6 +17,7 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
@@ -34,7 +35,7 @@ type gpuBackend struct {
 
 func (g *gpuBackend) Config() *config.Config { return g.m.Cfg }
 func (g *gpuBackend) MaxChunk() int          { return g.r.MaxChunk() }
-func (g *gpuBackend) Pos() int               { return g.r.Pos() }
+func (g *gpuBackend) State() nn.State        { return g.r.State() }
 
 // Forward runs one step inside WebGPU error scopes: a command the browser
 // rejects is an error, never logits computed from zeroed buffers.

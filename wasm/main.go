@@ -32,6 +32,9 @@
 //	                                         messages plus a new one
 //	                                         prefills only the new one;
 //	                                         refuses another model/version
+//	chat(requestJSON, images,       → result an OpenAI chat completion: the
+//	     onEvent)                            messages rendered by the model's
+//	                                         chat template (chat.go)
 //	cancel()                                 stop the running generation
 //	info()                          → info   model facts, backend, adapter
 //	dispose()                                free the model
@@ -96,6 +99,7 @@ func main() {
 	exports := map[string]any{
 		"load":           js.FuncOf(h.load),
 		"generate":       js.FuncOf(h.generate),
+		"chat":           js.FuncOf(h.chatCompletion),
 		"cancel":         js.FuncOf(h.cancelGen),
 		"info":           js.FuncOf(h.info),
 		"saveSession":    js.FuncOf(h.saveSession),
@@ -333,14 +337,8 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		h.mu.Lock()
-		if h.cancel != nil {
-			h.cancel()
-		}
-		h.cancel = cancel
-		h.mu.Unlock()
-		defer cancel()
+		ctx, done := h.begin()
+		defer done()
 		y := newYielder()
 		defer y.close()
 		emitted := false
@@ -610,10 +608,14 @@ func (h *host) infoValue() (any, error) {
 		h.gpu = &g
 	}
 	h.gpu.Errors = gpuErrors
+	chatTemplate := e.Chat().Source
 	return toJS(struct {
 		engine.Info
 		Adapter *gpuInfo `json:"adapter"`
-	}{e.Info(), h.gpu})
+		// ChatTemplate: where chat.completions.create's template comes
+		// from (a file name, or the built-in Kimi format).
+		ChatTemplate string `json:"chatTemplate"`
+	}{e.Info(), h.gpu, chatTemplate})
 }
 
 // dispose() frees the model; generate then fails until load is called.

@@ -18,6 +18,15 @@ import { Tessera } from './tessera.js';
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const testMode = params.get('test') === '1';
+// The service worker (sw.js) keeps the page, its scripts and the engine in
+// Cache Storage, so the page works offline after the first visit (the model
+// is cached by the engine itself). Resolves to whether it is active.
+const offlineShell = ('serviceWorker' in navigator)
+  ? navigator.serviceWorker.register('sw.js').then(() => navigator.serviceWorker.ready).then(() => true, (e) => {
+    console.warn('tessera: no offline support (service worker: ' + (e && e.message || e) + ')');
+    return false;
+  })
+  : Promise.resolve(false);
 let engine = null;
 let aborter = null;
 let image = null; // the Blob sent with the prompt, if any
@@ -450,6 +459,7 @@ async function testRun() {
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
     if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();
+    result.shell = { active: await offlineShell, controlled: Boolean(navigator.serviceWorker && navigator.serviceWorker.controller) };
   } catch (e) {
     result.error = String(e && e.message || e);
   }

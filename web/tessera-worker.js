@@ -3,11 +3,13 @@
 //
 //   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, allowSoftwareAdapter, storageFreeForTest}
 //                  {type: 'generate', id, request, images, hashImages}
+//                  {type: 'chat', id, params}      (OpenAI chat completion)
 //                  {type: 'pixels', id, image}       {type: 'cancel'}
 //                  {type: 'info', id}                {type: 'dispose', id}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
 //                  {type: 'token', id, tokenId, text}
+//                  {type: 'chat-start', id, promptTokens}
 //                  {type: 'warning', message}
 //                  {type: 'reply', id, ok, value | error}
 //
@@ -352,6 +354,64 @@ async function decodeImage(image, what) {
 
 let loadStats = null;
 
+// dataURLBlob decodes a data: URL ("data:[type][;base64],data") into a
+// Blob without fetch (which the page's Content-Security-Policy may not
+// allow for data: URLs).
+function dataURLBlob(url) {
+  const comma = url.indexOf(',');
+  if (comma < 0) throw new Error('a data: URL needs a comma before its data');
+  const meta = url.slice(5, comma).split(';');
+  const type = meta[0] || 'text/plain';
+  const body = url.slice(comma + 1);
+  let bytes;
+  if (meta.includes('base64')) {
+    let bin;
+    try {
+      bin = atob(body.replace(/\s/g, ''));
+    } catch (e) {
+      throw new Error('its base64 data does not decode');
+    }
+    bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  } else {
+    bytes = new TextEncoder().encode(decodeURIComponent(body));
+  }
+  return new Blob([bytes], { type });
+}
+
+// chatImages fetches and decodes the image parts of an OpenAI request's
+// messages in order (data: URLs, or http(s) URLs the page may fetch). It
+// returns {images} or {error} in OpenAI's shape.
+async function chatImages(messages) {
+  const images = [];
+  if (!Array.isArray(messages)) return { images };
+  for (const [i, m] of messages.entries()) {
+    if (!m || !Array.isArray(m.content)) continue;
+    for (const [j, part] of m.content.entries()) {
+      if (!part || (part.type !== 'image_url' && part.type !== 'image')) continue;
+      const param = `messages[${i}].content[${j}]`;
+      const url = part.image_url && typeof part.image_url.url === 'string' ? part.image_url.url : null;
+      if (!url) {
+        return { error: { status: 400, type: 'invalid_request_error', param, code: null, message: `${param}: an image part needs image_url.url (a data: or http(s) URL)` } };
+      }
+      try {
+        let blob;
+        if (url.startsWith('data:')) {
+          blob = dataURLBlob(url);
+        } else {
+          const resp = await fetch(url);
+          if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
+          blob = await resp.blob();
+        }
+        images.push(await decodeImage(blob, `${param} (image ${images.length + 1})`));
+      } catch (e) {
+        const what = url.startsWith('data:') ? 'the data: URL' : url.slice(0, 200);
+        return { error: { status: 400, type: 'invalid_request_error', param, code: 'invalid_image', message: `${param}: could not read the image at ${what}: ${e.message}` } };
+      }
+    }
+  }
+  return { images };
+}
+
 async function handle(msg) {
   switch (msg.type) {
     case 'load': {
@@ -374,6 +434,23 @@ async function handle(msg) {
       const stats = await go.generate(request, (tokenId, text) => post({ type: 'token', id: msg.id, tokenId, text }));
       if (hashes && stats.images) stats.images.forEach((im, i) => { im.sha256 = hashes[i]; });
       return stats;
+    }
+    case 'chat': {
+      // An OpenAI chat completion: the Go engine validates the request,
+      // renders the messages with the model's chat template and generates.
+      const go = await started;
+      const { images, error } = await chatImages(msg.params && msg.params.messages);
+      if (error) return { error };
+      let body;
+      try {
+        body = JSON.stringify(msg.params);
+      } catch (e) {
+        return { error: { status: 400, type: 'invalid_request_error', param: null, code: null, message: `the request cannot be sent as JSON: ${e.message}` } };
+      }
+      return go.chat(body, images, (kind, a, b) => {
+        if (kind === 'start') post({ type: 'chat-start', id: msg.id, promptTokens: a });
+        else post({ type: 'token', id: msg.id, tokenId: b, text: a });
+      });
     }
     case 'pixels': {
       const px = await decodeImage(msg.image, 'the image');

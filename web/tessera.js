@@ -11,6 +11,13 @@
 //   for await (const piece of engine.generate('Describe it.', { image: file })) { … }
 //   engine.dispose();
 //
+//   // OpenAI's chat API (the messages are rendered by the model's chat
+//   // template; image_url parts take data: URLs):
+//   const r = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 64 });
+//   console.log(r.choices[0].message.content, r.usage);
+//   const stream = await engine.chat.completions.create({ messages, stream: true });
+//   for await (const chunk of stream) out.textContent += chunk.choices[0]?.delta?.content ?? '';
+//
 // The engine (Go compiled to WebAssembly) runs in a dedicated Web Worker, so
 // the page never blocks. Weights are streamed with progress, verified
 // against the sha256 values of model.manifest.json and kept in Cache
@@ -25,7 +32,32 @@ export class TesseraError extends Error {
   }
 }
 
+/**
+ * An error of engine.chat.completions.create, in the shape of the OpenAI
+ * SDK's APIError: status (400 for a bad request, 409 while the engine is
+ * busy, 500 for an engine failure), error ({message, type, param, code},
+ * OpenAI's error body), and type, param, code.
+ */
+export class ChatCompletionError extends TesseraError {
+  constructor(body) {
+    super(body.message);
+    this.name = 'ChatCompletionError';
+    this.status = body.status ?? 500;
+    this.error = { message: body.message, type: body.type ?? 'server_error', param: body.param ?? null, code: body.code ?? null };
+    this.type = this.error.type;
+    this.param = this.error.param;
+    this.code = this.error.code;
+  }
+}
+
 const here = (name) => new URL(name, import.meta.url).href;
+
+// completionID is a fresh OpenAI-style id.
+function completionID() {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return 'chatcmpl-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
 
 // checkImage throws unless image is something the worker can decode.
 function checkImage(image, what) {
@@ -121,6 +153,11 @@ export class Tessera {
   loadStats = null;
   /** Statistics of the last finished generation (see Go engine.Stats). */
   lastStats = null;
+  /**
+   * OpenAI's chat API: chat.completions.create(params, {signal}) — see
+   * #createChat.
+   */
+  chat = { completions: { create: (params, options) => this.#createChat(params, options) } };
 
   constructor(workerUrl, onProgress) {
     this.#onProgress = onProgress;
@@ -153,6 +190,11 @@ export class Tessera {
         if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text });
         return;
       }
+      case 'chat-start': {
+        const p = this.#pending.get(msg.id);
+        if (p && p.onStart) p.onStart(msg.promptTokens);
+        return;
+      }
       case 'reply': {
         const p = this.#pending.get(msg.id);
         if (!p) return;
@@ -163,11 +205,11 @@ export class Tessera {
     }
   }
 
-  #call(msg, onToken) {
+  #call(msg, onToken, onStart) {
     if (this.#dead) return Promise.reject(this.#dead);
     const id = this.#next++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, onToken });
+      this.#pending.set(id, { resolve, reject, onToken, onStart });
       this.#worker.postMessage({ ...msg, id });
     });
   }
@@ -178,7 +220,9 @@ export class Tessera {
    * limits}), tokenizer, context; vision (the model takes images) and
    * imageTokens ({sampleWidth, sampleHeight, sample: tokens of a sample
    * image, max: tokens of the largest image after resizing, patchSize,
-   * minPixels, maxPixels}) for a vision model.
+   * minPixels, maxPixels}) for a vision model; chatTemplate: where the
+   * template of chat.completions.create comes from ("tokenizer_config.json",
+   * "chat_template.jinja", … or "built-in Kimi format").
    */
   async info() {
     return this.#call({ type: 'info' });
@@ -264,6 +308,119 @@ export class Tessera {
         await done;
       }
     }
+  }
+
+  /**
+   * engine.chat.completions.create(params, {signal}): OpenAI's chat
+   * completion, run by this engine. params as OpenAI's API takes them:
+   * messages (role system/developer/user/assistant/tool; content a string
+   * or a list of {type: 'text', text} and {type: 'image_url', image_url:
+   * {url}} parts — data: URLs, or URLs the page may fetch — for a vision
+   * model; name, tool_calls, tool_call_id), max_tokens or
+   * max_completion_tokens, temperature (default 1), top_p, seed (random
+   * when absent), stop (a string or up to 4), stream, stream_options
+   * ({include_usage}), tools and tool_choice (passed to the chat template),
+   * model (any name; echoed back), and the extensions top_k, min_p,
+   * repetition_penalty and chat_template_kwargs (e.g. {enable_thinking:
+   * false}). The messages are rendered by the model's chat template (its
+   * tokenizer_config.json), else in the built-in Kimi format.
+   *
+   * Without stream it resolves to a ChatCompletion object; with stream:
+   * true to an async iterable of ChatCompletionChunk objects (the first
+   * carries delta.role, the last an empty delta and finish_reason, then a
+   * usage chunk with empty choices when stream_options.include_usage) with
+   * a controller (AbortController) that stops it. A bad request rejects
+   * with a ChatCompletionError (status 400, OpenAI's error body, the
+   * offending param) before anything streams. options.signal aborts: the
+   * stream ends, a pending non-stream call rejects with an AbortError.
+   */
+  async #createChat(params, options = {}) {
+    if (params === null || typeof params !== 'object' || Array.isArray(params)) {
+      throw new ChatCompletionError({ status: 400, type: 'invalid_request_error', message: 'chat.completions.create: params must be an object with messages' });
+    }
+    if (this.#busy) {
+      throw new ChatCompletionError({ status: 409, type: 'invalid_request_error', code: 'engine_busy', message: 'a generation is already running on this engine; wait for it or abort it' });
+    }
+    const controller = new AbortController();
+    const signal = options && options.signal;
+    if (signal) {
+      if (signal.aborted) controller.abort();
+      else signal.addEventListener('abort', () => controller.abort(), { once: true });
+    }
+    const id = completionID();
+    const created = Math.floor(Date.now() / 1000);
+    const model = typeof params.model === 'string' && params.model ? params.model : 'tessera';
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let result = null;
+    let failure = null;
+    let onStarted;
+    const started = new Promise((resolve) => { onStarted = resolve; });
+    const poke = () => { if (wake) { const w = wake; wake = null; w(); } };
+    const cancel = () => { if (!finished && this.#worker) this.#worker.postMessage({ type: 'cancel' }); };
+    this.#busy = true;
+    this.lastStats = null;
+    const done = this.#call({ type: 'chat', params }, (piece) => { queue.push(piece.text); poke(); }, () => onStarted(true))
+      .then((value) => {
+        if (value && value.error) failure = new ChatCompletionError(value.error);
+        else { result = value; this.lastStats = value.stats; }
+      }, (err) => { failure = new ChatCompletionError({ status: 500, type: 'server_error', message: err.message }); })
+      .finally(() => { finished = true; this.#busy = false; onStarted(false); poke(); });
+    controller.signal.addEventListener('abort', cancel, { once: true });
+    if (controller.signal.aborted) cancel();
+    const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
+    const finishReason = (r) => (r.finishReason === 'cancelled' ? 'stop' : r.finishReason);
+
+    if (!params.stream) {
+      await done;
+      if (failure) throw failure;
+      if (result.finishReason === 'cancelled' && controller.signal.aborted) {
+        const e = new TesseraError('Request was aborted.');
+        e.name = 'AbortError';
+        throw e;
+      }
+      return {
+        id, object: 'chat.completion', created, model,
+        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null }, logprobs: null, finish_reason: finishReason(result) }],
+        usage: usage(result),
+        system_fingerprint: null,
+      };
+    }
+
+    // Streaming: resolve once the request was accepted (or reject with
+    // its error), then yield chunks.
+    if (!(await started)) {
+      await done;
+      if (failure) throw failure;
+    }
+    const includeUsage = !!(params.stream_options && params.stream_options.include_usage);
+    const chunk = (choices, extra) => ({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
+    const delta = (d, finish = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+    async function* chunks() {
+      try {
+        yield delta({ role: 'assistant', content: '' });
+        for (;;) {
+          if (queue.length > 0) {
+            yield delta({ content: queue.shift() });
+            continue;
+          }
+          if (finished) break;
+          await new Promise((r) => { wake = r; });
+        }
+        if (failure) throw failure;
+        if (result.finishReason === 'cancelled' && controller.signal.aborted) return;
+        yield delta({}, finishReason(result));
+        if (includeUsage) yield chunk([], { usage: usage(result) });
+      } finally {
+        if (!finished) {
+          cancel(); // the consumer stopped early
+          await done;
+        }
+      }
+    }
+    const it = chunks();
+    return { [Symbol.asyncIterator]: () => it, controller };
   }
 
   /**

@@ -434,7 +434,11 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, erro
 		if err != nil {
 			return nil, fmt.Errorf("wgsl: shader %s: %w", file, err)
 		}
-		code, err := aliasSource(file, string(src), a)
+		pre, err := prelude(string(src))
+		if err != nil {
+			return nil, err
+		}
+		code, err := aliasSource(file, pre+string(src), a)
 		if err != nil {
 			return nil, err
 		}

@@ -39,8 +39,12 @@
 //
 // # Whole model
 //
-// Runner (runner.go) runs a model.Model on the GPU: NewRunner uploads every
-// weight once and allocates all activations, KDA states, conv tails, MLA
+// Runner (runner.go) runs a model on the GPU: the family's forward pass —
+// the one definition the CPU runs too (core/model/k3.go over core/nn) —
+// over the WebGPU backend (gpu.go: the basic ops and the fused
+// capabilities, upload.go: weights as the family declares them, stacked
+// where declared together). NewRunner uploads every weight once and
+// allocates all activations, KDA states, conv tails, MLA
 // latent caches (for RunnerOptions.MaxContext, paged across buffers of at
 // most 128 MiB — LatentCache — so no binding limit caps the context; the
 // attention kernels bind one page per dispatch) and attention scratch;
@@ -64,8 +68,9 @@
 //     and T×T buffers; parallelism is H·dv invocations, which limits
 //     prefill throughput on large GPUs.
 //   - The Block AttnRes sources of a token are slots [t][nslots][d] of one
-//     buffer, the running partial sum in slot nb, so closing a block is
-//     free and one AttnRes dispatch reads all sources.
+//     buffer (the family allocates them so), the running partial sum in
+//     slot nb, so closing a block is free and one AttnRes dispatch reads
+//     all sources.
 //   - Matrix-vector kernels compute 8 rows per workgroup (8 threads per
 //     row): the workgroup count is what CPU Vulkan drivers pay for.
 //   - A weight matrix larger than one storage binding (128 MiB, the

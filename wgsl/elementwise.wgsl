@@ -15,12 +15,6 @@ struct P {
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
 
-// tanh without overflow for large |x| (exp(2x) would give inf/inf).
-fn tanh_s(x: f32) -> f32 {
-  let e = exp(-2.0 * abs(x));
-  return sign(x) * (1.0 - e) / (1.0 + e);
-}
-
 @compute @workgroup_size(256)
 fn glu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
@@ -28,18 +22,14 @@ fn glu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
   let r = i / p.n;
   let c = i % p.n;
   let g = X[p.x_off + r * p.x_stride + c];
-  var u = Y[p.y_off + r * p.y_stride + c];
+  let u = Y[p.y_off + r * p.y_stride + c];
   var h: f32;
-  if (p.mode == 0u) {
-    h = g / (1.0 + exp(-g)) * u;
-  } else if (p.mode == 2u) {
+  if (p.mode == 2u) {
     h = u / (1.0 + exp(-g));
   } else if (p.mode == 3u) {
     h = 1.0 / (1.0 + exp(-g));
   } else {
-    let gp = p.beta * tanh_s(g / p.beta) / (1.0 + exp(-g));
-    if (p.beta_lin != 0.0) { u = p.beta_lin * tanh_s(u / p.beta_lin); }
-    h = gp * u;
+    h = glu_act(g, u, p.mode, p.beta, p.beta_lin);
   }
   O[p.o_off + r * p.o_stride + c] = h;
 }

@@ -2,6 +2,11 @@
 
 package wgsl
 
+import (
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/nn"
+)
+
 // SetGridXForTest lowers the widest grid dimension and returns a function
 // restoring it.
 func SetGridXForTest(x int) func() {
@@ -43,4 +48,15 @@ func SetGroupExpertsForTest(on bool) func() {
 	old := groupExperts
 	groupExperts = on
 	return func() { groupExperts = old }
+}
+
+// plainGPU is the GPU backend with its fused capabilities hidden: only
+// nn.Backend's basic ops are visible, so a family's forward pass runs
+// nn's unfused fallbacks.
+type plainGPU struct{ nn.Backend }
+
+// UnfusedForTest rebuilds the runner's forward pass over the GPU backend
+// with its fused capabilities hidden.
+func (r *Runner) UnfusedForTest(m *model.Model) {
+	r.graph = m.Build(plainGPU{r.b}, r.opt.MaxChunk)
 }

@@ -51,19 +51,6 @@ const WG: u32 = 64u;
 const TT: u32 = 8u;
 var<workgroup> red: array<f32, 512>; // TT*WG
 
-// Weights of columns 2j and 2j+1 of row (0 past the end).
-fn wpair(base: u32, j: u32) -> vec2<f32> {
-  if (p.dtype == 0u) {
-    let c = 2u * j;
-    var r = vec2<f32>(bitcast<f32>(W[base + c]), 0.0);
-    if (c + 1u < p.cols) { r.y = bitcast<f32>(W[base + c + 1u]); }
-    return r;
-  }
-  let w = W[base + j];
-  if (p.dtype == 1u) { return unpack2x16float(w); }
-  return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {

@@ -120,7 +120,7 @@ func TestRunnerFillContextMatchesCPU(t *testing.T) {
 	cpu := model.NewRunner(m, model.Options{MaxChunk: 8})
 	defer cpu.Close()
 	st := m.NewState()
-	for li, c := range st.MLA {
+	for li, c := range st.Caches {
 		if c == nil {
 			continue
 		}
@@ -130,7 +130,7 @@ func TestRunnerFillContextMatchesCPU(t *testing.T) {
 			c.Append(r)
 		}
 	}
-	st.Pos = L
+	st.N = L
 	V := m.Cfg.VocabSize
 	want, got := make([]float32, V), make([]float32, V)
 	tok := 3

@@ -30,18 +30,6 @@ const LANES: u32 = 8u; // threads per row
 var<workgroup> ra: array<f32, 64>;
 var<workgroup> rb: array<f32, 64>;
 
-fn wpair(base: u32, j: u32) -> vec2<f32> {
-  if (p.dtype == 0u) {
-    let c = 2u * j;
-    var r = vec2<f32>(bitcast<f32>(W[base + c]), 0.0);
-    if (c + 1u < p.cols) { r.y = bitcast<f32>(W[base + c + 1u]); }
-    return r;
-  }
-  let w = W[base + j];
-  if (p.dtype == 1u) { return unpack2x16float(w); }
-  return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
-}
-
 // dot_row is this lane's share of W[base..]·X[xb..] over p.cols columns.
 fn dot_row(base: u32, xb: u32, lane: u32) -> f32 {
   let npair = (p.cols + 1u) / 2u;
@@ -58,11 +46,6 @@ fn dot_row(base: u32, xb: u32, lane: u32) -> f32 {
 fn expert(tk: u32) -> u32 {
   if (p.use_idx == 1u) { return IDX[p.i_off + tk]; }
   return 0u;
-}
-
-fn tanh_s(x: f32) -> f32 {
-  let e = exp(-2.0 * abs(x));
-  return sign(x) * (1.0 - e) / (1.0 + e);
 }
 
 @compute @workgroup_size(64)
@@ -95,16 +78,7 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   }
   if (lane == 0u && j < p.rows) {
     let gv = ra[tid];
-    var u = rb[tid];
-    var h: f32;
-    if (p.act == 0u) {
-      h = gv / (1.0 + exp(-gv)) * u;
-    } else {
-      let gp = p.beta * tanh_s(gv / p.beta) / (1.0 + exp(-gv));
-      if (p.beta_lin != 0.0) { u = p.beta_lin * tanh_s(u / p.beta_lin); }
-      h = gp * u;
-    }
-    O[p.o_off + tk * p.o_stride + j] = h;
+    O[p.o_off + tk * p.o_stride + j] = glu_act(gv, rb[tid], p.act, p.beta, p.beta_lin);
   }
 }
 

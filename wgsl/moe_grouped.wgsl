@@ -36,23 +36,6 @@ var<workgroup> red: array<f32, 512>; // [TT][64]
 var<workgroup> red2: array<f32, 512>;
 var<workgroup> span: vec2<u32>; // this workgroup's expert: first slot, count
 
-fn wpair(base: u32, j: u32) -> vec2<f32> {
-  if (p.dtype == 0u) {
-    let c = 2u * j;
-    var r = vec2<f32>(bitcast<f32>(W[base + c]), 0.0);
-    if (c + 1u < p.cols) { r.y = bitcast<f32>(W[base + c + 1u]); }
-    return r;
-  }
-  let w = W[base + j];
-  if (p.dtype == 1u) { return unpack2x16float(w); }
-  return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
-}
-
-fn tanh_s(x: f32) -> f32 {
-  let e = exp(-2.0 * abs(x));
-  return sign(x) * (1.0 - e) / (1.0 + e);
-}
-
 @compute @workgroup_size(1)
 fn group() {
   let n = p.T * p.K;
@@ -156,15 +139,7 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     if (lane < nt && j < p.rows) {
       // lane t writes slot t of this row
       let gv = red[lane * 64u + slot * LANES];
-      var u = red2[lane * 64u + slot * LANES];
-      var h: f32;
-      if (p.act == 0u) {
-        h = gv / (1.0 + exp(-gv)) * u;
-      } else {
-        let gp = p.beta * tanh_s(gv / p.beta) / (1.0 + exp(-gv));
-        if (p.beta_lin != 0.0) { u = p.beta_lin * tanh_s(u / p.beta_lin); }
-        h = gp * u;
-      }
+      let h = glu_act(gv, red2[lane * 64u + slot * LANES], p.act, p.beta, p.beta_lin);
       let tk = ORD[p.ord_off + p.E + 1u + s0 + lane];
       O[p.o_off + tk * p.o_stride + j] = h;
     }

@@ -1,10 +1,12 @@
-// Sigmoid "noaux_tc" MoE router (ref.Router.Route), one workgroup of 256
-// per token; E <= 1024 experts, groups <= 256:
-//   s = sigmoid(logits); sel = s + bias (selection only)
+// MoE router (ref.Router.Route): the sigmoid "noaux_tc" router, or the
+// softmax top-k router (flag 4); one workgroup of 256 per token; E <= 1024
+// experts, groups <= 256:
+//   s = sigmoid(logits) (or softmax(logits)); sel = s + bias (selection only)
 //   group-limited: keep the topk_groups groups with the best sum of their
 //   two best sel, mask the rest to -inf
 //   idx = top-k of sel (ties: lower expert id), w = s[idx],
-//   renormalise (k > 1) w /= Σw + 1e-20, w *= scale
+//   renormalise (k > 1, or any k with flag 2) w /= Σw + 1e-20, w *= scale
+// renorm holds the flags: 1 renormalise, 2 also for k = 1, 4 softmax.
 // Only idx (u32) and w stay on the GPU; nothing is read back.
 struct P {
   E: u32, K: u32, T: u32, groups: u32, topk_groups: u32, renorm: u32, has_bias: u32, scale: f32,
@@ -37,8 +39,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = wid.x + wid.y * nwg.x;
   if (t >= p.T) { return; }
   let lb = p.l_off + t * p.E;
+  let softmax = (p.renorm & 4u) != 0u;
+  var lmax = NEG;
+  var lsum = 0.0;
+  if (softmax) { // the max and the sum of exp over all E logits
+    var mx = NEG;
+    for (var e = tid; e < p.E; e += WG) { mx = max(mx, L[lb + e]); }
+    bv[tid] = mx;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+      if (tid < st) { bv[tid] = max(bv[tid], bv[tid + st]); }
+      workgroupBarrier();
+    }
+    lmax = bv[0];
+    workgroupBarrier();
+    var sm = 0.0;
+    for (var e = tid; e < p.E; e += WG) { sm += exp(L[lb + e] - lmax); }
+    bv[tid] = sm;
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+      if (tid < st) { bv[tid] += bv[tid + st]; }
+      workgroupBarrier();
+    }
+    lsum = bv[0];
+    workgroupBarrier();
+  }
   for (var e = tid; e < p.E; e += WG) {
-    let v = 1.0 / (1.0 + exp(-L[lb + e]));
+    var v = 1.0 / (1.0 + exp(-L[lb + e]));
+    if (softmax) { v = exp(L[lb + e] - lmax) / lsum; }
     s[e] = v;
     var b = 0.0;
     if (p.has_bias == 1u) { b = B[p.b_off + e]; }
@@ -108,7 +136,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var k = 0u; k < p.K; k++) {
       let i = p.w_off + t * p.K + k;
       var w = WOUT[i];
-      if (p.renorm == 1u && p.K > 1u) { w = w / (sum + 1e-20); }
+      if ((p.renorm & 1u) != 0u && (p.K > 1u || (p.renorm & 2u) != 0u)) { w = w / (sum + 1e-20); }
       WOUT[i] = w * p.scale;
     }
   }

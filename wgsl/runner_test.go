@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -84,7 +85,8 @@ func TestRunnerMatchesCPU(t *testing.T) {
 	for _, tc := range []struct {
 		preset string
 		dt     safetensors.DType
-	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}} {
+	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}, {"qwen3-next-nano", "F32"}, {"deepseek-v3-nano", "F32"},
+		{"../models/reference/configs/qwen3-next-variant.json", "F32"}, {"../models/reference/configs/deepseek-v3-variant.json", "F32"}} {
 		m := presetModel(t, tc.preset, 1, tc.dt)
 		V := m.Cfg.VocabSize
 		chunks := []int{64, 7, 1}
@@ -92,7 +94,7 @@ func TestRunnerMatchesCPU(t *testing.T) {
 			chunks = []int{64, 1}
 		}
 		for _, chunk := range chunks {
-			t.Run(fmt.Sprintf("%s/%s/chunk=%d", tc.preset, tc.dt, chunk), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/chunk=%d", strings.TrimSuffix(filepath.Base(tc.preset), ".json"), tc.dt, chunk), func(t *testing.T) {
 				t0 := time.Now()
 				cpu := model.NewRunner(m, model.Options{MaxChunk: chunk})
 				defer cpu.Close()
@@ -378,5 +380,55 @@ func TestEstimateMemory(t *testing.T) {
 		if !errors.As(err, &me) || !strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "is available") {
 			t.Errorf("%s: budget of half the estimate: %v, want a MemoryError with the figures", tc.preset, err)
 		}
+	}
+}
+
+// Every fused GPU kernel equals the unfused math it replaces: the same
+// model with the GPU backend's capabilities hidden (nn's fallbacks over
+// the basic ops) gives the same logits, for a prefill piece and decoded
+// tokens, with Block AttnRes (k3-nano) and without (kimi-linear-nano), and
+// needs more dispatches per decoded token.
+func TestRunnerFusedEqualsUnfused(t *testing.T) {
+	d := device(t)
+	for _, preset := range []string{"k3-nano", "kimi-linear-nano"} {
+		t.Run(preset, func(t *testing.T) {
+			m := presetModel(t, preset, 1, "F32")
+			V := m.Cfg.VocabSize
+			run := func(unfused bool) ([]float32, int) {
+				g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 16, MaxContext: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				if unfused {
+					g.UnfusedForTest(m)
+				}
+				prompt := make([]int, 13)
+				for i := range prompt {
+					prompt[i] = (i*37 + 5) % V
+				}
+				logits := make([]float32, 13*V)
+				if err := g.Forward(prompt, logits); err != nil {
+					t.Fatal(err)
+				}
+				out := append([]float32(nil), logits...)
+				for step := 0; step < 4; step++ {
+					if err := g.Forward([]int{(step*11 + 3) % V}, logits[:V]); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, logits[:V]...)
+				}
+				return out, g.Stats().Dispatches
+			}
+			fused, nf := run(false)
+			plain, np := run(true)
+			if e := maxRelErr(fused, plain); e > 1e-5 {
+				t.Fatalf("fused vs unfused: max relative error %.3g", e)
+			}
+			if nf >= np {
+				t.Errorf("decode: %d dispatches fused, %d unfused: the fused kernels were not used", nf, np)
+			}
+			t.Logf("decode: %d dispatches fused, %d unfused", nf, np)
+		})
 	}
 }

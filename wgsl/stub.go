@@ -8,6 +8,7 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/vision"
 )
 
@@ -54,6 +55,9 @@ func (r *Runner) Close() {}
 
 // Device returns nil in builds without a GPU backend.
 func (r *Runner) Device() *Device { return nil }
+
+// State is nil in builds without a GPU backend.
+func (r *Runner) State() nn.State { return nil }
 
 // Pos returns 0 in builds without a GPU backend.
 func (r *Runner) Pos() int { return 0 }

@@ -54,11 +54,6 @@ fn layernorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   }
 }
 
-fn tanh_s(x: f32) -> f32 {
-  let e = exp(-2.0 * abs(x));
-  return sign(x) * (1.0 - e) / (1.0 + e);
-}
-
 // erf, Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7).
 fn erf_as(x: f32) -> f32 {
   let t = 1.0 / (1.0 + 0.3275911 * abs(x));

@@ -334,7 +334,7 @@ func (u *ui) drawHeatmap(dst *ebiten.Image, v *desk.LiveSnapshot) {
 			l := v.Rows[r0]
 			kind := ""
 			if l < len(v.Kinds) {
-				kind = map[config.LayerKind]string{config.KDA: " KDA", config.MLA: " MLA"}[v.Kinds[l]]
+				kind = " " + v.Kinds[l].String()
 			}
 			ly := float64(y) + (float64(g.CH)-lineHeight(u.f.small))/2
 			drawTextRight(dst, fmt.Sprintf("L%d%s", l+1, kind), u.f.small, float64(gr.Min.X-8), ly, colMuted)
@@ -384,7 +384,7 @@ func (u *ui) drawKDA(dst *ebiten.Image, v *desk.LiveSnapshot) {
 	var layers []int
 	top := 0.0
 	for i, h := range v.Norms {
-		if i < len(v.Kinds) && v.Kinds[i] == config.KDA {
+		if i < len(v.Kinds) && (v.Kinds[i] == config.KDA || v.Kinds[i] == config.GDN) {
 			layers = append(layers, i)
 			for _, x := range h {
 				top = max(top, x)
@@ -447,7 +447,7 @@ func (u *ui) drawCache(dst *ebiten.Image, v *desk.LiveSnapshot) {
 	last := v.Last
 	mla := 0
 	for _, k := range v.Kinds {
-		if k == config.MLA {
+		if k == config.MLA || k == config.GQA {
 			mla++
 		}
 	}

@@ -111,6 +111,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	bf16 := fs.String("bf16", "", "tessera BF16 checkpoint (llama.cpp gets a BF16 GGUF of it)")
 	q8 := fs.String("q8", "", "tessera q8 checkpoint made by `tessera quantize` from --bf16 (llama.cpp gets a Q8_0 GGUF of the --bf16 weights)")
+	ggufs := fs.String("gguf", "", "comma-separated GGUF files both engines run as they are (e.g. Q4_K_M, MXFP4_MOE made by `tessera-peer quantize`)")
+	ggufPlain := fs.Bool("gguf-no-extra-buffers", false, "run llama.cpp on the --gguf files without its extra (repacked / AMX) weight buffers (see variant.NoExtraBuffers)")
 	ggufDir := fs.String("gguf-dir", "", "where the GGUF exports go (default: next to --bf16)")
 	threadsArg := fs.String("threads", "1,2", "thread counts")
 	rounds := fs.Int("rounds", 3, "rounds per engine and setting (each a fresh process), alternating engines")
@@ -122,8 +124,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *bf16 == "" {
-		return errors.New("bench needs --bf16 DIR")
+	if *bf16 == "" && *ggufs == "" {
+		return errors.New("bench needs --bf16 DIR or --gguf FILE")
 	}
 	threads, err := parseInts(*threadsArg)
 	if err != nil {
@@ -140,16 +142,27 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		*ggufDir = filepath.Dir(filepath.Clean(*bf16))
 	}
 	base := filepath.Base(filepath.Clean(*bf16))
-	vs := []variant{{Name: "bf16", Tessera: *bf16, GGUF: filepath.Join(*ggufDir, base+".bf16.gguf")}}
-	if err := ensureGGUF(*bf16, vs[0].GGUF, "bf16", stderr); err != nil {
-		return err
+	var vs []variant
+	if *bf16 != "" {
+		vs = append(vs, variant{Name: "bf16", Tessera: *bf16, GGUF: filepath.Join(*ggufDir, base+".bf16.gguf")})
+		if err := ensureGGUF(*bf16, vs[0].GGUF, "bf16", stderr); err != nil {
+			return err
+		}
 	}
-	if *q8 != "" {
+	if *q8 != "" && *bf16 != "" {
 		v := variant{Name: "int8 (q8 / Q8_0)", Tessera: *q8, GGUF: filepath.Join(*ggufDir, base+".q8_0.gguf"), NoExtraBuffers: true}
 		if err := ensureGGUF(*bf16, v.GGUF, "q8_0", stderr); err != nil {
 			return err
 		}
 		vs = append(vs, v)
+	}
+	if *ggufs != "" {
+		for _, f := range strings.Split(*ggufs, ",") {
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("--gguf: %w", err)
+			}
+			vs = append(vs, variant{Name: strings.TrimSuffix(filepath.Base(f), ".gguf"), Tessera: f, GGUF: f, NoExtraBuffers: *ggufPlain})
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -3,7 +3,7 @@
 //
 //	tessera-peer run --engine tessera --model DIR [flags]
 //	tessera-peer run --engine llamacpp --gguf FILE [flags]
-//	tessera-peer bench --bf16 DIR [--q8 DIR] [flags]
+//	tessera-peer bench [--bf16 DIR [--q8 DIR]] [--gguf FILE,…] [flags]
 //	tessera-peer quantize --model DIR --ftype q4_k_m --out FILE.gguf
 //
 // quantize writes a GGUF with llama.cpp's own quantizer (K-quant mixes,
@@ -16,7 +16,8 @@
 // bench`).
 //
 // bench is the driver `make bench-peers` uses: it exports the GGUF files
-// llama.cpp reads from the tessera checkpoints (gguf.Export), then for each
+// llama.cpp reads from the tessera checkpoints (gguf.Export), adds the
+// --gguf files (which both engines load as they are), then for each
 // weight type and thread count starts `run` in a fresh process per round,
 // alternating engines (tessera, llama.cpp, tessera, …) so neither runs
 // while the other's threads are alive (ggml's workers spin), and reports
@@ -49,7 +50,7 @@ func main() {
 const usage = `usage:
   tessera-peer run --engine tessera --model DIR [--threads N] [--prompt-lens 64,512] [--gen 128]
   tessera-peer run --engine llamacpp --gguf FILE [--threads N] [--prompt-lens 64,512] [--gen 128]
-  tessera-peer bench --bf16 DIR [--q8 DIR] [--threads 1,2] [--rounds 3] [--json FILE]
+  tessera-peer bench [--bf16 DIR [--q8 DIR]] [--gguf FILE,…] [--threads 1,2] [--rounds 3] [--json FILE]
   tessera-peer quantize (--model DIR | --gguf FILE) --ftype q4_k_m|q5_k_m|q6_k|mxfp4_moe --out FILE.gguf`
 
 func run(args []string, stdout, stderr io.Writer) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/models/presets"
 	"github.com/tessera-llm/tessera/native/llamacpp"
@@ -99,7 +100,13 @@ func TestBenchSmall(t *testing.T) {
 	}
 	dir := nanoDir(t)
 	js := filepath.Join(t.TempDir(), "peers.json")
-	cmd := exec.Command(bin, "bench", "--bf16", dir, "--gguf-dir", t.TempDir(), "--threads", "1", "--rounds", "1",
+	// A block-format file both engines load as it is (--gguf; llama.cpp's
+	// repacked Q4_0 buffers abort on it, as on Q8_0: variant.NoExtraBuffers).
+	q4 := filepath.Join(t.TempDir(), "nano.q4_0.gguf")
+	if err := gguf.Export(dir, q4, gguf.ExportOptions{Type: "q4_0"}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "bench", "--bf16", dir, "--gguf", q4, "--gguf-no-extra-buffers", "--gguf-dir", t.TempDir(), "--threads", "1", "--rounds", "1",
 		"--prompt-lens", "8", "--gen", "4", "--json", js)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -113,7 +120,8 @@ func TestBenchSmall(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 2 || len(rep.Runs) != 2 || !strings.Contains(string(out), "decode 4") {
+	if len(rep.Rows) != 4 || len(rep.Runs) != 4 || !strings.Contains(string(out), "decode 4") ||
+		rep.Rows[2].Variant != "nano.q4_0" {
 		t.Fatalf("report %+v\n%s", rep, out)
 	}
 	for _, r := range rep.Rows {

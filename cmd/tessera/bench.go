@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 )
@@ -89,7 +90,7 @@ func sweepRow(i int, row []float32) {
 func sweepPoint(r *model.Runner, L, gen int) (sweepResult, error) {
 	st := r.M.NewState()
 	st.Reserve(L + gen)
-	for _, c := range st.MLA {
+	for _, c := range st.Caches {
 		if c == nil {
 			continue
 		}
@@ -99,7 +100,7 @@ func sweepPoint(r *model.Runner, L, gen int) (sweepResult, error) {
 			c.Append(row)
 		}
 	}
-	st.Pos = L
+	st.N = L
 	logits := make([]float32, r.M.Cfg.VocabSize)
 	tok := []int{1}
 	t0 := time.Now()
@@ -236,7 +237,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		decode = append(decode, float64(*gen)/tDecode.Seconds())
 		ttft = append(ttft, tPrefill.Seconds()*1000)
 		allocs = float64(ms1.Mallocs-ms0.Mallocs) / float64(*gen)
-		stateBytes = sess.State.Bytes()
+		stateBytes = sess.State().Bytes()
 	}
 	// One more decode pass with per-op timing (kept out of the medians: the
 	// clock reads cost a little).
@@ -292,8 +293,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "decode           %.2f tok/s (%d tokens after the prompt)\n", res.DecodeTokPerS, *gen)
 	fmt.Fprintf(w, "decode traffic   %s weights per token → %.2f GB/s\n", bytesStr(res.DecodeReadBytes), res.DecodeGBPerS)
 	fmt.Fprintf(w, "machine          %.2f GB/s (STREAM triad) → roofline ratio %.0f%%\n", res.MachineGBPerS, 100*res.RooflineRatio)
-	fmt.Fprintf(w, "memory           weights %s, KDA state %s, MLA cache %d B/token, state now %s, peak RSS %s\n",
-		bytesStr(weightBytes), bytesStr(res.KDAStateBytes), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
+	fmt.Fprintf(w, "memory           weights %s, %s state %s, %s cache %d B/token, state now %s, peak RSS %s\n",
+		bytesStr(weightBytes), pick(c.Layout.Kimi(), "KDA", "GDN"), bytesStr(res.KDAStateBytes),
+		pick(c.Layout == config.LayoutQwen3Next, "K/V", "MLA"), res.CacheBytesPerTok, bytesStr(stateBytes), bytesStr(res.PeakRSSBytes))
 	fmt.Fprintf(w, "allocations      %.2f per decoded token\n", res.DecodeAllocsPerTk)
 	fmt.Fprintf(w, "decode by op     ")
 	for i, n := range opNames {

@@ -8,6 +8,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/engine"
@@ -16,16 +17,16 @@ import (
 )
 
 func init() {
-	register("chat", "interactive chat with a model (Kimi chat format), streaming; --session FILE keeps it across runs", cmdChat)
+	register("chat", "interactive chat with a model (its chat template, else the Kimi chat format), streaming; --session FILE keeps it across runs", cmdChat)
 }
 
 // chatInput is where the REPL reads from; tests replace it.
 var chatInput io.Reader = os.Stdin
 
 func cmdChat(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chat", "--model DIR [--system TEXT] [--session FILE] [sampling flags]\n\nIn the chat: /image PATH attaches an image to the next message, /reset, /exit.", stderr)
+	fs := newFlags("chat", "--model DIR [--system TEXT] [--session FILE] [sampling flags]\n\nThe conversation is rendered by the model's chat template (tokenizer_config.json,\nchat_template.jinja or a GGUF's tokenizer.chat_template), else in the built-in Kimi format.\nIn the chat: /image PATH attaches an image to the next message, /prompt shows the\nconversation as the model sees it, /reset, /exit.", stderr)
 	dir := fs.String("model", "", "model directory with a tokenizer (tokenizer.json or tiktoken.model)")
-	system := fs.String("system", tokenizer.DefaultKimiSystemPrompt, "system prompt")
+	system := fs.String("system", "", "system prompt (default: none, so the template's own default applies; the built-in Kimi format uses \""+tokenizer.DefaultKimiSystemPrompt+"\")")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto (as in run)")
 	session := fs.String("session", "", "conversation file: resumed (without prefilling it again) when it exists, saved after every reply")
@@ -54,7 +55,11 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if _, isByte := e.Codec().(tokenizer.ByteCodec); isByte {
 		return fmt.Errorf("%s has no tokenizer.json or tiktoken.model: chat needs the model's tokenizer", *dir)
 	}
-	conv := engine.Conversation{Messages: []engine.Message{{Role: "system", Content: *system}}}
+	var first []engine.Message
+	if *system != "" {
+		first = []engine.Message{{Role: "system", Content: *system}}
+	}
+	conv := engine.Conversation{Messages: slices.Clone(first)}
 	if *session != "" {
 		c, err := e.LoadConversationFile(*session)
 		switch {
@@ -68,7 +73,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	}
 	in := bufio.NewScanner(chatInput)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
-	fmt.Fprintln(stderr, "tessera chat — /image PATH attaches an image to your next message, /reset clears the conversation, /exit quits")
+	fmt.Fprintf(stderr, "tessera chat (%s) — /image PATH attaches an image to your next message, /prompt shows the prompt, /reset clears the conversation, /exit quits\n", e.Chat().Source)
 	var pending []engine.Image // images for the next user message
 	for {
 		fmt.Fprint(stdout, "> ")
@@ -83,8 +88,16 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		case line == "/exit" || line == "/quit":
 			return nil
 		case line == "/reset":
-			conv.Messages, conv.Images, pending = conv.Messages[:1], nil, nil
+			conv.Messages, conv.Images, pending = slices.Clone(first), nil, nil
 			fmt.Fprintln(stdout, "(conversation cleared)")
+			continue
+		case line == "/prompt":
+			text, err := e.RenderChat(conv.Messages, true)
+			if err != nil {
+				fmt.Fprintf(stdout, "(%v)\n", err)
+				continue
+			}
+			fmt.Fprintf(stdout, "%s\n", text)
 			continue
 		case line == "/image" || strings.HasPrefix(line, "/image "):
 			path := strings.TrimSpace(strings.TrimPrefix(line, "/image"))
@@ -108,7 +121,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		case strings.HasPrefix(line, "/"):
-			fmt.Fprintf(stdout, "(unknown command %s; try /image, /reset or /exit)\n", strings.Fields(line)[0])
+			fmt.Fprintf(stdout, "(unknown command %s; try /image, /prompt, /reset or /exit)\n", strings.Fields(line)[0])
 			continue
 		}
 		// The whole conversation goes to the engine each turn; the prefix
@@ -126,7 +139,9 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 				return true
 			})
 		if err != nil {
-			if len(pending) > 0 && st.Tokens == 0 {
+			// a request the model cannot take (an image without a vision
+			// tower, a template's raise_exception): say so, keep chatting
+			if (len(pending) > 0 || errors.Is(err, engine.ErrBadRequest)) && st.Tokens == 0 {
 				fmt.Fprintf(stdout, "(%v)\n", err)
 				pending = nil
 				continue

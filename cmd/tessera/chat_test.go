@@ -125,7 +125,7 @@ func TestChatSession(t *testing.T) {
 	chatInput = strings.NewReader("Go on\n/exit\n")
 	code, out2, errs := tessera(t, "chat", "--model", "../../models/k3-micro", "--session", session, "--max-tokens", "6", "--temperature", "0")
 	require.Zero(t, code, errs)
-	require.Contains(t, errs, "resumed 3 messages from "+session)
+	require.Contains(t, errs, "resumed 2 messages from "+session) // no system message by default
 	require.NotEqual(t, out1, out2)
 
 	dir := filepath.Join(t.TempDir(), "m")
@@ -136,4 +136,52 @@ func TestChatSession(t *testing.T) {
 	code, _, errs = tessera(t, "chat", "--model", dir, "--session", session)
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "does not belong to this model")
+}
+
+// With a chat template in tokenizer_config.json, chat renders the
+// conversation with it (/prompt shows it), stops at the template's
+// eos_token, and reports a template's raise_exception without ending the
+// session.
+func TestChatTemplate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	byteLevelTokenizer(t, dir)
+	tmpl := `{% for m in messages %}{% if m.content == 'boom' %}{{ raise_exception('no booms here') }}{% endif %}` +
+		`{{ '<|im_user|>' if m.role == 'user' else '<|im_assistant|>' }}[{{ m.role }}]{{ m.content }}<|im_end|>{% endfor %}` +
+		`{% if add_generation_prompt %}<|im_assistant|>[assistant]{% endif %}`
+	cfg, err := json.Marshal(map[string]any{"chat_template": tmpl, "eos_token": "<|im_end|>"})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644))
+	chatInput = strings.NewReader("hello\nboom\n/prompt\nagain\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out, errs := tessera(t, "chat", "--model", dir, "--max-tokens", "3", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, errs, "tessera chat (tokenizer_config.json)")
+	require.Contains(t, out, "(tokenizer_config.json: chat template: no booms here)")
+	require.Contains(t, out, "<|im_user|>[user]hello<|im_end|><|im_assistant|>[assistant]")
+	require.Equal(t, 5, strings.Count(out, "> "), out)
+}
+
+// A GGUF file's tokenizer.chat_template (here the template of
+// tokenizer_config.json that export carries over) renders the chat.
+func TestChatGGUFTemplate(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "m")
+	code, _, errs := tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	byteLevelTokenizer(t, dir)
+	tmpl := `{% for m in messages %}<|im_user|>{{ m.role | upper }}:{{ m.content }}<|im_end|>{% endfor %}{% if add_generation_prompt %}<|im_assistant|>{% endif %}`
+	cfg, err := json.Marshal(map[string]any{"chat_template": tmpl})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644))
+	f := filepath.Join(tmp, "m.gguf")
+	code, _, errs = tessera(t, "export", "--model", dir, "--out", f, "--type", "f32")
+	require.Zero(t, code, errs)
+	chatInput = strings.NewReader("hi\n/prompt\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out, errs := tessera(t, "chat", "--model", f, "--max-tokens", "2", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, errs, "tessera chat (GGUF tokenizer.chat_template)")
+	require.Contains(t, out, "<|im_user|>USER:hi<|im_end|>")
 }

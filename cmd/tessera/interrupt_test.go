@@ -94,7 +94,7 @@ func TestInterruptExits130(t *testing.T) {
 			// Drop the banners chat and bench print before any work.
 			var lines []string
 			for _, l := range strings.Split(stderr.String(), "\n") {
-				if l != "" && !strings.HasPrefix(l, "bench: measuring memory bandwidth") && !strings.HasPrefix(l, "tessera chat — ") {
+				if l != "" && !strings.HasPrefix(l, "bench: measuring memory bandwidth") && !strings.HasPrefix(l, "tessera chat (") {
 					lines = append(lines, l)
 				}
 			}

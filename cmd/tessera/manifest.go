@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 )
@@ -39,7 +40,8 @@ type manifestFile struct {
 }
 
 // manifestFiles lists the files of dir the browser engine reads:
-// config.json, tokenizer.json when present, and the safetensors index and
+// config.json, tokenizer.json and the chat-template files (chat.Files)
+// when present, and the safetensors index and
 // shards or model.safetensors. It checks first that the model loads.
 func manifestFiles(dir string) ([]string, error) {
 	_, ck, err := model.OpenDir(dir)
@@ -48,8 +50,10 @@ func manifestFiles(dir string) ([]string, error) {
 	}
 	defer ck.Close()
 	names := []string{"config.json"}
-	if st, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil && st.Mode().IsRegular() {
-		names = append(names, "tokenizer.json")
+	for _, n := range append([]string{"tokenizer.json"}, chat.Files...) {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
+			names = append(names, n)
+		}
 	}
 	if ck.Index != nil {
 		names = append(names, safetensors.IndexFileName)

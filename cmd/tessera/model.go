@@ -291,13 +291,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	w := stdout
 	fmt.Fprintf(w, "model        %s\n", dir)
 	fmt.Fprintf(w, "architecture %s\n", cfg.Summary())
-	fmt.Fprintf(w, "KDA          %d heads × %d, conv %d, gate %s, output gate %s\n", cfg.KDAHeads, cfg.KDAHeadDim, cfg.ConvKernel,
-		pick(cfg.GateBounded, fmt.Sprintf("lower-bounded sigmoid (%g)", cfg.GateLowerBound), "softplus"), pick(cfg.FullRankGate, "full rank", "low rank"))
-	fmt.Fprintf(w, "MLA          %d heads, q_lora %d, kv_lora %d, nope %d + rope %d (NoPE), v %d, output gate %v\n",
-		cfg.NumHeads, cfg.QLoraRank, cfg.KVLoraRank, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim, cfg.MLAOutputGate)
-	fmt.Fprintf(w, "MoE          %d experts top-%d + %d shared, width %d, %s, %s\n", cfg.NumExperts, cfg.TopK, cfg.NumSharedExperts,
-		cfg.MoEIntermediateSize, pick(cfg.RoutedExpertHiddenSize > 0, fmt.Sprintf("LatentMoE ℓ=%d", cfg.RoutedExpertHiddenSize), "plain"),
-		pick(cfg.SiTU, "SiTU-GLU", "SiLU-GLU"))
+	inspectMixers(w, cfg)
 	if cfg.Vision != nil {
 		m, err := model.Load(cfg, ck)
 		if err == nil && m.VisionCfg != nil {
@@ -315,14 +309,44 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "parameters   %s total%s, %s active per text token\n", human(s.TotalParams), vis, human(s.ActiveParams))
 	fmt.Fprintf(w, "weights      %s on disk %v\n", bytesStr(weightBytes), dtypes)
 	fmt.Fprintf(w, "decode read  %s of weights per token\n", bytesStr(int64(float64(s.DecodeReadParams)*bytesPerParam)))
-	fmt.Fprintf(w, "KDA state    %s (constant in context)\n", bytesStr(s.KDAStateBytes))
-	fmt.Fprintf(w, "MLA cache    %d B per token\n", s.CacheBytesPerTok)
+	fmt.Fprintf(w, "%s state    %s (constant in context)\n", pick(cfg.Layout.Kimi(), "KDA", "GDN"), bytesStr(s.KDAStateBytes))
+	fmt.Fprintf(w, "%s cache    %d B per token\n", pick(cfg.Layout == config.LayoutQwen3Next, "K/V", "MLA"), s.CacheBytesPerTok)
 	fmt.Fprintf(w, "context      %d tokens\n", cfg.MaxPositions)
 	for _, n := range []int64{8 << 10, 128 << 10, 1 << 20} {
 		total := weightBytes + s.KDAStateBytes + n*s.CacheBytesPerTok
 		fmt.Fprintf(w, "memory @%-5s weights + state + cache = %s\n", tokStr(n), bytesStr(total))
 	}
 	return nil
+}
+
+// inspectMixers prints the token mixers and the FFN of cfg's family.
+func inspectMixers(w io.Writer, cfg *config.Config) {
+	rope := fmt.Sprintf("RoPE θ %g", cfg.RopeTheta)
+	if y := cfg.RopeScaling; y != nil {
+		rope += fmt.Sprintf(", YaRN ×%g of %d", y.Factor, y.OriginalMaxPositions)
+	}
+	switch cfg.Layout {
+	case config.LayoutQwen3Next:
+		fmt.Fprintf(w, "GDN          %d key / %d value heads × %d / %d, conv %d\n", cfg.LinearKeyHeads, cfg.LinearValueHeads,
+			cfg.LinearKeyHeadDim, cfg.LinearValueHeadDim, cfg.ConvKernel)
+		fmt.Fprintf(w, "attention    %d heads (%d K/V) × %d, %s on %d dims, output gate\n", cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim, rope, cfg.RotaryDim)
+		fmt.Fprintf(w, "MoE          %d experts top-%d (softmax) + gated shared expert width %d, width %d, SiLU-GLU\n",
+			cfg.NumExperts, cfg.TopK, cfg.SharedExpertIntermediateSize, cfg.MoEIntermediateSize)
+		return
+	case config.LayoutDeepSeekV3:
+		fmt.Fprintf(w, "MLA          %d heads, q_lora %d, kv_lora %d, nope %d + rope %d (%s), v %d\n",
+			cfg.NumHeads, cfg.QLoraRank, cfg.KVLoraRank, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, rope, cfg.VHeadDim)
+		fmt.Fprintf(w, "MoE          %d experts top-%d (sigmoid, %d groups keep %d) + %d shared, width %d, SiLU-GLU, first %d layers dense\n",
+			cfg.NumExperts, cfg.TopK, cfg.NumExpertGroup, cfg.TopKGroup, cfg.NumSharedExperts, cfg.MoEIntermediateSize, cfg.FirstKDenseReplace)
+		return
+	}
+	fmt.Fprintf(w, "KDA          %d heads × %d, conv %d, gate %s, output gate %s\n", cfg.KDAHeads, cfg.KDAHeadDim, cfg.ConvKernel,
+		pick(cfg.GateBounded, fmt.Sprintf("lower-bounded sigmoid (%g)", cfg.GateLowerBound), "softplus"), pick(cfg.FullRankGate, "full rank", "low rank"))
+	fmt.Fprintf(w, "MLA          %d heads, q_lora %d, kv_lora %d, nope %d + rope %d (NoPE), v %d, output gate %v\n",
+		cfg.NumHeads, cfg.QLoraRank, cfg.KVLoraRank, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim, cfg.MLAOutputGate)
+	fmt.Fprintf(w, "MoE          %d experts top-%d + %d shared, width %d, %s, %s\n", cfg.NumExperts, cfg.TopK, cfg.NumSharedExperts,
+		cfg.MoEIntermediateSize, pick(cfg.RoutedExpertHiddenSize > 0, fmt.Sprintf("LatentMoE ℓ=%d", cfg.RoutedExpertHiddenSize), "plain"),
+		pick(cfg.SiTU, "SiTU-GLU", "SiLU-GLU"))
 }
 
 func pick(c bool, a, b string) string {
@@ -392,6 +416,9 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 		if layout, err = config.ParseLayout(*layoutArg); err != nil {
 			return fmt.Errorf("--layout: %w", err)
 		}
+		if !cfg.Layout.Kimi() {
+			return fmt.Errorf("--layout %s: a %s config is written in its own Hugging Face layout (--layout chooses between the Kimi family's two): %w", *layoutArg, cfg.Layout, errUsage)
+		}
 	}
 	var dt safetensors.DType
 	switch strings.ToLower(*dtArg) {
@@ -406,7 +433,11 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	}
 	ggufType := ""
 	switch q := strings.ToLower(*quant); q {
-	case "", "q8":
+	case "q8":
+		if !cfg.Layout.Kimi() {
+			return fmt.Errorf("--quant q8: int8 (compressed-tensors) checkpoints are supported for the Kimi family only, not %s; use a GGUF type (q8_0, q4_0, q4_k)", cfg.Layout)
+		}
+	case "":
 	case "q8_0", "q4_0", "q4_k", "mxfp4":
 		ggufType = q
 	default:

@@ -59,6 +59,9 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if cfg.Quant != "" {
 		return fmt.Errorf("%s is already quantized (%s)", *dir, cfg.Quant)
 	}
+	if !cfg.Layout.Kimi() {
+		return fmt.Errorf("%s: q8 (compressed-tensors int8) checkpoints are supported for the Kimi family only, not %s; --type q8_0, q4_0 or q4_k writes a GGUF", *dir, cfg.Layout)
+	}
 	ck, err := safetensors.OpenDir(*dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *dir, err)

@@ -70,6 +70,10 @@ type testReport struct {
 		EngineStartMs   float64 `json:"engineStartMs"`
 		ModelMs         float64 `json:"modelMs"`
 	} `json:"cache"`
+	Shell struct {
+		Active     bool `json:"active"`
+		Controlled bool `json:"controlled"`
+	} `json:"shell"`
 	Info struct {
 		Vision       bool   `json:"vision"`
 		Backend      string `json:"backend"`
@@ -211,7 +215,8 @@ func (v *visionReport) UnmarshalJSON(b []byte) error {
 // TestBrowserE2E builds the wasm engine, serves the page and a random
 // k3-nano, and checks in headless Chromium that greedy generation in the
 // browser yields exactly the ids of `tessera run --backend cpu`, then that
-// a reload loads the model from Cache Storage with the model URL offline.
+// a reload with the server offline (503 for every path) loads the page
+// through the service worker and the model from Cache Storage.
 // With a random k3-nano-vision and a fixed PNG it checks that image+text
 // greedy ids (CPU-only bundle and WebGPU) equal `tessera run --image` on
 // the RGBA the browser fed the engine, and that this RGBA equals Go's
@@ -287,7 +292,7 @@ func TestBrowserE2E(t *testing.T) {
 	defer srv.Close()
 	reports := make(chan testReport, 4)
 	var offline atomic.Bool
-	var modelHits atomic.Int64
+	var modelHits, shellOffline atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /__test/report", func(w http.ResponseWriter, r *http.Request) {
 		var rep testReport
@@ -336,11 +341,16 @@ func TestBrowserE2E(t *testing.T) {
 				r.URL.Path = "/model/" + rest
 			}
 		}
-		if strings.HasPrefix(r.URL.Path, "/model/") {
-			if offline.Load() {
-				http.Error(w, "offline", http.StatusServiceUnavailable)
-				return
+		if offline.Load() {
+			// Phase 2: the server is gone; the page, its scripts, the wasm
+			// and the model must all come from the browser's caches.
+			if !strings.HasPrefix(r.URL.Path, "/model/") {
+				shellOffline.Add(1)
 			}
+			http.Error(w, "offline", http.StatusServiceUnavailable)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/model/") {
 			modelHits.Add(1)
 		}
 		srv.ServeHTTP(w, r)
@@ -389,8 +399,8 @@ func TestBrowserE2E(t *testing.T) {
 			return rep
 		case err := <-b.died:
 			t.Fatalf("phase %d: chromium exited early: %v\nstderr:\n%s", phase, err, b.stderr.String())
-		case <-time.After(90 * time.Second):
-			t.Fatalf("phase %d: no report from the page after 90 s\nconsole:\n%s\nchromium stderr:\n%s", phase, b.consoleText(), e2eTail(b.stderr.String(), 3000))
+		case <-time.After(240 * time.Second):
+			t.Fatalf("phase %d: no report from the page after 240 s\nconsole:\n%s\nchromium stderr:\n%s", phase, b.consoleText(), e2eTail(b.stderr.String(), 3000))
 		}
 		return testReport{}
 	}
@@ -506,6 +516,12 @@ func TestBrowserE2E(t *testing.T) {
 	}
 	if r2.Cache.Misses != 0 || r2.Cache.Hits == 0 || !r2.Cache.Offline || modelHits.Load() != hitsAfter1 {
 		t.Errorf("reload: cache %+v, model requests %d → %d; want every file from Cache Storage, offline", r2.Cache, hitsAfter1, modelHits.Load())
+	}
+	// The service worker: active after the first visit, controlling the
+	// reload, which the server (answering 503 to everything) did not serve.
+	if !r1.Shell.Active || !r2.Shell.Active || !r2.Shell.Controlled || shellOffline.Load() == 0 {
+		t.Errorf("offline page: phase 1 shell %+v, reload %+v, page requests refused while offline %d; want the reload served by the service worker",
+			r1.Shell, r2.Shell, shellOffline.Load())
 	}
 
 	if paths := missing.paths(); len(paths) > 0 {
@@ -724,15 +740,22 @@ func rgbaDiff(a, b []byte) (n, worst int) {
 	return n, worst
 }
 
-// e2eBuildWasm builds the bundle into dir as make wasm does: tessera.wasm,
-// tessera.wasm.gz and wasm_exec.js.
+// e2eBuildWasm builds the CPU-only bundle (-tags=cpuonly) into dir as make
+// wasm does: tessera.wasm, tessera.wasm.gz and wasm_exec.js.
 func e2eBuildWasm(t *testing.T, dir string) {
+	t.Helper()
+	e2eBuildBundle(t, dir, "-tags=cpuonly")
+}
+
+// e2eBuildBundle builds the bundle into dir as make wasm does, with the go
+// build flags given (none: the default bundle, with the WebGPU runner).
+func e2eBuildBundle(t *testing.T, dir string, flags ...string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	goBin := e2eGo()
-	e2eGoBuild(t, filepath.Join(dir, wasmName), "-tags=cpuonly")
+	e2eGoBuild(t, filepath.Join(dir, wasmName), flags...)
 	// tessera.wasm.gz, as make wasm writes it.
 	raw, err := os.ReadFile(filepath.Join(dir, wasmName))
 	if err != nil {

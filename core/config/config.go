@@ -1,7 +1,9 @@
 // Package config parses and validates Hugging Face config.json files of the
-// Kimi Linear family: model_type "kimi_linear" (text only) and "kimi_k3"
-// (the multimodal wrapper whose text_config is a kimi_linear config with the
-// K3 extension fields). Field names follow the public checkpoints.
+// model families tessera runs: the Kimi Linear family — model_type
+// "kimi_linear" (text only) and "kimi_k3" (the multimodal wrapper whose
+// text_config is a kimi_linear config with the K3 extension fields) —,
+// "qwen3_next" (qwen3next.go) and "deepseek_v3" (deepseekv3.go). Field
+// names follow the public checkpoints.
 package config
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -22,15 +25,29 @@ const (
 	LayoutKimiLinear Layout = iota
 	// LayoutKimiK3: the text model's tensors under "language_model.".
 	LayoutKimiK3
+	// LayoutQwen3Next: a Qwen3-Next checkpoint (model.layers.{i}.…).
+	LayoutQwen3Next
+	// LayoutDeepSeekV3: a DeepSeek-V3 checkpoint (model.layers.{i}.…).
+	LayoutDeepSeekV3
 )
 
 // String names the layout as in config.json's model_type.
 func (l Layout) String() string {
-	if l == LayoutKimiK3 {
+	switch l {
+	case LayoutKimiK3:
 		return "kimi_k3"
+	case LayoutQwen3Next:
+		return "qwen3_next"
+	case LayoutDeepSeekV3:
+		return "deepseek_v3"
 	}
 	return "kimi_linear"
 }
+
+// Kimi reports whether the layout is one of the Kimi Linear family's
+// (kimi_linear, kimi_k3): the K3-class model; the other layouts are the
+// qwen3_next and deepseek_v3 families.
+func (l Layout) Kimi() bool { return l == LayoutKimiLinear || l == LayoutKimiK3 }
 
 // ParseLayout reads "kimi_linear" or "kimi_k3".
 func ParseLayout(s string) (Layout, error) {
@@ -52,11 +69,22 @@ const (
 	// MLA is (gated) multi-head latent attention, full softmax attention
 	// over a latent KV cache.
 	MLA
+	// GDN is Gated DeltaNet (Qwen3-Next linear attention: scalar decay per
+	// head, constant-size state).
+	GDN
+	// GQA is Qwen3-Next's gated grouped-query softmax attention with partial
+	// RoPE over a K/V cache.
+	GQA
 )
 
 func (k LayerKind) String() string {
-	if k == MLA {
+	switch k {
+	case MLA:
 		return "MLA"
+	case GDN:
+		return "GDN"
+	case GQA:
+		return "GQA"
 	}
 	return "KDA"
 }
@@ -120,6 +148,32 @@ type Config struct {
 	// Block Attention Residuals block size in decoder layers (0: off).
 	AttnResBlockSize int
 
+	// Qwen3-Next Gated DeltaNet (linear_* fields; ConvKernel is
+	// linear_conv_kernel_dim): Hk key heads of dk, Hv value heads of dv.
+	LinearKeyHeads, LinearValueHeads     int
+	LinearKeyHeadDim, LinearValueHeadDim int
+	// Qwen3-Next gated attention: num_key_value_heads, head_dim.
+	NumKVHeads int
+	HeadDim    int
+	// Qwen3-Next MoE: shared_expert_intermediate_size (0: no shared
+	// expert), decoder_sparse_step, mlp_only_layers.
+	SharedExpertIntermediateSize int
+	DecoderSparseStep            int
+	MLPOnlyLayers                []int
+	// SoftmaxRouter: experts are scored by a softmax (Qwen3-Next), not σ.
+	SoftmaxRouter bool
+	// RenormalizeAnyK: norm_topk_prob also renormalises a single expert
+	// (DeepSeek-V3, Qwen3-Next); Kimi's moe_renormalize skips k = 1.
+	RenormalizeAnyK bool
+
+	// RoPE (qwen3_next, deepseek_v3; the Kimi family is NoPE): rotary
+	// channels per head (head_dim·partial_rotary_factor, or
+	// qk_rope_head_dim), base, channel pairing and YaRN scaling.
+	RotaryDim      int
+	RopeTheta      float64
+	RopeInterleave bool // pairs (2i, 2i+1) (DeepSeek rope_interleave) instead of (i, i+dim/2)
+	RopeScaling    *RopeScaling
+
 	// MediaPlaceholderTokenID is the kimi_k3 image placeholder id (−1: none).
 	MediaPlaceholderTokenID int
 
@@ -137,10 +191,29 @@ type Config struct {
 	Vision json.RawMessage
 }
 
+// RopeScaling is a "yarn" rope_scaling object (architecture.md §7.2);
+// zero fields are absent.
+type RopeScaling struct {
+	Factor               float64
+	OriginalMaxPositions int
+	BetaFast, BetaSlow   float64
+	MScale, MScaleAllDim float64
+	AttentionFactor      float64
+	Truncate             bool
+}
+
 // IsMoE reports whether layer i (0-indexed) uses the MoE block:
-// i ≥ first_k_dense_replace and i % moe_layer_freq == 0.
+// i ≥ first_k_dense_replace and i % moe_layer_freq == 0 (Kimi,
+// DeepSeek-V3), or i ∉ mlp_only_layers and (i+1) % decoder_sparse_step == 0
+// (Qwen3-Next).
 func (c *Config) IsMoE(i int) bool {
-	return c.NumExperts > 0 && i >= c.FirstKDenseReplace && i%c.MoELayerFreq == 0
+	if c.NumExperts == 0 {
+		return false
+	}
+	if c.Layout == LayoutQwen3Next {
+		return !slices.Contains(c.MLPOnlyLayers, i) && (i+1)%c.DecoderSparseStep == 0
+	}
+	return i >= c.FirstKDenseReplace && i%c.MoELayerFreq == 0
 }
 
 // ExpertWidth is the width experts run at: routed_expert_hidden_size for
@@ -219,10 +292,22 @@ func Parse(data []byte) (*Config, error) {
 				return nil, fieldErr("media_placeholder_token_id", "missing (required with vision_config)")
 			}
 		}
+	case "qwen3_next", "deepseek_v3":
+		var err error
+		if mt == "qwen3_next" {
+			err = c.parseQwen3Next(top)
+		} else {
+			err = c.parseDeepSeekV3(top)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.Text = top
+		return c, nil
 	case "":
 		return nil, fieldErr("model_type", "missing")
 	default:
-		return nil, fieldErr("model_type", "%q is not supported (want kimi_linear or kimi_k3)", mt)
+		return nil, fieldErr("model_type", "%q is not supported (want kimi_linear, kimi_k3, qwen3_next or deepseek_v3)", mt)
 	}
 	if err := c.parseText(text, c.Layout == LayoutKimiK3); err != nil {
 		return nil, err
@@ -320,6 +405,16 @@ func (c *Config) parseText(m map[string]any, nested bool) error {
 	return c.validate(prefix, kdaL, fullL)
 }
 
+// checkLimits applies the sanity caps.
+func (c *Config) checkLimits(prefix string) error {
+	for _, l := range limits {
+		if v := l.get(c); v > l.max {
+			return fieldErr(prefix+c.field(l.field), "%d is larger than tessera supports (%d)", v, l.max)
+		}
+	}
+	return nil
+}
+
 // Sanity caps: far above any real model, low enough that a hostile
 // config.json cannot make tessera allocate absurd amounts before loading.
 var limits = []struct {
@@ -344,13 +439,19 @@ var limits = []struct {
 	{"moe_intermediate_size", func(c *Config) int { return c.MoEIntermediateSize }, 1 << 20},
 	{"routed_expert_hidden_size", func(c *Config) int { return c.RoutedExpertHiddenSize }, 1 << 17},
 	{"num_shared_experts", func(c *Config) int { return c.NumSharedExperts }, 1 << 10},
+	{"linear_num_key_heads", func(c *Config) int { return c.LinearKeyHeads }, 1 << 12},
+	{"linear_num_value_heads", func(c *Config) int { return c.LinearValueHeads }, 1 << 12},
+	{"linear_key_head_dim", func(c *Config) int { return c.LinearKeyHeadDim }, 1 << 12},
+	{"linear_value_head_dim", func(c *Config) int { return c.LinearValueHeadDim }, 1 << 12},
+	{"linear_conv_kernel_dim", func(c *Config) int { return c.ConvKernel }, 64},
+	{"num_key_value_heads", func(c *Config) int { return c.NumKVHeads }, 1 << 12},
+	{"head_dim", func(c *Config) int { return c.HeadDim }, 1 << 12},
+	{"shared_expert_intermediate_size", func(c *Config) int { return c.SharedExpertIntermediateSize }, 1 << 20},
 }
 
 func (c *Config) validate(prefix string, kdaL, fullL []int) error {
-	for _, l := range limits {
-		if v := l.get(c); v > l.max {
-			return fieldErr(prefix+l.field, "%d is larger than tessera supports (%d)", v, l.max)
-		}
+	if err := c.checkLimits(prefix); err != nil {
+		return err
 	}
 	L := c.NumHiddenLayers
 	c.Kinds = make([]LayerKind, L)
@@ -379,15 +480,46 @@ func (c *Config) validate(prefix string, kdaL, fullL []int) error {
 			return fieldErr(prefix+"linear_attn_config", "layer %d (1-indexed) is in neither kda_layers nor full_attn_layers", i+1)
 		}
 	}
+	if c.ConvKernel < 1 {
+		return fieldErr(prefix+"linear_attn_config.short_conv_kernel_size", "must be ≥ 1, got %d", c.ConvKernel)
+	}
+	return c.validateShared(prefix)
+}
+
+// familyNames maps the Kimi config field names validateShared reports to
+// the names the qwen3_next and deepseek_v3 configs use for them.
+var familyNames = map[string]string{
+	"num_experts_per_token": "num_experts_per_tok",
+	"num_expert_group":      "n_group",
+	"num_shared_experts":    "n_shared_experts",
+	"moe_renormalize":       "norm_topk_prob",
+}
+
+// field is the name, in c's family, of the config field called kimi in a
+// Kimi config.
+func (c *Config) field(kimi string) string {
+	if c.Layout.Kimi() {
+		return kimi
+	}
+	if kimi == "num_experts" && c.Layout == LayoutDeepSeekV3 {
+		return "n_routed_experts"
+	}
+	if n, ok := familyNames[kimi]; ok {
+		return n
+	}
+	return kimi
+}
+
+// validateShared checks what every family shares: sizes, the FFN/MoE
+// fields and the context length. Kinds must be set.
+func (c *Config) validateShared(prefix string) error {
 	pos := func(field string, v int) error {
 		if v <= 0 {
 			return fieldErr(prefix+field, "must be positive, got %d", v)
 		}
 		return nil
 	}
-	if c.ConvKernel < 1 {
-		return fieldErr(prefix+"linear_attn_config.short_conv_kernel_size", "must be ≥ 1, got %d", c.ConvKernel)
-	}
+	L := c.NumHiddenLayers
 	if c.GateBounded && !(c.GateLowerBound < 0) {
 		return fieldErr(prefix+"linear_attn_config.gate_lower_bound", "must be negative, got %g", c.GateLowerBound)
 	}
@@ -424,16 +556,16 @@ func (c *Config) validate(prefix string, kdaL, fullL []int) error {
 			return err
 		}
 		if c.TopK < 1 || c.TopK > c.NumExperts {
-			return fieldErr(prefix+"num_experts_per_token", "must be in 1..num_experts (%d), got %d", c.NumExperts, c.TopK)
+			return fieldErr(prefix+c.field("num_experts_per_token"), "must be in 1..%s (%d), got %d", c.field("num_experts"), c.NumExperts, c.TopK)
 		}
 		if c.NumSharedExperts < 0 {
-			return fieldErr(prefix+"num_shared_experts", "must not be negative")
+			return fieldErr(prefix+c.field("num_shared_experts"), "must not be negative")
 		}
 		if c.RoutedExpertHiddenSize < 0 {
 			return fieldErr(prefix+"routed_expert_hidden_size", "must be positive or null")
 		}
 		if c.NumExpertGroup < 1 || c.NumExperts%c.NumExpertGroup != 0 {
-			return fieldErr(prefix+"num_expert_group", "%d does not divide num_experts %d", c.NumExpertGroup, c.NumExperts)
+			return fieldErr(prefix+c.field("num_expert_group"), "%d does not divide %s %d", c.NumExpertGroup, c.field("num_experts"), c.NumExperts)
 		}
 		if c.NumExpertGroup > 1 && c.NumExpertGroup > c.TopKGroup {
 			if c.TopKGroup < 1 {
@@ -466,6 +598,16 @@ func (c *Config) Summary() string {
 // the text config at top level for kimi_linear, or nested as text_config of
 // a kimi_k3 wrapper. Fields tessera does not interpret are kept.
 func (c *Config) Marshal(layout Layout) ([]byte, error) {
+	if !c.Layout.Kimi() || !layout.Kimi() {
+		if layout != c.Layout {
+			return nil, fmt.Errorf("a %s config cannot be written in the %s layout", c.Layout, layout)
+		}
+		b, err := json.MarshalIndent(c.Text, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	}
 	text := make(map[string]any, len(c.Text)+2)
 	for k, v := range c.Text {
 		text[k] = v

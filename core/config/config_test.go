@@ -140,7 +140,7 @@ func TestKimiK3Wrapper(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, n := range []string{"k3-nano", "kimi-linear-nano"} {
+	for _, n := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
 		f.Add(preset(f, n))
 	}
 	f.Add([]byte(`{"model_type":"kimi_k3","text_config":{}}`))

@@ -218,11 +218,12 @@ func TestStopStrings(t *testing.T) {
 	}
 }
 
+// newStopper drops empty stop strings (one would end every output at once).
 func TestStopper(t *testing.T) {
-	s := newStopper([]string{"END", "xy"})
+	s := newStopper([]string{"", "END", "xy"})
 	var out strings.Builder
 	for _, p := range []string{"ab", "cE", "N", "x", "zE", "ND tail"} {
-		o, hit := s.add(p)
+		o, hit := s.Push(p)
 		out.WriteString(o)
 		if hit {
 			break

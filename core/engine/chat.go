@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
@@ -11,39 +13,66 @@ import (
 // Options.Images, in message order).
 type Message = tokenizer.Message
 
-// RenderChat renders messages with the model's chat template, ending with
-// the assistant's generation prompt when addGenerationPrompt is set. It
-// is the one place the engine renders chat; today it is the built-in Kimi
-// format (tokenizer.RenderKimi).
-func (e *Engine) RenderChat(msgs []Message, addGenerationPrompt bool) (string, error) {
-	return tokenizer.RenderKimi(msgs, addGenerationPrompt), nil
-}
+// Chat is the engine's chat renderer: the model's chat template, else the
+// built-in Kimi format (chat.Load).
+func (e *Engine) Chat() *chat.Renderer { return e.chat }
 
-// chatStops are the tokens that end an assistant turn besides the
-// configured EOS ids: the chat format's end-of-turn marker.
-func (e *Engine) chatStops() []int {
-	stop := append([]int(nil), e.Cfg.EOSTokenIDs...)
-	if id, ok := e.codec.TokenID(tokenizer.KimiEnd); ok {
-		stop = append(stop, id)
+// chatInput converts engine messages to core/chat's shape: each message's
+// images as image parts ahead of its text.
+func chatInput(msgs []Message, addGenerationPrompt bool) chat.Input {
+	out := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = chat.Message{Role: m.Role, Content: chat.Text(m.Content)}
+		if m.Images > 0 {
+			parts := make([]chat.Part, 0, m.Images+1)
+			for range m.Images {
+				parts = append(parts, chat.Part{Type: "image"})
+			}
+			out[i].Content = chat.Parts(append(parts, chat.Part{Type: "text", Text: m.Content})...)
+		}
 	}
-	return stop
+	return chat.Input{Messages: out, AddGenerationPrompt: addGenerationPrompt}
 }
 
-// encodeChat renders and tokenizes messages. The image placeholder stands
-// for images only: it is removed from message text (a reply that emitted
-// it would otherwise add a phantom image).
-func (e *Engine) encodeChat(msgs []Message, addGenerationPrompt bool) ([]int, error) {
+// RenderChat renders messages with the model's chat template (Chat),
+// ending with the assistant's generation prompt when addGenerationPrompt
+// is set. It is the one place the engine renders chat.
+func (e *Engine) RenderChat(msgs []Message, addGenerationPrompt bool) (string, error) {
+	return e.chat.Render(chatInput(msgs, addGenerationPrompt))
+}
+
+// chatStops are the tokens that end an assistant turn: the configured EOS
+// ids, the template's eos_token and the Kimi end-of-turn marker
+// (chat.Renderer.StopTokens).
+func (e *Engine) chatStops() []int { return e.chat.StopTokens(e.codec, e.Cfg.EOSTokenIDs) }
+
+// encodeChat renders and tokenizes a conversation. The image placeholder
+// stands for images only: it is removed from message text (a reply that
+// emitted it would otherwise add a phantom image).
+func (e *Engine) encodeChat(in chat.Input) ([]int, error) {
 	if ph := e.TokenText(e.Cfg.MediaPlaceholderTokenID); ph != "" {
-		clean := make([]Message, len(msgs))
-		for i, m := range msgs {
-			m.Content = strings.ReplaceAll(m.Content, ph, "")
+		clean := make([]chat.Message, len(in.Messages))
+		for i, m := range in.Messages {
+			m.Content.Text = strings.ReplaceAll(m.Content.Text, ph, "")
+			if m.Content.IsParts {
+				parts := make([]chat.Part, len(m.Content.Parts))
+				for j, p := range m.Content.Parts {
+					p.Text = strings.ReplaceAll(p.Text, ph, "")
+					parts[j] = p
+				}
+				m.Content.Parts = parts
+			}
 			clean[i] = m
 		}
-		msgs = clean
+		in.Messages = clean
 	}
-	text, err := e.RenderChat(msgs, addGenerationPrompt)
+	text, err := e.chat.Render(in)
 	if err != nil {
 		return nil, err
 	}
-	return e.codec.Encode(text)
+	ids, err := e.codec.Encode(text)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the rendered chat: %w", err)
+	}
+	return ids, nil
 }

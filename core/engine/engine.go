@@ -26,6 +26,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
@@ -47,6 +48,7 @@ type Engine struct {
 	Model *model.Model
 	ck    *safetensors.Checkpoint
 	codec tokenizer.Codec
+	chat  *chat.Renderer
 	// NewSequence makes (or takes from a pool) the sequence of one
 	// generation with room for maxContext tokens and returns the function
 	// that gives it back; the CPU pool by default (see Parallel).
@@ -143,14 +145,19 @@ func load(open safetensors.Opener, deferred bool) (*Engine, error) {
 		ck.Close()
 		return nil, err
 	}
+	rd, err := chat.Load(func(name string) ([]byte, error) { return readFile(open, name, 16<<20) })
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
 	e := newEngine(m, ck, codec, raw)
-	e.tokFile = tokFile
+	e.tokFile, e.chat = tokFile, rd
 	return e, nil
 }
 
 // newEngine wraps a loaded model on the CPU with one sequence.
 func newEngine(m *model.Model, ck *safetensors.Checkpoint, codec tokenizer.Codec, rawConfig []byte) *Engine {
-	e := &Engine{Cfg: m.Cfg, Model: m, ck: ck, codec: codec, Backend: CPUBackend, Chunk: 64, tokFile: codec.Name()}
+	e := &Engine{Cfg: m.Cfg, Model: m, ck: ck, codec: codec, chat: chat.Builtin(), Backend: CPUBackend, Chunk: 64, tokFile: codec.Name()}
 	e.NewSequence, e.NewEncoder = e.cpuSequence, NewCPUEncoder
 	e.SetParallel(1)
 	e.identity = identity(rawConfig, ck)

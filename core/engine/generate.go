@@ -7,10 +7,10 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/model"
@@ -18,16 +18,24 @@ import (
 
 // Options describe one generation.
 type Options struct {
-	// The prompt: Messages (rendered with the chat template, generation
-	// prompt added), else Tokens, else Prompt text. With Tokens or Prompt,
+	// The prompt: Messages or Chat (rendered with the chat template,
+	// generation prompt added), else Tokens, else Prompt text. With Tokens or Prompt,
 	// the images go before the prompt (as `tessera run --image`); with
 	// Messages, each message's images go before its text.
-	Messages  []Message
-	Prompt    string
-	Tokens    []int
-	Images    []Image
-	MaxTokens int // new tokens at most (> 0)
-	Sampler   generate.SamplerOptions
+	Messages []Message
+	// Chat is a conversation in core/chat's shape (text and image parts,
+	// tools, template variables) in place of Messages; its image parts
+	// take Images in order.
+	Chat   *chat.Input
+	Prompt string
+	Tokens []int
+	Images []Image
+	// ImagesInPrompt: Tokens or Prompt already hold one media placeholder
+	// per image where each goes (a chat template placed them); a count
+	// that differs is an error.
+	ImagesInPrompt bool
+	MaxTokens      int // new tokens at most (> 0)
+	Sampler        generate.SamplerOptions
 	// Stop ends the output before the first occurrence of any of these
 	// strings (the text returned stops before it).
 	Stop []string
@@ -51,6 +59,10 @@ type Options struct {
 	// RouteHook, when set, receives the experts each MoE layer chose
 	// (CPU backend only; see model.Runner.RouteHook).
 	RouteHook func(layer int, experts []int, T, K int)
+	// OnStart, when set, is called once the request is accepted (prompt
+	// rendered, images prepared, context checked) with the prompt's
+	// token count, before the prefill.
+	OnStart func(promptTokens int)
 	// Probe, when set, is called after the prompt and after each decoded
 	// token, before the token is emitted, with the session (the desktop's
 	// live view reads the state).
@@ -148,24 +160,32 @@ func bad(err error) error {
 func (e *Engine) prompt(opt *Options) (ids []int, boundary int, stops []int, err error) {
 	stops = e.Cfg.EOSTokenIDs
 	switch {
-	case len(opt.Messages) > 0:
-		n := 0
-		for _, m := range opt.Messages {
-			n += m.Images
+	case opt.Chat != nil || len(opt.Messages) > 0:
+		in := chatInput(opt.Messages, true)
+		if opt.Chat != nil {
+			in = *opt.Chat
+			in.AddGenerationPrompt = true
 		}
-		if n != len(opt.Images) {
+		if n := len(chat.Images(in.Messages)); n != len(opt.Images) {
 			return nil, 0, nil, fmt.Errorf("the messages attach %d images but %d were given", n, len(opt.Images))
 		}
-		if ids, err = e.encodeChat(opt.Messages, true); err != nil {
+		if ids, err = e.encodeChat(in); err != nil {
 			return nil, 0, nil, err
+		}
+		if ph := e.Cfg.MediaPlaceholderTokenID; len(opt.Images) > 0 {
+			if n := countID(ids, ph); n != len(opt.Images) {
+				return nil, 0, nil, fmt.Errorf("the chat template (%s) placed %d image placeholders (token %d) for %d images", e.chat.Source, n, ph, len(opt.Images))
+			}
 		}
 		// the leading system turn(s) are shared by many requests: cache there
 		k := 0
-		for k < len(opt.Messages) && opt.Messages[k].Role == "system" && opt.Messages[k].Images == 0 {
+		for k < len(in.Messages) && in.Messages[k].Role == "system" && len(chat.Images(in.Messages[k:k+1])) == 0 {
 			k++
 		}
-		if k < len(opt.Messages) {
-			if p, err := e.encodeChat(opt.Messages[:k], false); err == nil && len(p) < len(ids) && slices.Equal(p, ids[:len(p)]) {
+		if k < len(in.Messages) {
+			head := in
+			head.Messages, head.AddGenerationPrompt = in.Messages[:k], false
+			if p, err := e.encodeChat(head); err == nil && len(p) < len(ids) && slices.Equal(p, ids[:len(p)]) {
 				boundary = len(p)
 			}
 		}
@@ -179,12 +199,22 @@ func (e *Engine) prompt(opt *Options) (ids []int, boundary int, stops []int, err
 	default:
 		return nil, 0, nil, errors.New("empty prompt: give messages, prompt text or token ids")
 	}
-	if len(opt.Images) > 0 {
+	if len(opt.Images) > 0 && !opt.ImagesInPrompt {
 		if ids, err = generate.ImagePrompt(e.codec, e.Cfg.MediaPlaceholderTokenID, len(opt.Images), ids); err != nil {
 			return nil, 0, nil, err
 		}
 	}
 	return ids, 0, stops, nil
+}
+
+func countID(ids []int, id int) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
 }
 
 // Generate prepares the prompt and generates, calling emit for every
@@ -255,14 +285,17 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		return st, fmt.Errorf("%w: the prompt has %d tokens and the context %d", ErrContext, len(ids), e.Cfg.MaxPositions)
 	}
 	st.PromptTokens = len(ids)
+	if opt.OnStart != nil {
+		opt.OnStart(len(ids))
+	}
 	sess, free, err := e.NewSequence(e.Model, min(len(ids)+opt.MaxTokens, e.Cfg.MaxPositions))
 	if err != nil {
 		return st, err
 	}
 	defer free()
-	if opt.RouteHook != nil && sess.R != nil {
-		sess.R.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { opt.RouteHook(layer, experts, T, K) }
-		defer func() { sess.R.RouteHook = nil }()
+	if r := sess.Runner(); opt.RouteHook != nil && r != nil {
+		r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { opt.RouteHook(layer, experts, T, K) }
+		defer func() { r.RouteHook = nil }()
 	}
 	// Resume from the longest cached prefix (at least one token is left to
 	// prefill: it yields the logits of the first sample).
@@ -359,7 +392,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		seq = sess.Generate(ids[pos:], gopt)
 	}
 	stream := e.codec.Stream()
-	stopper := newStopper(opt.Stop)
+	stopper, hitStop := newStopper(opt.Stop), false
 	var tFirst time.Time
 	st.Stopped = "stop"
 	for tok, err := range seq {
@@ -381,7 +414,8 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		if err != nil {
 			return st, err
 		}
-		text, hit := stopper.add(piece)
+		text, hit := stopper.Push(piece)
+		hitStop = hit
 		pc := Piece{ID: tok, Text: text}
 		if lp != nil {
 			pc.Logprob, pc.Top = lp.of(tok, e)
@@ -401,7 +435,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		}
 	}
 	end := time.Now()
-	if st.Stopped == "stop" && !stopper.hit {
+	if st.Stopped == "stop" && !hitStop {
 		switch {
 		case st.Tokens >= opt.MaxTokens:
 			st.Stopped = "length"
@@ -412,11 +446,11 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	if con != nil && st.Stopped == "length" && con.Complete() {
 		st.Stopped = "stop" // the document ended with the budget: complete, not cut
 	}
-	if !stopper.hit {
-		tail, hit := stopper.add(stream.Flush())
+	if !hitStop {
+		tail, hit := stopper.Push(stream.Flush())
 		st.Tail = tail
 		if !hit {
-			st.Tail += stopper.flush()
+			st.Tail += stopper.Flush()
 		}
 	}
 	st.TotalMs = ms(end.Sub(t0))
@@ -424,7 +458,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		st.DecodeTokS = float64(st.Tokens-1) / end.Sub(tFirst).Seconds()
 	}
 	s := model.ComputeStats(e.Cfg)
-	st.StateBytes = s.KDAStateBytes + s.CacheBytesPerTok*int64(sess.B.Pos())
+	st.StateBytes = s.KDAStateBytes + s.CacheBytesPerTok*int64(sess.State().Pos())
 	if cache != nil && st.Stopped != "cancelled" {
 		// the conversation so far: the next turn of a chat starts with it
 		hist := sess.History()
@@ -443,60 +477,15 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// stopper holds back text that may be the start of a stop string.
-type stopper struct {
-	stops   []string
-	pending string
-	hit     bool
-}
-
-func newStopper(stops []string) *stopper {
+// newStopper is a chat.Stopper for the non-empty stop strings.
+func newStopper(stops []string) *chat.Stopper {
 	var s []string
 	for _, x := range stops {
 		if x != "" {
 			s = append(s, x)
 		}
 	}
-	return &stopper{stops: s}
-}
-
-// add appends text and returns what can be shown; hit reports a stop
-// string (the text returned ends before it).
-func (s *stopper) add(text string) (string, bool) {
-	if len(s.stops) == 0 {
-		return text, false
-	}
-	s.pending += text
-	cut := -1
-	for _, x := range s.stops {
-		if i := strings.Index(s.pending, x); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
-		}
-	}
-	if cut >= 0 {
-		out := s.pending[:cut]
-		s.pending, s.hit = "", true
-		return out, true
-	}
-	// keep the longest suffix that is a proper prefix of a stop string
-	keep := 0
-	for _, x := range s.stops {
-		for n := min(len(x)-1, len(s.pending)); n > keep; n-- {
-			if strings.HasSuffix(s.pending, x[:n]) {
-				keep = n
-				break
-			}
-		}
-	}
-	out := s.pending[:len(s.pending)-keep]
-	s.pending = s.pending[len(s.pending)-keep:]
-	return out, false
-}
-
-func (s *stopper) flush() string {
-	out := s.pending
-	s.pending = ""
-	return out
+	return chat.NewStopper(s)
 }
 
 // logprobs computes log-probabilities from the logits a token is sampled

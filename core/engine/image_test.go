@@ -229,3 +229,43 @@ func TestImageErrors(t *testing.T) {
 		t.Errorf("images on k3-nano: %v", err)
 	}
 }
+
+// TestImagesInPrompt: with ImagesInPrompt the placeholders stay where the
+// prompt has them (a chat template placed them): at the front they give
+// the ids of the default placement; a count that differs is an error.
+func TestImagesInPrompt(t *testing.T) {
+	e, err := Load(safetensors.MemOpener(visionFiles(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	img := testRGBA(40, 40)
+	images := []Image{{Width: 40, Height: 40, RGBA: img.Pix}}
+	gen := func(o Options) ([]int, error) {
+		var ids []int
+		_, err := e.Generate(context.Background(), o, func(p Piece) bool { ids = append(ids, p.ID); return true })
+		return ids, err
+	}
+	want, err := gen(Options{Tokens: []int{5, 6}, MaxTokens: 6, Images: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := e.Cfg.MediaPlaceholderTokenID
+	got, err := gen(Options{Tokens: []int{ph, 5, 6}, MaxTokens: 6, Images: images, ImagesInPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("placed ids %v, default placement %v", got, want)
+	}
+	moved, err := gen(Options{Tokens: []int{5, ph, 6}, MaxTokens: 6, Images: images, ImagesInPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(moved, want) {
+		t.Errorf("the image's position does not matter: %v", moved)
+	}
+	if _, err := gen(Options{Tokens: []int{5, 6}, MaxTokens: 2, Images: images, ImagesInPrompt: true}); err == nil || !strings.Contains(err.Error(), "1 images but 0 placeholder") {
+		t.Errorf("no placeholder for the image: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
@@ -74,7 +75,13 @@ func Open(dir string, o OpenOptions) (*Engine, error) {
 	if err != nil { // a GGUF file: its configuration as parsed
 		raw = []byte(fmt.Sprintf("%+v", *m.Cfg))
 	}
+	rd, err := LoadChat(dir)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
 	e := newEngine(m, ck, codec, raw)
+	e.chat = rd
 	if o.Chunk > 0 {
 		e.Chunk = o.Chunk
 	}
@@ -203,3 +210,21 @@ func (e *Engine) Sequence(maxContext int) (*generate.Session, func(), error) {
 // Encoder is the vision encoder of the engine's backend and the function
 // that frees it.
 func (e *Engine) Encoder() (generate.Encoder, func(), error) { return e.NewEncoder(e.Model) }
+
+// LoadChat is the chat renderer of a model directory or GGUF file: its
+// chat template, else the built-in Kimi format.
+func LoadChat(path string) (*chat.Renderer, error) {
+	if !model.IsGGUF(path) {
+		return chat.ForModel(path)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := chat.FromGGUF(f.Get)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}

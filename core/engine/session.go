@@ -56,7 +56,7 @@ func (e *Engine) conversationKey(c Conversation) (*prepared, error) {
 	if n != len(c.Images) {
 		return nil, fmt.Errorf("the messages attach %d images but %d were given", n, len(c.Images))
 	}
-	ids, err := e.encodeChat(c.Messages, false)
+	ids, err := e.encodeChat(chatInput(c.Messages, false))
 	if err != nil {
 		return nil, err
 	}

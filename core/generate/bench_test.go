@@ -53,12 +53,12 @@ func BenchmarkDecode(b *testing.B) {
 			if err := s.Prefill(prompt); err != nil {
 				b.Fatal(err)
 			}
-			start := s.State.Clone()
+			start := s.State().(*model.State).Clone()
 			b.ReportAllocs()
 			b.ResetTimer()
 			tok := 1
 			for i := 0; i < b.N; i++ {
-				if s.State.Pos >= 64+256 { // keep the context short and fixed
+				if s.State().Pos() >= 64+256 { // keep the context short and fixed
 					b.StopTimer()
 					if err := s.Restore(start.Clone(), prompt); err != nil {
 						b.Fatal(err)

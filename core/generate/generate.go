@@ -7,6 +7,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/nn"
 )
 
 // Options configure one generation.
@@ -31,8 +32,9 @@ type Backend interface {
 	Config() *config.Config
 	// MaxChunk is the most tokens one Forward call takes.
 	MaxChunk() int
-	// Pos is the number of tokens in the sequence so far.
-	Pos() int
+	// State is the sequence state, a backend type (model.State on the
+	// CPU; GPU buffers on the GPU): its position, size, Reset.
+	State() nn.State
 	// Forward appends tokens to the sequence; logits receives the last
 	// token's logits ([V]) or every token's when len(logits) ≥ T·V.
 	Forward(tokens []int, logits []float32) error
@@ -40,6 +42,12 @@ type Backend interface {
 	ForwardEmbeddings(emb []float32, T int, logits []float32) error
 	// Reset empties the sequence.
 	Reset() error
+}
+
+// Restorer is a backend whose state can be replaced by another of its
+// states (the CPU: prefix reuse restores a model.State cloned earlier).
+type Restorer interface {
+	Restore(st nn.State) error
 }
 
 // cpuBackend is the CPU runner with its sequence state.
@@ -50,7 +58,15 @@ type cpuBackend struct {
 
 func (b *cpuBackend) Config() *config.Config { return b.r.M.Cfg }
 func (b *cpuBackend) MaxChunk() int          { return b.r.Opt.MaxChunk }
-func (b *cpuBackend) Pos() int               { return b.st.Pos }
+func (b *cpuBackend) State() nn.State        { return b.st }
+func (b *cpuBackend) Restore(st nn.State) error {
+	ms, ok := st.(*model.State)
+	if !ok {
+		return fmt.Errorf("restore: a %T is not a CPU state", st)
+	}
+	b.st = ms
+	return nil
+}
 func (b *cpuBackend) Forward(tokens []int, logits []float32) error {
 	return b.r.Forward(b.st, tokens, logits)
 }
@@ -59,13 +75,11 @@ func (b *cpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) e
 }
 func (b *cpuBackend) Reset() error { b.st.Reset(); return nil }
 
-// Session is one sequence being generated: a backend, its state and the
-// history, all allocated up front. Decoding a token allocates nothing.
+// Session is one sequence being generated: a backend (which holds the
+// sequence state) and the history, all allocated up front. Decoding a
+// token allocates nothing.
 type Session struct {
-	B Backend
-	// R and State are the CPU runner and its state (nil on other backends).
-	R       *model.Runner
-	State   *model.State
+	B       Backend
 	logits  []float32
 	history []int
 	one     [1]int
@@ -82,9 +96,7 @@ func NewSession(r *model.Runner, maxContext int) *Session {
 	if maxContext <= 1<<16 {
 		st.Reserve(maxContext)
 	}
-	s := NewSessionOn(&cpuBackend{r: r, st: st}, maxContext)
-	s.R, s.State = r, st
-	return s
+	return NewSessionOn(&cpuBackend{r: r, st: st}, maxContext)
 }
 
 // NewSessionOn prepares a sequence on any backend.
@@ -96,16 +108,21 @@ func NewSessionOn(b Backend, maxContext int) *Session {
 	return &Session{B: b, logits: make([]float32, c.VocabSize), history: make([]int, 0, min(maxContext, 1<<16))}
 }
 
-// Restore continues the sequence from st, a clone taken earlier of this
-// CPU session's State (prefix reuse: prefill a shared prompt once, Clone
-// the state, Restore it for each continuation). history is the tokens st
-// has seen. Only CPU sessions carry a model.State.
-func (s *Session) Restore(st *model.State, history []int) error {
-	cb, ok := s.B.(*cpuBackend)
+// State is the backend's sequence state.
+func (s *Session) State() nn.State { return s.B.State() }
+
+// Restore continues the sequence from st, a state of this session's
+// backend taken earlier (prefix reuse on the CPU: prefill a shared prompt
+// once, clone its model.State, Restore a clone for each continuation).
+// history is the tokens st has seen. The backend must be a Restorer.
+func (s *Session) Restore(st nn.State, history []int) error {
+	rb, ok := s.B.(Restorer)
 	if !ok {
-		return errors.New("restore: only CPU sessions carry a model.State")
+		return fmt.Errorf("restore: the %T backend cannot restore a state", s.B)
 	}
-	cb.st, s.State = st, st
+	if err := rb.Restore(st); err != nil {
+		return err
+	}
 	s.history = append(s.history[:0], history...)
 	return nil
 }
@@ -115,8 +132,8 @@ var ErrContext = errors.New("prompt longer than the model's context")
 
 func (s *Session) checkContext(n int) error {
 	c := s.B.Config()
-	if s.B.Pos()+n > c.MaxPositions {
-		return fmt.Errorf("%w: %d tokens + %d already cached > %d", ErrContext, n, s.B.Pos(), c.MaxPositions)
+	if s.B.State().Pos()+n > c.MaxPositions {
+		return fmt.Errorf("%w: %d tokens + %d already cached > %d", ErrContext, n, s.B.State().Pos(), c.MaxPositions)
 	}
 	return nil
 }
@@ -297,7 +314,7 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 			if !yield(tok, nil) {
 				return
 			}
-			if s.B.Pos() >= ctx {
+			if s.B.State().Pos() >= ctx {
 				return
 			}
 			if onDevice {
@@ -356,4 +373,13 @@ func (s *Session) History() []int { return s.history }
 func (s *Session) Reset() error {
 	s.history = s.history[:0]
 	return s.B.Reset()
+}
+
+// Runner is the CPU runner of a session made by NewSession (nil on other
+// backends).
+func (s *Session) Runner() *model.Runner {
+	if b, ok := s.B.(*cpuBackend); ok {
+		return b.r
+	}
+	return nil
 }

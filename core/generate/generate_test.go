@@ -165,7 +165,7 @@ func TestSelectTop(t *testing.T) {
 
 // Decoding a token allocates nothing: all state and scratch exist up front.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
-	for _, name := range []string{"k3-nano", "kimi-linear-nano"} {
+	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
 		m := presetModel(t, name, 1, "BF16")
 		r := model.NewRunner(m, model.Options{})
 		s := NewSession(r, 300)
@@ -191,7 +191,7 @@ func TestRestoreClone(t *testing.T) {
 	s := NewSession(r, 0)
 	prompt := bytesOf("shared prefix")
 	require.NoError(t, s.Prefill(prompt))
-	snap := s.State.Clone()
+	snap := s.State().(*model.State).Clone()
 	a := collect(t, s, []int{5}, Options{MaxTokens: 6})
 	require.NoError(t, s.Restore(snap.Clone(), prompt))
 	b := collect(t, s, []int{5}, Options{MaxTokens: 6})
@@ -212,10 +212,10 @@ func TestHistoryCoversOutput(t *testing.T) {
 	out := collect(t, s, prompt, Options{MaxTokens: 5})
 	require.Len(t, out, 5)
 	require.Equal(t, append(append([]int(nil), prompt...), out...), s.History())
-	require.Equal(t, len(prompt)+5, s.State.Pos)
+	require.Equal(t, len(prompt)+5, s.State().Pos())
 	// A stop token is neither emitted nor fed.
 	s2 := NewSession(r, 0)
 	out = collect(t, s2, prompt, Options{MaxTokens: 16, Stop: []int{0}})
 	require.Equal(t, []int{18}, out)
-	require.Equal(t, len(prompt)+1, s2.State.Pos)
+	require.Equal(t, len(prompt)+1, s2.State().Pos())
 }

@@ -107,8 +107,14 @@ func Export(modelDir, outPath string, opt ExportOptions) error {
 }
 
 // chooseArch picks llama.cpp's architecture for cfg and refuses what
-// neither can represent.
+// it cannot represent.
 func chooseArch(c *config.Config) (string, error) {
+	switch c.Layout {
+	case config.LayoutQwen3Next:
+		return chooseQwen3Next(c)
+	case config.LayoutDeepSeekV3:
+		return chooseDeepSeek2(c)
+	}
 	k3 := c.SiTU || c.AttnResBlockSize > 0 || c.RoutedExpertHiddenSize > 0 || c.FullRankGate || c.GateBounded || c.MLAOutputGate
 	arch := ArchKimiLinear
 	if k3 {
@@ -147,6 +153,51 @@ func chooseArch(c *config.Config) (string, error) {
 	return arch, nil
 }
 
+// chooseQwen3Next refuses the Qwen3-Next configs llama.cpp's qwen3next
+// cannot run as tessera does.
+func chooseQwen3Next(c *config.Config) (string, error) {
+	switch {
+	case c.LinearKeyHeadDim != c.LinearValueHeadDim:
+		return "", refuse("linear_value_head_dim", "%d differs from linear_key_head_dim %d: llama.cpp's qwen3next has one GDN head size (ssm.state_size)", c.LinearValueHeadDim, c.LinearKeyHeadDim)
+	case qwenFullInterval(c) == 0:
+		return "", refuse("layer_types", "full attention is not exactly every n-th layer: llama.cpp's qwen3next reads full_attention_interval")
+	case c.SharedExpertIntermediateSize == 0:
+		return "", refuse("shared_expert_intermediate_size", "0 (no shared expert): llama.cpp's qwen3next requires the gated shared expert")
+	case !c.Renormalize:
+		return "", refuse("norm_topk_prob", "false: llama.cpp's qwen3next always renormalises the top-k weights")
+	case c.RopeScaling != nil:
+		return "", refuse("rope_scaling", "YaRN scaling of a qwen3_next model is not exported (not checked against llama.cpp's qwen3next)")
+	}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		if !c.IsMoE(i) {
+			return "", refuse("mlp_only_layers", "layer %d is dense: llama.cpp's qwen3next has an MoE block in every layer", i)
+		}
+	}
+	return ArchQwen3Next, nil
+}
+
+// chooseDeepSeek2 refuses the DeepSeek-V3 configs llama.cpp's deepseek2
+// cannot run as tessera does.
+func chooseDeepSeek2(c *config.Config) (string, error) {
+	switch {
+	case c.NumExperts == 0:
+		return "", refuse("n_routed_experts", "0 (a dense-only model); llama.cpp's deepseek2 has MoE layers after leading_dense_block_count")
+	case c.NumSharedExperts == 0:
+		return "", refuse("n_shared_experts", "0: llama.cpp's deepseek2 requires the shared experts")
+	case !c.RopeInterleave:
+		return "", refuse("rope_interleave", "false (rotate-half pairs): llama.cpp's deepseek2 rotates adjacent pairs, as DeepSeek's checkpoints store them")
+	}
+	if y := c.RopeScaling; y != nil && y.Factor > 1 && (y.AttentionFactor != 0 || y.MScale != y.MScaleAllDim) {
+		return "", refuse("rope_scaling", "mscale %g, mscale_all_dim %g, attention_factor %g: only mscale = mscale_all_dim (cos/sin unscaled, as DeepSeek-V3 has it) is exported", y.MScale, y.MScaleAllDim, y.AttentionFactor)
+	}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		if c.IsMoE(i) != (i >= c.FirstKDenseReplace) {
+			return "", refuse("moe_layer_freq", "%d makes layer %d dense; llama.cpp uses MoE in every layer from first_k_dense_replace (%d) on", c.MoELayerFreq, i, c.FirstKDenseReplace)
+		}
+	}
+	return ArchDeepSeek2, nil
+}
+
 // addMetadata writes general.* and the hyperparameter keys.
 func addMetadata(w *Writer, cfg *config.Config, arch string, target GGMLType, name string) error {
 	kvs := []KV{
@@ -156,8 +207,9 @@ func addMetadata(w *Writer, cfg *config.Config, arch string, target GGMLType, na
 		{"general.file_type", fileTypes[target]},
 		{"general.quantization_version", uint32(2)},
 	}
+	fam := familyOf(arch)
 	for _, h := range hparams {
-		if h.k3Only && arch != ArchKimiK3 {
+		if (h.k3Only && arch != ArchKimiK3) || !h.fam.has(fam) {
 			continue
 		}
 		if v := h.value(cfg); v != nil {
@@ -327,8 +379,15 @@ func findRule(cfg *config.Config, name string) (m match, ok bool) {
 	if m.layer >= 0 {
 		rules = layerRules
 	}
+	fam := famKimi
+	switch cfg.Layout {
+	case config.LayoutQwen3Next:
+		fam = famQwen3Next
+	case config.LayoutDeepSeekV3:
+		fam = famDeepSeek2
+	}
 	for _, r := range rules {
-		if r.hf != m.key && !(r.op == opResScore && r.pair == m.key) {
+		if (r.hf != m.key && !(r.op == opResScore && r.pair == m.key)) || !r.fam.has(fam) {
 			continue
 		}
 		if m.layer >= 0 && r.only != anyLayer && (r.only == kdaOnly) != (cfg.Kinds[m.layer] == config.KDA) {
@@ -370,6 +429,23 @@ func (c *converter) apply(r rule, layer int, bid, gname, name string) ([]out, er
 		return []out{{name: gname, ne: []uint64{uint64(K), 1, uint64(C), 1}, load: c.read(name)}}, nil
 	case opALog:
 		return c.aLog(gname, name)
+	case opPlusOne:
+		return []out{{name: gname, ne: reversed(shape), load: func() ([]float32, error) {
+			x, err := c.read(name)()
+			for i := range x {
+				x[i]++
+			}
+			return x, err
+		}}}, nil
+	case opConv2D: // [C, 1, K] → ne [K, C]
+		C, K := shape[0], shape[len(shape)-1]
+		return []out{{name: gname, ne: []uint64{uint64(K), uint64(C)}, load: c.read(name)}}, nil
+	case opFlat:
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		return []out{{name: gname, ne: []uint64{uint64(n)}, load: c.read(name)}}, nil
 	case opResScore:
 		norm, proj := lp+r.hf, lp+r.pair
 		d := uint64(c.cfg.HiddenSize)
@@ -416,6 +492,9 @@ func (c *converter) apply(r rule, layer int, bid, gname, name string) ([]out, er
 // accepted only when it is constant within each head.
 func (c *converter) aLog(gname, name string) ([]out, error) {
 	H, dk := c.cfg.KDAHeads, c.cfg.KDAHeadDim
+	if c.arch == ArchQwen3Next { // Gated DeltaNet: one A_log per value head
+		H, dk = c.cfg.LinearValueHeads, 1
+	}
 	x, err := c.read(name)()
 	if err != nil {
 		return nil, err

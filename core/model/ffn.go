@@ -2,51 +2,18 @@ package model
 
 import "github.com/tessera-llm/tessera/core/ref"
 
-func (r *Runner) act() ref.Act {
-	c := r.M.Cfg
-	return ref.Act{SiTU: c.SiTU, Beta: c.SiTUBeta, BetaLin: c.SiTULinearBeta}
-}
-
-// glu evaluates a GLU block for T rows on pool p: out = down(act(gate x,
-// up x)). h1 and h2 are scratch of at least T·I floats.
-func (r *Runner) glu(p *ref.Pool, w *MLP, x, out []float32, T int, h1, h2 []float32) {
-	I := w.GateProj.Rows
-	h1, h2 = h1[:T*I], h2[:T*I]
-	ref.Linear(p, h1, x, T, w.GateProj)
-	ref.Linear(p, h2, x, T, w.UpProj)
-	r.act().GLU(h1, h1, h2)
-	ref.Linear(p, out, h1, T, w.DownProj)
-}
-
-func (r *Runner) ffn(i int, l *Layer, xn, out []float32, T int) {
-	if l.MLP != nil {
-		r.glu(r.pool, l.MLP, xn, out, T, r.s.h1, r.s.h2)
-		return
-	}
-	r.moe(l.MoE, xn, out, T)
-	if r.RouteHook != nil {
-		K := r.M.Cfg.TopK
-		r.RouteHook(i, r.s.idx[:T*K], r.s.wts[:T*K], T, K)
-	}
-}
-
 // moe is the sparse MoE block (architecture.md §3.2–3.3): the router on the
 // full x selects TopK experts per token (bias for selection only); tokens
 // are grouped by expert so each expert's weights are read once per piece;
 // with LatentMoE the experts run on z = routed_expert_down_proj(x) and the
 // combined result is normalised (routed_expert_norm) and projected back up;
 // the shared experts run on the full x, unscaled.
-func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
-	if T == 1 {
-		r.moeDecode(w, xn, out)
-		return
-	}
-	c, s := r.M.Cfg, &r.s
+func (b *cpuBackend) moe(w *MoE, act ref.Act, xn, out []float32, T int) {
+	c, s, r := b.r.M.Cfg, &b.s, b
 	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
 	logits := s.logits[:T*E]
-	ref.Linear(r.pool, logits, xn, T, w.Gate)
-	router := ref.Router{TopK: K, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
-		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	ref.Linear(r.Pool, logits, xn, T, w.Gate)
+	router := routerOf(c)
 	for e := range s.byExpert {
 		s.byExpert[e] = s.byExpert[e][:0]
 	}
@@ -61,13 +28,13 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 	z := xn
 	if w.RoutedExpertDownProj != nil {
 		z = s.lat[:T*wd]
-		ref.Linear(r.pool, z, xn, T, w.RoutedExpertDownProj)
+		ref.Linear(r.Pool, z, xn, T, w.RoutedExpertDownProj)
 	}
 	// The selected experts run whole on one worker each (one parallel
 	// region for all of them, split by token count), their outputs kept by
 	// slot, then combined in expert id order.
 	j := &s.experts
-	*j = expertsJob{r: r, w: w, z: z, K: K, wd: wd, experts: j.experts[:0], start: j.start[:0]}
+	*j = expertsJob{b: b, act: act, w: w, z: z, K: K, wd: wd, experts: j.experts[:0], start: j.start[:0]}
 	slots := 0
 	for e, list := range s.byExpert {
 		if len(list) > 0 {
@@ -76,7 +43,7 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 			slots += len(list)
 		}
 	}
-	r.pool.For(slots, 1, j)
+	r.Pool.For(slots, 1, j)
 	acc := s.racc[:T*wd]
 	clear(acc)
 	for i, e := range j.experts {
@@ -85,19 +52,19 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 			ref.Axpy(s.wts[tk], s.slotY[(j.start[i]+n)*wd:(j.start[i]+n+1)*wd], acc[t*wd:(t+1)*wd])
 		}
 	}
-	j.r, j.w, j.z = nil, nil, nil
+	j.b, j.w, j.z = nil, nil, nil
 	if w.RoutedExpertUpProj != nil {
 		if w.RoutedExpertNorm != nil {
 			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
 		}
-		ref.Linear(r.pool, out, acc, T, w.RoutedExpertUpProj)
+		ref.Linear(r.Pool, out, acc, T, w.RoutedExpertUpProj)
 	} else {
 		copy(out[:T*d], acc)
 	}
 	if w.SharedExperts != nil {
 		sh := s.tokY[:T*d]
-		r.glu(r.pool, w.SharedExperts, xn, sh, T, s.h1, s.h2)
-		add(out[:T*d], sh)
+		r.GLURows(r.Pool, w.SharedExperts, act, xn, sh, T, s.h1, s.h2)
+		ref.Axpy(1, sh, out[:T*d])
 	}
 }
 
@@ -108,8 +75,8 @@ func (r *Runner) moe(w *MoE, xn, out []float32, T int) {
 // expert), which cost more in synchronisation than the small expert
 // matrices take to stream. Results equal moe's: the same row kernels, the
 // experts combined in the same (expert id) order.
-func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
-	c, s := r.M.Cfg, &r.s
+func (b *cpuBackend) moeDecode(w *MoE, act ref.Act, xn, out []float32) {
+	c, s, r := b.r.M.Cfg, &b.s, b
 	d, E, K := c.HiddenSize, c.NumExperts, c.TopK
 	wd := c.ExpertWidth()
 	logits, z := s.logits[:E], xn
@@ -118,9 +85,8 @@ func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
 		z = s.lat[:wd]
 		gs = append(gs, ref.GEMV{W: w.RoutedExpertDownProj, X: xn, Out: z})
 	}
-	ref.LinearBatch(r.pool, gs)
-	router := ref.Router{TopK: K, Groups: c.NumExpertGroup, TopKGroups: c.TopKGroup,
-		Renormalize: c.Renormalize, Scale: c.RoutedScalingFactor}
+	ref.LinearBatch(r.Pool, gs)
+	router := routerOf(c)
 	idx, wts := s.idx[:K], s.wts[:K]
 	router.Route(idx, wts, logits, w.EScoreCorrectionBias, s.router)
 	// slots in expert id order (moe combines experts in that order)
@@ -145,8 +111,7 @@ func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
 		gs = append(gs, ref.GEMV{W: sh.GateProj, X: xn, Out: s.dh1[K*I : K*I+shI]},
 			ref.GEMV{W: sh.UpProj, X: xn, Out: s.dh2[K*I : K*I+shI]})
 	}
-	ref.LinearBatch(r.pool, gs)
-	act := r.act()
+	ref.LinearBatch(r.Pool, gs)
 	act.GLU(s.dh1[:K*I+shI], s.dh1[:K*I+shI], s.dh2[:K*I+shI])
 	gs = gs[:0]
 	for k, e := range idx {
@@ -155,7 +120,7 @@ func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
 	if sh != nil {
 		gs = append(gs, ref.GEMV{W: sh.DownProj, X: s.dh1[K*I : K*I+shI], Out: s.dy[K*wd : K*wd+d]})
 	}
-	ref.LinearBatch(r.pool, gs)
+	ref.LinearBatch(r.Pool, gs)
 	acc := s.racc[:wd]
 	clear(acc)
 	for _, k := range order {
@@ -165,12 +130,12 @@ func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
 		if w.RoutedExpertNorm != nil {
 			ref.RMSNorm(acc, acc, w.RoutedExpertNorm, c.RMSNormEps)
 		}
-		ref.Linear(r.pool, out[:d], acc, 1, w.RoutedExpertUpProj)
+		ref.Linear(r.Pool, out[:d], acc, 1, w.RoutedExpertUpProj)
 	} else {
 		copy(out[:d], acc)
 	}
 	if sh != nil {
-		add(out[:d], s.dy[K*wd:K*wd+d])
+		ref.Axpy(1, s.dy[K*wd:K*wd+d], out[:d])
 	}
 }
 
@@ -180,7 +145,8 @@ func (r *Runner) moeDecode(w *MoE, xn, out []float32) {
 // own one-thread pool and scratch — and writes the outputs to slotY by
 // slot. The per-(row, token) sums do not depend on the split.
 type expertsJob struct {
-	r       *Runner
+	b       *cpuBackend
+	act     ref.Act
 	w       *MoE
 	z       []float32 // the experts' input rows [T, wd]
 	K, wd   int
@@ -189,7 +155,7 @@ type expertsJob struct {
 }
 
 func (j *expertsJob) Run(worker, lo, hi int) {
-	s := &j.r.s
+	s := &j.b.s
 	ws := &s.workers[worker]
 	for i, e := range j.experts {
 		if j.start[i] < lo || j.start[i] >= hi {
@@ -203,6 +169,6 @@ func (j *expertsJob) Run(worker, lo, hi int) {
 			copy(tx[k*wd:(k+1)*wd], j.z[t*wd:(t+1)*wd])
 		}
 		ty := s.slotY[j.start[i]*wd : (j.start[i]+n)*wd]
-		j.r.glu(ws.pool, &j.w.Experts[e], tx, ty, n, ws.h1, ws.h2)
+		j.b.GLURows(ws.pool, &j.w.Experts[e], j.act, tx, ty, n, ws.h1, ws.h2)
 	}
 }

@@ -40,7 +40,7 @@ func relErr(got, want []float32) float64 {
 // activations of the independent PyTorch reference (models/reference),
 // computed in float64 from the same checkpoint.
 func TestGoldens(t *testing.T) {
-	for _, name := range []string{"k3-nano", "kimi-linear-nano"} {
+	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano", "qwen3-next-variant", "deepseek-v3-variant"} {
 		for _, piece := range []int{70, 64, 13, 1} {
 			t.Run(fmt.Sprintf("%s/piece=%d", name, piece), func(t *testing.T) {
 				dir := filepath.Join("..", "..", "testdata", "golden", name)

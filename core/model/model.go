@@ -8,6 +8,7 @@ package model
 
 import (
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/core/vision"
 )
@@ -33,6 +34,12 @@ type Model struct {
 	// Deferred: the weight matrices are deferred (LoadDeferred), for a GPU
 	// runner to upload; the CPU runner refuses such a model.
 	Deferred bool
+
+	// Family is the forward pass of a model that is not of the Kimi family
+	// (qwen3_next, deepseek_v3: family.go); nil for K3-class models, whose
+	// forward pass is k3.go. EmbedTokens, Norm and LMHead are set for every
+	// family, Layers only for the Kimi family.
+	Family nn.Model
 }
 
 // Layer is one decoder layer: exactly one of KDA and MLA, exactly one of
@@ -83,21 +90,9 @@ type MLA struct {
 	OProj          *tensor.Mat // o_proj [d, H·dv]
 }
 
-// MLP is a GLU feed-forward block: down(act(gate(x), up(x))). Dense layers
-// and shared experts name the matrices gate_proj/up_proj/down_proj, routed
-// experts w1/w3/w2.
-type MLP struct {
-	GateProj, UpProj *tensor.Mat // [I, d_in]
-	DownProj         *tensor.Mat // [d_in, I]
-}
+// MLP is a GLU feed-forward block (nn.GLU): down(act(gate(x), up(x))).
+type MLP = nn.GLU
 
-// MoE is a sparse MoE block (block_sparse_moe.*), optionally LatentMoE.
-type MoE struct {
-	Gate                 *tensor.Mat // gate.weight [E, d] router
-	EScoreCorrectionBias []float32   // gate.e_score_correction_bias [E], selection only
-	Experts              []MLP       // experts.{e}.{w1,w3,w2}
-	SharedExperts        *MLP        // shared_experts.* on the full x (nil if none)
-	RoutedExpertDownProj *tensor.Mat // [ℓ, d] (LatentMoE)
-	RoutedExpertUpProj   *tensor.Mat // [d, ℓ] (LatentMoE)
-	RoutedExpertNorm     []float32   // [ℓ] (LatentMoE with latent_moe_use_norm)
-}
+// MoE is a sparse MoE block (block_sparse_moe.*, nn.MoE), optionally
+// LatentMoE.
+type MoE = nn.MoE

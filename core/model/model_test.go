@@ -148,7 +148,7 @@ func TestRoutedMoEEqualsDenseMasked(t *testing.T) {
 		l := m.Layers[1]
 		require.NotNil(t, l.MoE)
 		got := make([]float32, T*d)
-		r.moe(l.MoE, x, got, T)
+		r.b.moe(l.MoE, actOf(c), x, got, T)
 
 		want := denseMoE(r, l.MoE, x, T)
 		require.Less(t, relErr(got, want), 1e-5, preset)
@@ -184,7 +184,7 @@ func denseMoE(r *Runner, w *MoE, x []float32, T int) []float32 {
 			h1, h2 := make([]float32, I), make([]float32, I)
 			ref.Linear(nil, h1, z, 1, w.Experts[e].GateProj)
 			ref.Linear(nil, h2, z, 1, w.Experts[e].UpProj)
-			r.act().GLU(h1, h1, h2)
+			actOf(c).GLU(h1, h1, h2)
 			ref.Linear(nil, y, h1, 1, w.Experts[e].DownProj)
 			ref.Axpy(mask[e], y, acc)
 		}
@@ -202,7 +202,7 @@ func denseMoE(r *Runner, w *MoE, x []float32, T int) []float32 {
 			h1, h2, y := make([]float32, I), make([]float32, I), make([]float32, d)
 			ref.Linear(nil, h1, xt, 1, s.GateProj)
 			ref.Linear(nil, h2, xt, 1, s.UpProj)
-			r.act().GLU(h1, h1, h2)
+			actOf(c).GLU(h1, h1, h2)
 			ref.Linear(nil, y, h1, 1, s.DownProj)
 			ref.Axpy(1, y, o)
 		}
@@ -224,7 +224,7 @@ func TestStateClone(t *testing.T) {
 	require.NoError(t, r.Forward(cl, []int{5, 6}, b))
 	require.Equal(t, a, b)
 	st.Reset()
-	require.Equal(t, 0, st.Pos)
+	require.Equal(t, 0, st.Pos())
 }
 
 func TestForwardErrors(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 // RandomTensors returns a random checkpoint for cfg, deterministic in seed,
 // with names in cfg.Layout and weights scaled so activations stay O(1):
 // linear weights N(0, 1/fan_in), embeddings N(0, 1), norm weights
-// 1 + 0.1·N(0,1), A_log = log U(1, 16), dt_bias and the router's selection
+// 1 + 0.1·N(0,1) (0.1·N(0,1) for Qwen3-Next's zero-centred ones), A_log = log U(1, 16), dt_bias and the router's selection
 // bias 0.1·N(0,1), conv taps N(0, 1/K), AttnRes pseudo-queries
 // N(0, 1/d). Each tensor draws from its own stream (seeded by the seed
 // and its name), so adding a tensor does not change the others.
@@ -42,6 +42,8 @@ func RandomTensors(cfg *config.Config, seed uint64, dt safetensors.DType) []safe
 		name := s.Name
 		tdt := dt
 		switch {
+		case cfg.Layout == config.LayoutQwen3Next && qwenZeroCentred(name): // scales by 1 + w
+			normal(0.1)
 		case strings.HasSuffix(name, "embed_tokens.weight"):
 			normal(1)
 		case strings.HasSuffix(name, "_res_proj.weight"):

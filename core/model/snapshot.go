@@ -28,13 +28,17 @@ func (s *Snapshot) Bytes() int64 {
 
 // Snapshot copies the state.
 func (s *State) Snapshot() *Snapshot {
-	sn := &Snapshot{Pos: s.Pos, Fixed: make([][]float32, len(s.KDA)), Cache: make([][]float32, len(s.KDA))}
-	for i := range s.KDA {
-		if k := s.KDA[i]; k != nil {
-			b := make([]float32, 0, len(k.S)+len(k.ConvQ)+len(k.ConvK)+len(k.ConvV))
-			sn.Fixed[i] = append(append(append(append(b, k.S...), k.ConvQ...), k.ConvK...), k.ConvV...)
+	n := len(s.Layers)
+	sn := &Snapshot{Pos: s.N, Fixed: make([][]float32, n), Cache: make([][]float32, n)}
+	for i, fixed := range s.Layers {
+		if len(fixed) > 0 {
+			var b []float32
+			for _, x := range fixed {
+				b = append(b, x...)
+			}
+			sn.Fixed[i] = b
 		}
-		if c := s.MLA[i]; c != nil {
+		if c := s.Caches[i]; c != nil {
 			b := make([]float32, 0, c.Len()*c.Width())
 			for t := 0; t < c.Len(); t++ {
 				b = append(b, c.Row(t)...)
@@ -51,41 +55,38 @@ func (s *State) RestoreSnapshot(sn *Snapshot) error {
 	if err := s.CheckSnapshot(sn); err != nil {
 		return err
 	}
-	for i := range sn.Fixed {
-		if k := s.KDA[i]; k != nil {
-			l := sn.Fixed[i]
-			n := copy(k.S, l)
-			n += copy(k.ConvQ, l[n:])
-			n += copy(k.ConvK, l[n:])
-			copy(k.ConvV, l[n:])
+	for i, fixed := range s.Layers {
+		l := sn.Fixed[i]
+		for _, x := range fixed {
+			l = l[copy(x, l):]
 		}
-		if c := s.MLA[i]; c != nil {
+		if c := s.Caches[i]; c != nil {
 			c.Truncate(0)
 			c.Append(sn.Cache[i])
 		}
 	}
-	s.Pos = sn.Pos
+	s.N = sn.Pos
 	return nil
 }
 
 // CheckSnapshot reports whether sn fits this state's layers.
 func (s *State) CheckSnapshot(sn *Snapshot) error {
-	if len(sn.Fixed) != len(s.KDA) || len(sn.Cache) != len(s.KDA) {
-		return fmt.Errorf("snapshot has %d layers, the model %d", len(sn.Fixed), len(s.KDA))
+	if len(sn.Fixed) != len(s.Layers) || len(sn.Cache) != len(s.Layers) {
+		return fmt.Errorf("snapshot has %d layers, the model %d", len(sn.Fixed), len(s.Layers))
 	}
 	if sn.Pos < 0 {
 		return fmt.Errorf("snapshot position %d", sn.Pos)
 	}
-	for i := range sn.Fixed {
+	for i, fixed := range s.Layers {
 		want := 0
-		if k := s.KDA[i]; k != nil {
-			want = len(k.S) + len(k.ConvQ) + len(k.ConvK) + len(k.ConvV)
+		for _, x := range fixed {
+			want += len(x)
 		}
 		if len(sn.Fixed[i]) != want {
 			return fmt.Errorf("snapshot layer %d holds %d fixed values, want %d", i, len(sn.Fixed[i]), want)
 		}
 		w := 0
-		if c := s.MLA[i]; c != nil {
+		if c := s.Caches[i]; c != nil {
 			w = c.Width()
 		}
 		if len(sn.Cache[i]) != sn.Pos*w {

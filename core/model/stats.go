@@ -14,8 +14,8 @@ type Stats struct {
 	// DecodeReadParams are the weights read to decode one token: like
 	// ActiveParams but only one embedding row.
 	DecodeReadParams int64
-	KDAStateBytes    int64 // all KDA layers: recurrent state + conv tails (fp32), constant in context
-	CacheBytesPerTok int64 // all MLA layers: latent cache per token (fp32)
+	KDAStateBytes    int64 // all KDA / GDN layers: recurrent state + conv tails (fp32), constant in context
+	CacheBytesPerTok int64 // all MLA / GQA layers: latent or K/V cache per token (fp32)
 	VisionParams     int64 // vision tower + projector (included in TotalParams, not in ActiveParams)
 }
 
@@ -60,10 +60,16 @@ func ComputeStats(cfg *config.Config) Stats {
 		}
 	}
 	for _, k := range cfg.Kinds {
-		if k == config.KDA {
+		switch k {
+		case config.KDA:
 			hd := int64(cfg.KDAHeads * cfg.KDAHeadDim)
 			s.KDAStateBytes += 4 * (hd*int64(cfg.KDAHeadDim) + 3*int64(cfg.ConvKernel-1)*hd)
-		} else {
+		case config.GDN:
+			kd, vd := int64(cfg.LinearKeyHeads*cfg.LinearKeyHeadDim), int64(cfg.LinearValueHeads*cfg.LinearValueHeadDim)
+			s.KDAStateBytes += 4 * (vd*int64(cfg.LinearKeyHeadDim) + int64(cfg.ConvKernel-1)*(2*kd+vd))
+		case config.GQA:
+			s.CacheBytesPerTok += 4 * int64(2*cfg.NumKVHeads*cfg.HeadDim)
+		default:
 			s.CacheBytesPerTok += 4 * int64(cfg.KVLoraRank+cfg.QKRopeHeadDim)
 		}
 	}

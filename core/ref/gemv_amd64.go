@@ -245,7 +245,7 @@ func useTiles(W *tensor.Mat) bool { return useAVX512 && W.Cols >= 16 }
 // four rows for many; Q8 rows are always widened (with their scales).
 func (j *linearJob) runTiles(lo, hi int, buf []float32) {
 	W, in, outN := j.W, j.W.Cols, j.W.Rows
-	widenFirst := W.DType == tensor.Q8 || (W.DType != tensor.F32 && j.T >= fusedHalfMaxT)
+	widenFirst := W.DType == tensor.Q8 || W.DType.Blocked() || (W.DType != tensor.F32 && j.T >= fusedHalfMaxT)
 	rowsAt := func(o, nr int) rows4 {
 		ldw := in
 		if nr == 1 {
@@ -260,7 +260,7 @@ func (j *linearJob) runTiles(lo, hi int, buf []float32) {
 				widenQ8(wide[r*in:(r+1)*in], W.I8[(o+r)*in:(o+r+1)*in], W.Scale[o+r])
 			}
 		} else {
-			widen(wide, W.U16[o*in:(o+nr)*in], W.DType)
+			widenRows(W, o, nr, wide, buf[scratchRows*in:])
 		}
 		return rows4{dt: tensor.F32, f32: wide, ldw: ldw, n: in}
 	}

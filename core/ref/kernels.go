@@ -1,5 +1,9 @@
 package ref
 
+// The browser's SIMD128 kernel module (simd_js.go), generated and assembled
+// (wat2wasm from Debian's wabt):
+//go:generate sh -c "python3 ../../scripts/gen/simd128.py > simd128/kernels.wat && wat2wasm simd128/kernels.wat -o simd128/kernels.wasm"
+
 import (
 	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/tensor"

@@ -30,6 +30,9 @@ func dotQ8(w []int8, scale float32, x []float32) float32 { return dotQ8Generic(w
 func widenQ8(dst []float32, src []int8, scale float32) { widenQ8Generic(dst, src, scale) }
 
 func rowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
+	if simdRowsDot(W, lo, hi, x, out) {
+		return
+	}
 	rowsDotGeneric(W, lo, hi, x, out, buf)
 }
 
@@ -43,15 +46,26 @@ func gluVec(a Act, out, gate, up []float32) { a.gluGeneric(out, gate, up) }
 
 const tileRows = 1
 
-func useTiles(W *tensor.Mat) bool { return false }
+// useTiles: T-token products run as tiles only in the browser's SIMD128
+// module (simd_js.go).
+func useTiles(W *tensor.Mat) bool { return useSIMD128(W) }
 
-func (j *linearJob) runTiles(lo, hi int, buf []float32) { panic("ref: no AVX-512 tiles") }
+func (j *linearJob) runTiles(lo, hi int, buf []float32) {
+	if !simdGemm(j.W, lo, hi, j.x, j.T, j.out, j.W.Rows) {
+		panic("ref: runTiles without the SIMD128 module")
+	}
+}
 
 func axpyRows(dst, c, R []float32, ld int) { axpyRowsGeneric(dst, c, R, ld) }
 func mulRows(dst, v []float32)             { mulRowsGeneric(dst, v) }
 func dotRows(out, x, R []float32, ld int)  { dotRowsGeneric(out, x, R, ld) }
 
-func kdaStep(S, k, q, e, v, o []float32, beta float32) { kdaStepGeneric(S, k, q, e, v, o, beta) }
+func kdaStep(S, k, q, e, v, o []float32, beta float32) {
+	if simdKDAStep(S, k, q, e, v, o, beta) {
+		return
+	}
+	kdaStepGeneric(S, k, q, e, v, o, beta)
+}
 
 // useAVX512 is false: no AVX-512 kernels on this build.
 const useAVX512 = false

@@ -27,14 +27,15 @@ const (
 // in register tiles of 3 rows × 4 tokens.
 func Linear(p *Pool, out, x []float32, T int, W *tensor.Mat) {
 	p = poolOr(p)
-	if W.DType.Blocked() {
-		linearBlocked(p, out, x, T, W)
+	if k := intKind(W); k != 0 {
+		linearQ8(p, out, x, T, W, k)
 		return
 	}
 	j := &p.lin
 	*j = linearJob{out: out[:T*W.Rows], x: x[:T*W.Cols], T: T, W: W}
 	if W.DType != tensor.F32 {
-		j.scratch = p.rowScratch(max(gemmRows, tileRows) * W.Cols)
+		// Widened rows, then (block formats) W.Cols/16 floats of scales.
+		j.scratch = p.rowScratch(scratchRows*W.Cols + W.Cols/16)
 	}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	if T >= gemmToks {
@@ -92,7 +93,7 @@ func (j *linearJob) Run(w, lo, hi int) {
 			}
 		default:
 			rows = buf[:nr*in]
-			widen(rows, j.W.U16[o0*in:(o0+nr)*in], j.W.DType)
+			widenRows(j.W, o0, nr, rows, buf[scratchRows*in:])
 		}
 		t0 := 0
 		if nr == gemmRows {
@@ -131,10 +132,32 @@ func (j *linearJob) runHalfFused(lo, hi int, buf []float32) {
 	}
 }
 
+// scratchRows is the most rows Linear widens into scratch at a time.
+const scratchRows = max(gemmRows, tileRows)
+
+// widenRows writes rows [o, o+n) of a half-precision or block-format W
+// as float32 into dst (block formats: exactly tensor.Dequantize's values;
+// sc: scale scratch of W.Cols/16 floats).
+func widenRows(W *tensor.Mat, o, n int, dst, sc []float32) {
+	in := W.Cols
+	if !W.DType.Blocked() {
+		widen(dst[:n*in], W.U16[o*in:(o+n)*in], W.DType)
+		return
+	}
+	if !fastDequantRows(W, o, n, dst, sc) {
+		rb := W.DType.RowBytes(in)
+		tensor.Dequantize(W.DType, dst[:n*in], W.Q[o*rb:(o+n)*rb])
+	}
+}
+
 // rowDot is W[o,:]·x with the streaming dot kernel of W's dtype (buf:
-// scratch of W.Cols floats for kernels that widen into memory).
+// scratch of W.Cols floats for kernels that widen into memory, and of
+// W.Cols/16 more for block scales).
 func rowDot(W *tensor.Mat, o int, x, buf []float32) float32 {
 	in := W.Cols
+	if W.DType.Blocked() {
+		return blockRowDot(W, o, x, buf)
+	}
 	switch W.DType {
 	case tensor.F32:
 		return dot(W.F32[o*in:(o+1)*in], x)
@@ -164,23 +187,66 @@ func LinearBatch(p *Pool, gs []GEMV) {
 		rows += g.W.Rows
 		cols = max(cols, g.W.Cols)
 	}
+	idx := p.quantizeBatch(gs) // before reading p.acts, which it may grow
 	j := &p.batch
-	*j = batchJob{gs: gs, scratch: p.rowScratch(cols)}
+	*j = batchJob{gs: gs, scratch: p.rowScratch(cols), idx: idx, acts: p.acts}
 	p.For(rows, 1+32768/cols, j)
 	*j = batchJob{}
+}
+
+// quantizeBatch quantizes the input of each GEMV of gs with an integer
+// path once per distinct (input, layout) and returns, per GEMV, its index
+// in p.acts (−1: float32 path).
+func (p *Pool) quantizeBatch(gs []GEMV) []int {
+	idx := p.actIdx[:0]
+	n := 0
+	for _, g := range gs {
+		k := intKind(g.W)
+		if k == 0 {
+			idx = append(idx, -1)
+			continue
+		}
+		x := g.X[:g.W.Cols]
+		i := 0
+		for ; i < n; i++ {
+			if a := &p.acts[i]; a.kind == k && a.n == len(x) && a.src == &x[0] {
+				break
+			}
+		}
+		if i == n {
+			if n == len(p.acts) {
+				p.acts = append(p.acts, actQ8{})
+			}
+			p.acts[n].quantize(k, x, len(x), 1)
+			p.acts[n].src = &x[0]
+			n++
+		}
+		idx = append(idx, i)
+	}
+	for i := range n {
+		p.acts[i].src = nil
+	}
+	p.actIdx = idx
+	return idx
 }
 
 type batchJob struct {
 	gs      []GEMV
 	scratch [][]float32
+	idx     []int   // per GEMV: its input in acts, or −1
+	acts    []actQ8 // quantized inputs (Pool.acts)
 }
 
 func (j *batchJob) Run(w, lo, hi int) {
 	base := 0
-	for _, g := range j.gs {
+	for gi, g := range j.gs {
 		n := g.W.Rows
 		if a, b := max(lo, base), min(hi, base+n); a < b {
-			rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
+			if i := j.idx[gi]; i >= 0 {
+				rowsDotQ8(g.W, a-base, b-base, &j.acts[i], 0, g.Out[a-base:b-base])
+			} else {
+				rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
+			}
 		}
 		base += n
 		if base >= hi {

@@ -258,9 +258,9 @@ func mlaAbsorbedOne(a *MLAArgs, t, h int, buf []float32) {
 }
 
 // grow returns b with length ≥ n, reallocating only when too short.
-func grow(b []float32, n int) []float32 {
+func grow[E any](b []E, n int) []E {
 	if cap(b) >= n {
 		return b[:n]
 	}
-	return make([]float32, n)
+	return make([]E, n)
 }

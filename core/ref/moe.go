@@ -2,16 +2,23 @@ package ref
 
 import "math"
 
-// Router is the configuration of the sigmoid "noaux_tc" MoE router of
-// DeepSeek-V3 / Kimi Linear / Kimi K3.
+// Router is the configuration of an MoE router: the sigmoid "noaux_tc"
+// router of DeepSeek-V3 / Kimi Linear / Kimi K3, or (Softmax) the softmax
+// top-k router of Qwen3-Next.
 type Router struct {
 	TopK int
+	// Softmax scores the experts with a softmax over all E logits instead
+	// of σ (Qwen3-Next; architecture.md §3.4).
+	Softmax bool
 	// Groups and TopKGroups enable group-limited selection when
 	// Groups > 1 and Groups > TopKGroups (num_expert_group, topk_group).
 	Groups, TopKGroups int
 	// Renormalize divides the selected weights by their sum (+1e−20) when
 	// TopK > 1 (moe_renormalize / norm_topk_prob).
 	Renormalize bool
+	// RenormalizeAnyK renormalises for TopK == 1 too (DeepSeek-V3 and
+	// Qwen3-Next norm_topk_prob; Kimi's moe_renormalize skips k = 1).
+	RenormalizeAnyK bool
 	// Scale is routed_scaling_factor (ρ).
 	Scale float32
 }
@@ -20,18 +27,24 @@ type Router struct {
 // and the frozen selection bias (e_score_correction_bias, len E):
 //
 //	s      = σ(logits)                  affinities; they give the weights
+//	         (softmax(logits) with Softmax)
 //	s_sel  = s + bias                   used ONLY to choose experts
 //	(group-limited: group score = sum of its two best s_sel; experts outside
 //	 the TopKGroups best groups get s_sel = −inf)
 //	idx    = top-k of s_sel             (ties: lower expert id first)
-//	w      = s[idx];  w /= Σw + 1e−20 (if Renormalize and k > 1);  w *= ρ
+//	w      = s[idx];  w /= Σw + 1e−20 (if Renormalize and k > 1, or
+//	         RenormalizeAnyK);  w *= ρ
 //
 // idx and w receive TopK entries in selection order. scratch needs 2·E
 // floats.
 func (r Router) Route(idx []int, w []float32, logits, bias, scratch []float32) {
 	E := len(logits)
 	s, sel := scratch[:E], scratch[E:2*E]
-	sigmoidVec(s, logits)
+	if r.Softmax {
+		softmaxInto(s, logits)
+	} else {
+		sigmoidVec(s, logits)
+	}
 	for e := range logits {
 		sel[e] = s[e]
 		if bias != nil {
@@ -58,7 +71,7 @@ func (r Router) Route(idx []int, w []float32, logits, bias, scratch []float32) {
 		w[i] = s[best]
 		sel[best] = float32(math.NaN())
 	}
-	if r.Renormalize && k > 1 {
+	if r.Renormalize && (k > 1 || r.RenormalizeAnyK) {
 		var sum float32
 		for i := 0; i < k; i++ {
 			sum += w[i]
@@ -110,5 +123,23 @@ func (r Router) maskGroups(sel []float32, negInf float32) {
 				sel[e] = negInf
 			}
 		}
+	}
+}
+
+// softmaxInto writes dst = softmax(src) (max-subtracted, summed in float64).
+func softmaxInto(dst, src []float32) {
+	m := src[0]
+	for _, v := range src {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range src {
+		e := math.Exp(float64(v - m))
+		dst[i] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	for i := range dst[:len(src)] {
+		dst[i] *= inv
 	}
 }

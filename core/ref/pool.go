@@ -64,13 +64,19 @@ type Pool struct {
 
 	// rows is per-worker scratch for widening half-precision weight rows.
 	rows [][]float32
+	// act and acts hold activations quantized for the integer block
+	// kernels (Linear's; LinearBatch's, one per distinct input).
+	act    actQ8
+	acts   []actQ8
+	actIdx []int
 	// One instance of each parallel op's job, reused so that running an op
 	// allocates nothing.
-	lin     linearJob
-	blocked blockedJob
-	batch   batchJob
-	attn    attnJob
-	kda     kdaJob
+	lin   linearJob
+	batch batchJob
+	q8    q8Job
+	attn  attnJob
+	kda   kdaJob
+	gqa   gqaJob
 }
 
 type span struct {

@@ -21,11 +21,10 @@ func nibbleDequantAVX2(q *byte, stride int, dst *float32, nblk, half int, lut *[
 //go:noescape
 func q6kRowAVX2(q *byte, x *float32, nblk int, s *float32) float32
 
-// Nibble → value tables: Q4_0 (q − 8), Q4_K (q) and MXFP4 (doubled E2M1).
+// Nibble → value tables: Q4_0 (q − 8) and Q4_K (q); MXFP4's is lutMXFP4.
 var (
 	lutQ4_0  = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
 	lutIdent = [16]int8{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	lutMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
 )
 
 // fastBlockDot is W[o,:]·x = Σ_b d_b·Σ_j q_bj·x_bj (− Σ_sub dmin·m·Σx for

@@ -46,8 +46,13 @@ func randomBlocked(rng *rand.Rand, dt tensor.DType, rows, cols int) (*tensor.Mat
 // block-format weights against the same products on the dequantized
 // float32 matrix, across block boundaries (one to three blocks per row),
 // row counts around the 3-row and 4-row tiles and token counts around the
-// 4-token tile.
+// 4-token tile, on the float32 path (TestInt8KernelsMatchReference covers
+// the integer one).
 func TestLinearBlockedMatchesDequantized(t *testing.T) {
+	withInt8Blocks(false, func() { testLinearBlockedMatchesDequantized(t) })
+}
+
+func testLinearBlockedMatchesDequantized(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 3))
 	dts := []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q4K, tensor.Q5K, tensor.Q6K, tensor.MXFP4}
 	for _, workers := range []int{1, 2} {

@@ -18,13 +18,13 @@ func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 func TestOpsHandCases(t *testing.T) {
 	out := make([]float32, 4)
-	LayerNorm(out, []float32{1, 2, 3, 4}, []float32{1, 1, 1, 1}, []float32{0, 0, 0, 0}, 0)
+	ref.LayerNorm(out, []float32{1, 2, 3, 4}, []float32{1, 1, 1, 1}, []float32{0, 0, 0, 0}, 0)
 	for i, w := range []float64{-1.3416408, -0.4472136, 0.4472136, 1.3416408} {
 		if !near(float64(out[i]), w, 1e-6) {
 			t.Errorf("LayerNorm[%d] = %v, want %v", i, out[i], w)
 		}
 	}
-	LayerNorm(out, []float32{1, 2, 3, 4}, []float32{2, 2, 2, 2}, []float32{1, 1, 1, 1}, 0)
+	ref.LayerNorm(out, []float32{1, 2, 3, 4}, []float32{2, 2, 2, 2}, []float32{1, 1, 1, 1}, 0)
 	if !near(float64(out[0]), 1-2*1.3416408, 1e-5) {
 		t.Errorf("LayerNorm with affine: %v", out[0])
 	}
@@ -32,8 +32,8 @@ func TestOpsHandCases(t *testing.T) {
 		f    func(float32) float32
 		x, y float64
 	}{
-		{GELUTanh, 0, 0}, {GELUTanh, 1, 0.8411920}, {GELUTanh, -1, -0.1588080}, {GELUTanh, 3, 2.9963627},
-		{GELUErf, 0, 0}, {GELUErf, 1, 0.8413447}, {GELUErf, -1, -0.1586553},
+		{ref.GELUTanh, 0, 0}, {ref.GELUTanh, 1, 0.8411920}, {ref.GELUTanh, -1, -0.1588080}, {ref.GELUTanh, 3, 2.9963627},
+		{ref.GELUErf, 0, 0}, {ref.GELUErf, 1, 0.8413447}, {ref.GELUErf, -1, -0.1586553},
 	} {
 		if got := c.f(float32(c.x)); !near(float64(got), c.y, 1e-6) {
 			t.Errorf("GELU(%v) = %v, want %v", c.x, got, c.y)
@@ -41,7 +41,7 @@ func TestOpsHandCases(t *testing.T) {
 	}
 	// Attention: N=2, H=1, hd=1; q=k=[1,0], v=[1,3].
 	att := make([]float32, 2)
-	Attention(nil, att, []float32{1, 0}, []float32{1, 0}, []float32{1, 3}, 2, 1, 1)
+	ref.ImageAttention(nil, att, []float32{1, 0}, []float32{1, 0}, []float32{1, 3}, 2, 1, 1)
 	e := math.E
 	if !near(float64(att[0]), (e+3)/(e+1), 1e-6) || !near(float64(att[1]), 2, 1e-6) {
 		t.Errorf("attention = %v, want [%v 2]", att, (e+3)/(e+1))
@@ -50,14 +50,14 @@ func TestOpsHandCases(t *testing.T) {
 	p := ref.NewPool(3)
 	defer p.Close()
 	att2 := make([]float32, 4)
-	Attention(p, att2, []float32{1, 1, 0, 0}, []float32{1, 1, 0, 0}, []float32{1, 1, 3, 3}, 2, 2, 1)
+	ref.ImageAttention(p, att2, []float32{1, 1, 0, 0}, []float32{1, 1, 0, 0}, []float32{1, 1, 3, 3}, 2, 2, 1)
 	if att2[0] != att[0] || att2[1] != att[0] || att2[2] != att[1] {
 		t.Errorf("pooled attention %v vs %v", att2, att)
 	}
 	// 2D RoPE, hd = 4: ω_0 = 1; pair 0 by col, pair 1 by row.
 	cos, sin := RoPE2DTable([]int{2}, []int{1}, 4, 10000)
 	x := []float32{1, 0, 1, 0}
-	ApplyRoPE(x, 1, 1, 4, cos, sin)
+	ref.ApplyRoPE(x, 1, 1, 4, cos, sin)
 	for i, w := range []float64{math.Cos(1), math.Sin(1), math.Cos(2), math.Sin(2)} {
 		if !near(float64(x[i]), w, 1e-6) {
 			t.Errorf("RoPE[%d] = %v, want %v", i, x[i], w)

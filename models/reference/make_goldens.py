@@ -15,6 +15,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k3ref  # noqa: E402
+import families  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 T_TOKENS = 70  # straddles the 64-token KDA chunk
@@ -26,13 +27,32 @@ MODELS = [
     ("kimi-linear-nano", "models/presets/kimi-linear-nano.json", "kimi_linear", "BF16", 5678),
 ]
 
+# The other families (families.py): name, preset, seed; F32 checkpoints in the Hugging Face layout.
+FAMILY_MODELS = [
+    ("qwen3-next-nano", "models/presets/qwen3-next-nano.json", 2468),
+    ("deepseek-v3-nano", "models/presets/deepseek-v3-nano.json", 1357),
+    # the other branches of each family (configs/*.json): Qwen3-Next by full_attention_interval with a
+    # dense layer, dk != dv, no shared expert, unnormalised top-k; DeepSeek-V3 with a direct q_proj, no
+    # YaRN, no groups, top-1 renormalised, two dense layers
+    ("qwen3-next-variant", "models/reference/configs/qwen3-next-variant.json", 97531),
+    ("deepseek-v3-variant", "models/reference/configs/deepseek-v3-variant.json", 86420),
+]
 
-def init_weights(cfg, gen):
-    """Random weights whose activations stay O(1).  Drawn in param_shapes order from one generator."""
+# Qwen3-Next's zero-centred RMSNorm weights (the model scales by 1 + w; HF initialises them to 0).
+ZERO_CENTRED = ("input_layernorm.weight", "post_attention_layernorm.weight", "model.norm.weight",
+                "q_norm.weight", "k_norm.weight")
+
+
+def init_weights(cfg, gen, shapes=None, zero_centred=False):
+    """Random weights whose activations stay O(1).  Drawn in shapes order (default
+    k3ref.param_shapes) from one generator.  zero_centred: Qwen3-Next's (1 + w) norm weights are
+    drawn 0.1·N."""
     d, out = cfg.d, {}
-    for name, shape in k3ref.param_shapes(cfg):
+    for name, shape in (shapes if shapes is not None else k3ref.param_shapes(cfg)):
         n = lambda: torch.randn(shape, generator=gen, dtype=torch.float64)
-        if name == "model.embed_tokens.weight":
+        if zero_centred and name.endswith(ZERO_CENTRED):
+            t = 0.1 * n()
+        elif name == "model.embed_tokens.weight":
             t = n()
         elif name.endswith("A_log"):
             t = torch.log(1.0 + 15.0 * torch.rand(shape, generator=gen, dtype=torch.float64))  # log U(1,16)
@@ -112,14 +132,64 @@ def build(name, preset, layout, ckpt_dtype, seed, outdir):
         print("  %-14s %-10s rms %.4f max %.4f" % (k, list(v.shape), v.pow(2).mean().sqrt().item(), v.abs().max().item()))
 
 
+def build_family(name, preset, seed, outdir):
+    with open(os.path.join(ROOT, preset)) as f:
+        raw = json.load(f)
+    Cfg, shapes, _ = families.FAMILIES[raw["model_type"]]
+    cfg = Cfg(raw)
+    gen = torch.Generator().manual_seed(seed)
+    weights = init_weights(cfg, gen, shapes(cfg), zero_centred=raw["model_type"] == "qwen3_next")
+    ids = torch.randint(0, cfg.vocab, (T_TOKENS,), generator=gen).tolist()
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(raw, f, indent=2)
+        f.write("\n")
+    k3ref.save_safetensors(os.path.join(d, "model.safetensors"), weights, metadata={"format": "pt"})
+    model = families.from_dir(d)
+    cap = {}
+    with torch.no_grad():
+        if raw["model_type"] == "qwen3_next":
+            model.forward(ids, gdn_mode="recurrent", capture=cap)
+            checks = ({"gdn_mode": "chunk", "chunk": KDA_CHUNK}, {"gdn_mode": "chunk", "chunk": 16},
+                      {"moe_mode": "dense"})
+        else:
+            model.forward(ids, capture=cap)
+            checks = ({"mla_mode": "absorbed"}, {"moe_mode": "dense"})
+        for kw in checks:  # other forms of the same math must agree
+            cap2 = {}
+            model.forward(ids, capture=cap2, **kw)
+            for k in cap:
+                diff = (cap[k] - cap2[k]).abs().max().item()
+                assert diff <= 1e-10 * max(1.0, cap[k].abs().max().item()), (name, kw, k, diff)
+    golden = {k: v.to(torch.float32) for k, v in cap.items()}
+    meta = {
+        "input_ids": ",".join(str(i) for i in ids),
+        "checkpoint_dtype": "F32",
+        "note": ("families.py float64 forward of model.safetensors, stored F32; keys as for k3-nano "
+                 "(layer_in, mixer_out, ffn_in, ffn_out per layer, final_hidden, logits). Cross-checked "
+                 "(<=1e-10): " + "; ".join(str(c) for c in checks)),
+    }
+    k3ref.save_safetensors(os.path.join(d, "golden.safetensors"), golden, metadata=meta)
+    print(name, "layers", getattr(cfg, "kinds", None), "moe", [cfg.is_moe(i) for i in range(cfg.L)])
+    for k in ("layer_in.1", "mixer_out.%d" % (cfg.L - 1), "ffn_out.%d" % (cfg.L - 1), "logits"):
+        v = cap[k]
+        print("  %-14s %-10s rms %.4f max %.4f" % (k, list(v.shape), v.pow(2).mean().sqrt().item(), v.abs().max().item()))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(ROOT, "testdata", "golden"))
     args = ap.parse_args()
     torch.set_num_threads(2)
     torch.manual_seed(0)
+    ap_only = os.environ.get("GOLDENS_ONLY")  # e.g. GOLDENS_ONLY=qwen3-next-nano
     for m in MODELS:
-        build(*m, outdir=args.out)
+        if not ap_only or m[0] == ap_only:
+            build(*m, outdir=args.out)
+    for m in FAMILY_MODELS:
+        if not ap_only or m[0] == ap_only:
+            build_family(*m, outdir=args.out)
 
 
 if __name__ == "__main__":

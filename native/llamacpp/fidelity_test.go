@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,13 +140,17 @@ func TestFidelity(t *testing.T) {
 		{"k3-nano", "kimi_linear", 80},
 		{"k3-nano", "kimi_k3", 80},
 		{"kimi-linear-nano", "", 80},
+		{"qwen3-next-nano", "", 80},
+		{"deepseek-v3-nano", "", 80},
+		// direct q_proj ("lite"), no YaRN, no expert groups, top-1, two dense layers
+		{"../../models/reference/configs/deepseek-v3-variant.json", "", 40},
 		{"k3-mini", "", 24},
 	}
 	if testing.Short() {
-		cases = cases[:3]
+		cases = cases[:6]
 	}
 	for _, c := range cases {
-		name := c.preset
+		name := strings.TrimSuffix(filepath.Base(c.preset), ".json")
 		if c.layout != "" {
 			name += "/" + c.layout
 		}

@@ -1,4 +1,6 @@
-# Generates core/ref/gemv_avx512_amd64.s (kept in scripts/gen/ as the source of truth).
+# Generates core/ref/gemv_avx512_amd64.s (no argument) and
+# core/ref/quant_avx512_amd64.s (argument "quant"); kept in scripts/gen/ as
+# the source of truth.
 import sys
 out = []
 w = out.append
@@ -41,6 +43,11 @@ def red4(a, b, c, d, t, dst, t2=None):
         L += [f"VSHUFPS $0x88, Y{y}, Y{x}, Y{t}", f"VSHUFPS $0xDD, Y{y}, Y{x}, Y{t2}", f"VADDPS Y{t2}, Y{t}, Y{x}"]
     L += [f"VEXTRACTF32X4 $1, Y{a}, X{t}", f"VADDPS X{t}, X{a}, X{a}", f"VMOVUPS X{a}, {dst}"]
     return L
+
+if len(sys.argv) > 1 and sys.argv[1] == "quant":
+    import quant_avx512
+    sys.stdout.write(quant_avx512.generate(red4))
+    sys.exit(0)
 
 # ---- GEMV: 4 rows ----
 for dt in ("F32", "BF16", "F16", "Q8"):

@@ -107,10 +107,10 @@ func (b *engineBackend) Generate(prompt []int, images [][]byte, opt generate.Opt
 		last, pos := time.Now(), 0
 		eo.Probe = func(s *generate.Session, _ int) {
 			var info StepInfo
-			if s.State != nil {
-				info = snapshot(s.State)
+			if st, ok := s.State().(*model.State); ok {
+				info = snapshot(st)
 			} else {
-				info = StepInfo{Pos: s.B.Pos(), KDANorm: make([]float64, b.e.Cfg.NumHiddenLayers)}
+				info = StepInfo{Pos: s.State().Pos(), KDANorm: make([]float64, b.e.Cfg.NumHiddenLayers)}
 				for i := range info.KDANorm {
 					info.KDANorm[i] = math.NaN()
 				}
@@ -136,19 +136,19 @@ func (b *engineBackend) Generate(prompt []int, images [][]byte, opt generate.Opt
 
 // snapshot measures st for the live view.
 func snapshot(st *model.State) StepInfo {
-	info := StepInfo{Pos: st.Pos, KDANorm: make([]float64, len(st.KDA)), StateBytes: st.Bytes()}
-	for i, k := range st.KDA {
+	info := StepInfo{Pos: st.N, KDANorm: make([]float64, len(st.Layers)), StateBytes: st.Bytes()}
+	for i, k := range st.Layers {
 		if k == nil {
 			info.KDANorm[i] = math.NaN()
 			continue
 		}
 		var s float64
-		for _, v := range k.S {
+		for _, v := range k[0] { // the recurrent state
 			s += float64(v) * float64(v)
 		}
 		info.KDANorm[i] = math.Sqrt(s)
 	}
-	for _, c := range st.MLA {
+	for _, c := range st.Caches {
 		if c != nil {
 			info.CacheTokens = max(info.CacheTokens, c.Len())
 			info.CacheBytes += c.Bytes()

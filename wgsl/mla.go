@@ -4,9 +4,9 @@ package wgsl
 
 import (
 	"fmt"
-
-	"github.com/tessera-llm/tessera/core/ref"
 )
+
+// Op wrappers of mla.wgsl.
 
 // mlaTile is the number of keys one MLA workgroup handles (the size of the
 // kernels' workgroup score array).
@@ -129,21 +129,6 @@ func (d *Device) Append(c *LatentCache, src View, srcStride, n int) error {
 		}
 	}
 	c.Len += n
-	return nil
-}
-
-// RMSNormCacheRows records RMSNorm (weight w, eps) of the first n floats of
-// cache rows [row0, row0+n), in place, page by page.
-func (d *Device) RMSNormCacheRows(c *LatentCache, row0, rows, n int, w View, eps float32) error {
-	if row0 < 0 || row0+rows > c.Len {
-		return fmt.Errorf("wgsl: RMSNormCacheRows %d..%d of %d cached rows", row0, row0+rows, c.Len)
-	}
-	for _, s := range c.spans(row0, rows) {
-		v := s.page.At(s.local * c.Width).Rows(c.Width)
-		if err := d.RMSNormRows(v, v, w, s.n, n, eps); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -278,83 +263,4 @@ func (d *Device) MLANaive(a *MLAArgs) error {
 		}
 	}
 	return nil
-}
-
-// Route records the sigmoid MoE router (ref.Router.Route) for T tokens:
-// logits [T, E], bias [E] (a zero View for none), idx [T, TopK] as u32
-// expert ids, w [T, TopK] weights. E ≤ 1024, Groups ≤ 256. Results stay on
-// the GPU for the expert dispatch.
-func (d *Device) Route(idx, w, logits, bias View, T, E int, r ref.Router) error {
-	if T <= 0 || E <= 0 || E > 1024 || r.TopK <= 0 || r.TopK > E {
-		return fmt.Errorf("wgsl: Route: T %d, E %d, TopK %d (E ≤ 1024)", T, E, r.TopK)
-	}
-	grouped := r.Groups > 1 && r.Groups > r.TopKGroups
-	if grouped && (r.Groups > 256 || E%r.Groups != 0 || r.TopKGroups <= 0) {
-		return fmt.Errorf("wgsl: Route: %d groups (top %d) of %d experts", r.Groups, r.TopKGroups, E)
-	}
-	if err := logits.check(T*E, "Route logits"); err != nil {
-		return err
-	}
-	hasBias := bias.Buf != nil
-	if hasBias {
-		if err := bias.check(E, "Route bias"); err != nil {
-			return err
-		}
-	}
-	if err := idx.check(T*r.TopK, "Route idx"); err != nil {
-		return err
-	}
-	if err := w.check(T*r.TopK, "Route w"); err != nil {
-		return err
-	}
-	k, err := d.kernel("router.wgsl", "main", 4)
-	if err != nil {
-		return err
-	}
-	p := params{}.u(E, r.TopK, T, r.Groups, r.TopKGroups, b2i(r.Renormalize), b2i(hasBias)).f(r.Scale).
-		u(logits.Off, bias.Off, idx.Off, w.Off)
-	return d.dispatch(k, p, []*Buffer{logits.Buf, bias.Buf, idx.Buf, w.Buf}, T)
-}
-
-// AttnRes records Block Attention Residuals reads (ref.AttnRes) for T
-// tokens: source i of token t is the n floats at
-// srcs.Off + t·tokStride + i·srcs.Stride (nsrc ≤ 64); w and gamma [n];
-// out row t at out.Off + t·out.Stride. out must not overlap a source.
-func (d *Device) AttnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View, eps float32) error {
-	return d.attnRes(out, srcs, tokStride, nsrc, n, T, w, gamma, eps, View{}, 0)
-}
-
-// AttnResNorm is AttnRes followed by the RMSNorm with weight norm (as
-// RMSNorm: ν ⊙ h / sqrt(mean(h²) + normEps)) in one dispatch: the model
-// normalises every AttnRes read before the mixer, the FFN or the lm_head.
-func (d *Device) AttnResNorm(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View, eps float32, norm View, normEps float32) error {
-	if err := norm.check(n, "AttnResNorm norm weight"); err != nil {
-		return err
-	}
-	return d.attnRes(out, srcs, tokStride, nsrc, n, T, w, gamma, eps, norm, normEps)
-}
-
-func (d *Device) attnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View, eps float32, norm View, normEps float32) error {
-	if T <= 0 || n <= 0 || nsrc <= 0 || nsrc > 64 {
-		return fmt.Errorf("wgsl: AttnRes: T %d, n %d, %d sources (≤ 64)", T, n, nsrc)
-	}
-	if err := srcs.View.check((T-1)*tokStride+(nsrc-1)*srcs.Stride+n, "AttnRes sources"); err != nil {
-		return err
-	}
-	if err := out.check(T, n, "AttnRes out"); err != nil {
-		return err
-	}
-	if err := w.check(n, "AttnRes w"); err != nil {
-		return err
-	}
-	if err := gamma.check(n, "AttnRes gamma"); err != nil {
-		return err
-	}
-	k, err := d.kernel("attnres.wgsl", "main", 5)
-	if err != nil {
-		return err
-	}
-	p := params{}.u(n, nsrc, T).f(eps).u(srcs.Off, srcs.Stride, tokStride, w.Off, gamma.Off, out.Off, out.Stride,
-		b2i(norm.Buf != nil), norm.Off).f(normEps)
-	return d.dispatch(k, p, []*Buffer{srcs.Buf, w.Buf, gamma.Buf, out.Buf, norm.Buf}, T)
 }

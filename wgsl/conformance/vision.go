@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/vision"
 	"github.com/tessera-llm/tessera/wgsl"
 )
@@ -38,7 +39,7 @@ func visionCases() []Case {
 					bv = g.Up(b)
 				}
 				want := make([]float32, rows*n)
-				vision.LayerNorm(want, x, w, b, 1e-5)
+				ref.LayerNorm(want, x, w, b, 1e-5)
 				xv := g.Up(x)
 				check(g, g.D.LayerNorm(xv.Rows(n), xv.Rows(n), g.Up(w), bv, rows, n, 1e-5)) // in place
 				return g.Read(xv, rows*n), want
@@ -49,7 +50,7 @@ func visionCases() []Case {
 		name string
 		a    int
 		f    func(float32) float32
-	}{{"BiasAct/GELU-tanh", wgsl.ActGELUTanh, vision.GELUTanh}, {"BiasAct/GELU-erf", wgsl.ActGELUErf, vision.GELUErf},
+	}{{"BiasAct/GELU-tanh", wgsl.ActGELUTanh, ref.GELUTanh}, {"BiasAct/GELU-erf", wgsl.ActGELUErf, ref.GELUErf},
 		{"BiasAct/none", wgsl.ActNone, func(x float32) float32 { return x }}} {
 		for _, s := range [][2]int{{1, 1}, {3, 64}, {7, 300}} {
 			rows, n := s[0], s[1]
@@ -81,8 +82,8 @@ func visionCases() []Case {
 				copy(q[n*Q:], qkv[n*3*Q:n*3*Q+Q])
 				copy(k[n*Q:], qkv[n*3*Q+Q:n*3*Q+2*Q])
 			}
-			vision.ApplyRoPE(q, N, H, hd, cos, sin)
-			vision.ApplyRoPE(k, N, H, hd, cos, sin)
+			ref.ApplyRoPE(q, N, H, hd, cos, sin)
+			ref.ApplyRoPE(k, N, H, hd, cos, sin)
 			v := g.Up(qkv)
 			cv, sv := g.Up(cos), g.Up(sin)
 			check(g, g.D.RoPE2D(v.Rows(3*Q), cv, sv, N, H, hd))
@@ -110,7 +111,7 @@ func visionCases() []Case {
 				copy(v[n*Q:], qkv[n*3*Q+2*Q:n*3*Q+3*Q])
 			}
 			want := make([]float32, N*Q)
-			vision.Attention(nil, want, q, k, v, N, H, hd)
+			ref.ImageAttention(nil, want, q, k, v, N, H, hd)
 			out := g.Zeros(N * Q)
 			check(g, g.D.VisionAttention(&wgsl.VisionAttnArgs{N: N, H: H, HD: hd, QKV: g.Up(qkv), Stride: 3 * Q,
 				QOff: 0, KOff: Q, VOff: 2 * Q, Out: out.Rows(Q)}))

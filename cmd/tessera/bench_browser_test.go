@@ -1,0 +1,709 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The browser benchmark's defaults: a KJV passage k3-micro continues
+// without an end-of-sequence token, 64 tokens with its tokenizer.
+const (
+	benchPrompt = "In the beginning God created the heaven and the earth. And the earth was without form, and void; " +
+		"and darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. " +
+		"And God said, Let there be light: and there was light. And God saw the light"
+	benchPromptTokens = 64
+	benchGenTokens    = 64
+	wllamaDirName     = "wllama-3.8.1" // scripts/peers/fetch-wllama.sh
+)
+
+// benchVariant is one runtime on one path.
+type benchVariant struct{ Runtime, Backend string }
+
+func (v benchVariant) String() string {
+	path := map[string]string{"gpu": "WebGPU", "cpu": "wasm CPU"}[v.Backend]
+	if v.Runtime == "wllama" && v.Backend == "cpu" {
+		path += ", 1 thread"
+	}
+	return v.Runtime + " " + path
+}
+
+// benchPage is what scripts/browser/bench/bench.js reports for one page load.
+type benchPage struct {
+	OK           bool    `json:"ok"`
+	Error        string  `json:"error"`
+	Runtime      string  `json:"runtime"`
+	Backend      string  `json:"backend"`
+	Phase        string  `json:"phase"`
+	Isolated     bool    `json:"crossOriginIsolated"`
+	LoadMs       float64 `json:"loadMs"`
+	TTFTMs       float64 `json:"ttftMs"`
+	DecodeMs     float64 `json:"decodeMs"`
+	PromptTokens int     `json:"promptTokens"`
+	IDs          []int   `json:"ids"`
+	RanOn        string  `json:"ranOn"`
+	JSHeapBytes  int64   `json:"jsHeapBytes"`
+	Adapter      struct {
+		Available    bool     `json:"available"`
+		Reason       string   `json:"reason"`
+		Vendor       string   `json:"vendor"`
+		Architecture string   `json:"architecture"`
+		Description  string   `json:"description"`
+		Fallback     bool     `json:"fallback"`
+		Features     []string `json:"features"`
+	} `json:"adapter"`
+	Engine json.RawMessage `json:"engine"`
+	Log    []string        `json:"log,omitempty"`
+}
+
+// benchPhase is one page load measured: the page's report plus what the
+// server and /proc saw.
+type benchPhase struct {
+	benchPage
+	PrefillTokS float64 `json:"prefillTokPerS"` // prompt tokens / TTFT
+	DecodeTokS  float64 `json:"decodeTokPerS"`  // (tokens - 1) / (last token - first token)
+	Bytes       int64   `json:"bytesTransferred"`
+	Requests    int     `json:"requests"`
+	PeakRSS     rssPeak `json:"peakRSS"`
+}
+
+// rssPeak is the largest resident set seen while a page ran, summed over
+// Chromium's processes of each kind (the page's workers live in the
+// renderer; WebGPU buffers of a software adapter in the GPU process).
+type rssPeak struct {
+	Renderer int64 `json:"renderer"`
+	GPU      int64 `json:"gpu"`
+	All      int64 `json:"all"`
+}
+
+// benchRow is the medians of one model × variant over the rounds.
+type benchRow struct {
+	Model       string  `json:"model"`
+	Runtime     string  `json:"runtime"`
+	Backend     string  `json:"backend"`
+	RanOn       string  `json:"ranOn"`
+	Note        string  `json:"note,omitempty"`
+	LoadColdMs  float64 `json:"loadColdMs"`
+	LoadWarmMs  float64 `json:"loadWarmMs"`
+	TTFTMs      float64 `json:"ttftMs"`
+	PrefillTokS float64 `json:"prefillTokPerS"`
+	DecodeTokS  float64 `json:"decodeTokPerS"`
+	BytesCold   int64   `json:"bytesCold"`
+	BytesWarm   int64   `json:"bytesWarm"`
+	PeakRSS     int64   `json:"peakRendererPlusGPURSS"`
+	IDsMatch    string  `json:"ids"`
+	// Runs: every page load, round by round (cold, warm).
+	Runs []benchPhase `json:"runs"`
+}
+
+// TestBrowserBenchVsWllama is `make bench-browser`: tessera against wllama
+// (llama.cpp compiled to wasm, npm @wllama/wllama 3.8.1, fetched by make
+// fetch-wllama) in the same headless Chromium, same model (wllama reads
+// the F16 GGUF `tessera export` writes from the same safetensors, with the
+// model's byte-level BPE vocabulary), on WebGPU and on the wasm CPU path.
+// Each round opens every runtime × path in a fresh browser profile (cold
+// load: download, compile, upload) and again in that profile (warm load
+// from the caches), alternating the runtimes; each load generates
+// BENCH_TOKENS greedy tokens from a BENCH_PROMPT_TOKENS-token prompt.
+// Medians over BENCH_ROUNDS rounds go to out/bench/browser.json
+// ($BENCH_OUT) and a markdown table to stdout. tessera's ids must equal
+// `tessera run --backend cpu`; wllama's are compared and reported. A
+// benchmark, not a test: it runs only with TESSERA_BENCH_BROWSER=1.
+func TestBrowserBenchVsWllama(t *testing.T) {
+	if os.Getenv("TESSERA_BENCH_BROWSER") != "1" {
+		t.Skip("the browser benchmark runs with TESSERA_BENCH_BROWSER=1 (make bench-browser)")
+	}
+	chrome := findChromium()
+	if chrome == "" {
+		t.Fatal("no Chromium (/usr/lib/chromium/chromium or $TESSERA_CHROMIUM); install it with scripts/setup.sh browser")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("TESSERA_PEER_CACHE")
+	if cache == "" {
+		cache = filepath.Join(root, "testdata", "peers", "cache")
+	}
+	wllamaDir := filepath.Join(cache, wllamaDirName)
+	for _, f := range []string{"index.js", "wllama.wasm"} {
+		if _, err := os.Stat(filepath.Join(wllamaDir, f)); err != nil {
+			t.Fatalf("wllama is not fetched (%v): run make fetch-wllama", err)
+		}
+	}
+	rounds := benchEnvInt(t, "BENCH_ROUNDS", 3)
+	promptTok := benchEnvInt(t, "BENCH_PROMPT_TOKENS", benchPromptTokens)
+	genTok := benchEnvInt(t, "BENCH_TOKENS", benchGenTokens)
+	prompt := cmp.Or(os.Getenv("BENCH_PROMPT"), benchPrompt)
+	var models []string
+	for _, m := range strings.Split(cmp.Or(os.Getenv("BENCH_MODELS"), "k3-micro"), ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			models = append(models, m)
+		}
+	}
+	outPath := cmp.Or(os.Getenv("BENCH_OUT"), filepath.Join(root, "out", "bench", "browser.json"))
+	loadBefore := benchLoadAvg()
+	start := time.Now()
+	dir := t.TempDir()
+
+	// The bundle `make wasm` builds (WebGPU runner + CPU path): what the
+	// page serves.
+	wasmDir := filepath.Join(dir, "wasm")
+	e2eBuildBundle(t, wasmDir)
+
+	// wllama's files as tessera serve serves its own: revalidated on every
+	// load (no-cache + ETag), gzip -9 when the browser accepts it.
+	wllamaFiles := benchStatic(t, wllamaDir, "index.js", "wllama.wasm")
+
+	variants := []benchVariant{{"tessera", "gpu"}, {"wllama", "gpu"}, {"tessera", "cpu"}, {"wllama", "cpu"}}
+	if only := os.Getenv("BENCH_ONLY"); only != "" { // e.g. "wllama-cpu,tessera-cpu"
+		variants = slices.DeleteFunc(variants, func(v benchVariant) bool {
+			return !slices.Contains(strings.Split(only, ","), v.Runtime+"-"+v.Backend)
+		})
+		if len(variants) == 0 {
+			t.Fatalf("BENCH_ONLY=%q selects nothing: use runtime-backend names such as tessera-gpu,wllama-cpu", only)
+		}
+	}
+	var rows []benchRow
+	var env benchEnv
+	for mi, name := range models {
+		modelDir := name
+		if !strings.ContainsRune(name, '/') {
+			modelDir = filepath.Join(root, "models", name)
+		}
+		if _, err := os.Stat(filepath.Join(modelDir, "tokenizer.json")); err != nil {
+			t.Fatalf("BENCH_MODELS %s: %v; wllama takes text, so the model needs its tokenizer.json (a byte-level BPE the GGUF export maps)", name, err)
+		}
+		// What tessera feeds the model and generates natively.
+		promptIDs := e2eParseIDs(t, strings.ReplaceAll(e2eRun(t, "tokenize", "--tokenizer", filepath.Join(modelDir, "tokenizer.json"), "--text", prompt), ",", " "))
+		if len(promptIDs) != promptTok {
+			t.Fatalf("the prompt is %d tokens with %s's tokenizer, want %d (BENCH_PROMPT_TOKENS)", len(promptIDs), name, promptTok)
+		}
+		native := e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", modelDir, "--prompt", prompt,
+			"--max-tokens", strconv.Itoa(genTok), "--ids"))
+		if len(native) != genTok {
+			t.Logf("note: natively %s stops after %d of %d tokens (end of sequence); both runtimes should too", name, len(native), genTok)
+		}
+		gguf := filepath.Join(dir, filepath.Base(modelDir)+"-f16.gguf")
+		e2eRun(t, "export", "--model", modelDir, "--out", gguf, "--type", "f16")
+
+		var logBuf syncBuffer
+		srv, err := newServer(serveConfig{ModelDir: modelDir, WasmDir: wasmDir, Loopback: true, Log: &logBuf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+		reports := make(chan benchPage, 1)
+		bench, err := filepath.Abs("../../scripts/browser/bench")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /__bench/report", func(w http.ResponseWriter, r *http.Request) {
+			var rep benchPage
+			if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&rep); err != nil {
+				rep = benchPage{Error: "bad report: " + err.Error()}
+			}
+			reports <- rep
+		})
+		mux.HandleFunc("/bench.html", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.html")) })
+		mux.HandleFunc("/bench.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.js")) })
+		mux.Handle("/wllama/", wllamaFiles)
+		mux.HandleFunc("/gguf/model.gguf", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, gguf) })
+		mux.Handle("/", srv)
+		var sent atomic.Int64
+		var requests atomic.Int64
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := newHTTPServer(benchCount(benchIsolate(mux), &sent, &requests))
+		go hs.Serve(ln)
+		t.Cleanup(func() { hs.Close() })
+
+		// one page load in browser b
+		load := func(b *browser, page string, v benchVariant, phase string) benchPhase {
+			t.Helper()
+			q := url.Values{"runtime": {v.Runtime}, "backend": {v.Backend}, "prompt": {prompt}, "max": {strconv.Itoa(genTok)},
+				"phase": {phase}, "report": {"/__bench/report"}}
+			sent.Store(0)
+			requests.Store(0)
+			peak := make(chan rssPeak, 1)
+			stop := make(chan struct{})
+			go func() { peak <- benchSampleRSS(b.cmd.Process.Pid, stop) }()
+			sampling := true
+			defer func() {
+				if sampling { // a check failed before the sampler was stopped
+					close(stop)
+				}
+			}()
+			if _, err := b.call(page, "Page.navigate", map[string]any{"url": "http://" + ln.Addr().String() + "/bench.html?" + q.Encode()}); err != nil {
+				t.Fatal(err)
+			}
+			var rep benchPage
+			select {
+			case rep = <-reports:
+			case err := <-b.died:
+				t.Fatalf("%s %s: chromium exited: %v\n%s", v, phase, err, e2eTail(b.stderr.String(), 3000))
+			case <-time.After(5 * time.Minute):
+				t.Fatalf("%s %s: no report after 5 min\nconsole:\n%s", v, phase, b.consoleText())
+			}
+			close(stop)
+			sampling = false
+			ph := benchPhase{benchPage: rep, Bytes: sent.Load(), Requests: int(requests.Load()), PeakRSS: <-peak}
+			if !rep.OK {
+				t.Fatalf("%s %s: the page failed: %s\nconsole:\n%s\nserver log:\n%s", v, phase, rep.Error, b.consoleText(), logBuf.String())
+			}
+			if rep.TTFTMs > 0 {
+				ph.PrefillTokS = float64(rep.PromptTokens) / rep.TTFTMs * 1000
+			}
+			if len(rep.IDs) > 1 && rep.DecodeMs > 0 {
+				ph.DecodeTokS = float64(len(rep.IDs)-1) / rep.DecodeMs * 1000
+			}
+			return ph
+		}
+
+		runs := map[benchVariant][]benchPhase{}
+		for r := range rounds {
+			for vi, v := range variants {
+				// a fresh profile; short: Chromium's socket path has a length limit
+				bdir := filepath.Join(dir, fmt.Sprintf("b%d%d%d", mi, r, vi))
+				b := startChromium(t, chrome, bdir)
+				var once sync.Once
+				closeB := func() { once.Do(b.close) } // also when a check below fails
+				t.Cleanup(closeB)
+				page, err := b.attachPage()
+				if err != nil {
+					t.Fatalf("%v\nchromium stderr:\n%s", err, e2eTail(b.stderr.String(), 3000))
+				}
+				if _, err := b.call(page, "Runtime.enable", nil); err != nil {
+					t.Fatal(err)
+				}
+				if env.BaselineRSS.All == 0 { // Chromium at about:blank
+					done := make(chan struct{})
+					close(done)
+					env.BaselineRSS = benchSampleRSS(b.cmd.Process.Pid, done)
+				}
+				if env.Chromium == "" {
+					if res, err := b.call("", "Browser.getVersion", nil); err == nil {
+						var ver struct{ Product string }
+						json.Unmarshal(res, &ver)
+						env.Chromium = ver.Product
+					}
+				}
+				cold := load(b, page, v, "cold")
+				warm := load(b, page, v, "warm")
+				closeB()
+				runs[v] = append(runs[v], cold, warm)
+				t.Logf("%s round %d %s: load %.0f / %.0f ms, TTFT %.0f ms, decode %.1f tok/s, on %s", name, r+1, v,
+					cold.LoadMs, warm.LoadMs, warm.TTFTMs, warm.DecodeTokS, warm.RanOn)
+			}
+		}
+		hs.Close()
+
+		// tessera's ids equal native ids; wllama's are compared with them.
+		for _, v := range variants {
+			row := benchRow{Model: filepath.Base(modelDir), Runtime: v.Runtime, Backend: v.Backend, Runs: runs[v]}
+			var cold, warm, ttft, prefill, decode, rss []float64
+			var bcold, bwarm []float64
+			row.IDsMatch = "same as native"
+			for i, ph := range runs[v] {
+				if i%2 == 0 {
+					cold = append(cold, ph.LoadMs)
+					bcold = append(bcold, float64(ph.Bytes))
+				} else {
+					warm = append(warm, ph.LoadMs)
+					bwarm = append(bwarm, float64(ph.Bytes))
+				}
+				ttft = append(ttft, ph.TTFTMs)
+				prefill = append(prefill, ph.PrefillTokS)
+				decode = append(decode, ph.DecodeTokS)
+				rss = append(rss, float64(ph.PeakRSS.Renderer+ph.PeakRSS.GPU))
+				row.RanOn = ph.RanOn
+				if ph.PromptTokens != len(promptIDs) {
+					msg := fmt.Sprintf("%s read the prompt as %d tokens, tessera's tokenizer gives %d", v, ph.PromptTokens, len(promptIDs))
+					if v.Runtime == "tessera" {
+						t.Error(msg)
+					} else {
+						t.Log("note: " + msg)
+					}
+				}
+				if !slices.Equal(ph.IDs, native) {
+					at := benchFirstDiff(ph.IDs, native)
+					row.IDsMatch = fmt.Sprintf("differ from native at token %d of %d", at, len(native))
+					if v.Runtime == "tessera" {
+						t.Errorf("%s %s: greedy ids %v\nnative tessera run ids %v", v, ph.Phase, ph.IDs, native)
+					}
+				}
+			}
+			if v.Runtime == "wllama" && v.Backend == "gpu" && !strings.HasPrefix(row.RanOn, "gpu") {
+				row.Note = "wllama's WebGPU backend did not take the model; it ran on the CPU"
+				if a := runs[v][0].Adapter; !a.Available {
+					row.Note += " (no WebGPU adapter: " + a.Reason + ")"
+				} else if !slices.Contains(a.Features, "shader-f16") {
+					row.Note += fmt.Sprintf(" (llama.cpp's load log shows CPU model buffers only; the adapter, %s %s, lacks shader-f16, which ggml-webgpu requires of its device; tessera's WGSL does not need it)", a.Vendor, a.Architecture)
+				}
+			}
+			if a := runs[v][0].Adapter; v.Backend == "gpu" && env.Adapter == "" && a.Available {
+				env.Adapter = fmt.Sprintf("%s %s (%s), fallback %v, shader-f16 %v", a.Vendor, a.Architecture, a.Description, a.Fallback,
+					slices.Contains(a.Features, "shader-f16"))
+				env.AdapterFeatures = a.Features
+			}
+			row.LoadColdMs, row.LoadWarmMs = median(cold), median(warm)
+			row.TTFTMs, row.PrefillTokS, row.DecodeTokS = median(ttft), median(prefill), median(decode)
+			row.BytesCold, row.BytesWarm, row.PeakRSS = int64(median(bcold)), int64(median(bwarm)), int64(median(rss))
+			rows = append(rows, row)
+		}
+	}
+
+	env.Date = time.Now().UTC().Format(time.RFC3339)
+	env.LoadBefore, env.LoadAfter = loadBefore, benchLoadAvg()
+	env.CPU = benchCPUName()
+	env.Cores = runtime.NumCPU()
+	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
+		env.Commit = strings.TrimSpace(string(out))
+	}
+	env.Rounds, env.Prompt, env.PromptTokens, env.GenTokens = rounds, prompt, promptTok, genTok
+	env.Settings = "greedy (temperature 0); tessera: Tessera.load backend cpu|gpu, default make wasm bundle; " +
+		"wllama 3.8.1: F16 GGUF from tessera export, n_threads 1, n_ctx 1024, n_gpu_layers 0 on the CPU path (its default on WebGPU), " +
+		"logprobs 1 (its stream carries the ids only with them), other settings its defaults; pages cross-origin isolated (COOP/COEP) unless BENCH_ISOLATE=0"
+	doc := struct {
+		Env  benchEnv   `json:"env"`
+		Rows []benchRow `json:"rows"`
+	}{env, rows}
+	data, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(outPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outPath, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := benchTable(env, rows)
+	if err := os.WriteFile(strings.TrimSuffix(outPath, ".json")+".md", []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Print(table)
+	t.Logf("wrote %s in %v", outPath, time.Since(start).Round(time.Second))
+}
+
+// benchEnv records where and how the benchmark ran.
+type benchEnv struct {
+	Date            string   `json:"date"`
+	Commit          string   `json:"commit"`
+	CPU             string   `json:"cpu"`
+	Cores           int      `json:"cores"`
+	LoadBefore      string   `json:"loadavgBefore"`
+	LoadAfter       string   `json:"loadavgAfter"`
+	Chromium        string   `json:"chromium"`
+	Adapter         string   `json:"adapter"`
+	AdapterFeatures []string `json:"adapterFeatures"`
+	// BaselineRSS: Chromium at about:blank, before the first page.
+	BaselineRSS  rssPeak `json:"baselineRSS"`
+	Rounds       int     `json:"rounds"`
+	Prompt       string  `json:"prompt"`
+	PromptTokens int     `json:"promptTokens"`
+	GenTokens    int     `json:"genTokens"`
+	Settings     string  `json:"settings"`
+}
+
+// benchTable renders the medians as markdown.
+func benchTable(env benchEnv, rows []benchRow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s, %s (%d cores), load average %s → %s; %s; WebGPU adapter: %s\n", env.Date, env.CPU, env.Cores,
+		env.LoadBefore, env.LoadAfter, env.Chromium, cmp.Or(env.Adapter, "none"))
+	fmt.Fprintf(&b, "prompt %d tokens, %d greedy tokens, medians of %d rounds (fresh profile per round; cold = first load, warm = reload); "+
+		"Chromium at about:blank: renderer %s + GPU process %s\n\n",
+		env.PromptTokens, env.GenTokens, env.Rounds, bytesStr(env.BaselineRSS.Renderer), bytesStr(env.BaselineRSS.GPU))
+	b.WriteString("| model | runtime × path | ran on | load cold | load warm | TTFT | prefill tok/s | decode tok/s | peak RSS (renderer + GPU) | transferred cold / warm | ids |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f s | %.2f s | %.0f ms | %.0f | %.1f | %s | %s / %s | %s |\n", r.Model,
+			benchVariant{r.Runtime, r.Backend}, r.RanOn, r.LoadColdMs/1000, r.LoadWarmMs/1000, r.TTFTMs, r.PrefillTokS, r.DecodeTokS,
+			bytesStr(r.PeakRSS), bytesStr(r.BytesCold), bytesStr(r.BytesWarm), r.IDsMatch)
+	}
+	for _, r := range rows {
+		if r.Note != "" {
+			fmt.Fprintf(&b, "\n- %s %s: %s", r.Model, benchVariant{r.Runtime, r.Backend}, r.Note)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// benchStatic serves the named files of dir under /wllama/ with
+// Cache-Control no-cache, an ETag, and a gzip -9 copy for clients that
+// accept it, as tessera serve serves tessera.wasm.
+func benchStatic(t *testing.T, dir string, names ...string) http.Handler {
+	t.Helper()
+	type file struct {
+		raw, gz []byte
+		tag     string
+	}
+	files := map[string]file{}
+	for _, n := range names {
+		raw, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(raw)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(raw)
+		files[n] = file{raw, buf.Bytes(), hex.EncodeToString(sum[:8])}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := strings.TrimPrefix(r.URL.Path, "/wllama/")
+		f, ok := files[n]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", contentType(n))
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Vary", "Accept-Encoding")
+		body, tag := f.raw, `"`+f.tag+`"`
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			h.Set("Content-Encoding", "gzip")
+			body, tag = f.gz, `"`+f.tag+`-gz"`
+		}
+		h.Set("ETag", tag)
+		http.ServeContent(w, r, n, time.Time{}, bytes.NewReader(body))
+	})
+}
+
+// benchIsolate makes every response cross-origin isolated (COOP + COEP),
+// as a page needs for wllama's multi-threaded build (here it runs one
+// thread); BENCH_ISOLATE=0 leaves the headers out.
+func benchIsolate(h http.Handler) http.Handler {
+	if os.Getenv("BENCH_ISOLATE") == "0" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
+		w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// benchCount adds the response body bytes h writes to n and counts requests
+// (the report POSTs excluded).
+func benchCount(h http.Handler, n, requests *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/__bench/report" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		requests.Add(1)
+		h.ServeHTTP(&countWriter{ResponseWriter: w, n: n}, r)
+	})
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	k, err := w.ResponseWriter.Write(p)
+	w.n.Add(int64(k))
+	return k, err
+}
+
+func (w *countWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// benchSampleRSS samples, every 50 ms until stop, the resident set of the
+// processes in Chromium's process group (pgid) by kind, and returns the
+// largest sums seen.
+func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
+	var peak rssPeak
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var cur rssPeak
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			// fields after "comm)": state ppid pgrp …
+			i := strings.LastIndexByte(string(stat), ')')
+			f := strings.Fields(string(stat[i+1:]))
+			if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+				continue
+			}
+			rss := benchVmRSS(pid)
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			switch {
+			case strings.Contains(string(cmdline), "--type=renderer"):
+				cur.Renderer += rss
+			case strings.Contains(string(cmdline), "--type=gpu-process"):
+				cur.GPU += rss
+			}
+			cur.All += rss
+		}
+		peak.Renderer = max(peak.Renderer, cur.Renderer)
+		peak.GPU = max(peak.GPU, cur.GPU)
+		peak.All = max(peak.All, cur.All)
+		select {
+		case <-stop:
+			return peak
+		case <-tick.C:
+		}
+	}
+}
+
+// benchVmRSS is VmRSS of /proc/pid/status in bytes (0 when gone).
+func benchVmRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// benchLoadAvg is the 1, 5 and 15 minute load averages.
+func benchLoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// benchCPUName is the first "model name" of /proc/cpuinfo.
+func benchCPUName() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// benchFirstDiff is the first index where a and b differ.
+func benchFirstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// benchEnvInt reads a positive integer setting.
+func benchEnvInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+// TestBenchHelpers checks the browser benchmark's plumbing without a
+// browser: wllama's files are served gzip -9 to clients that accept it,
+// plain otherwise, and revalidate with 304; the byte counter sees exactly
+// the bodies; benchFirstDiff finds the first differing id.
+func TestBenchHelpers(t *testing.T) {
+	dir := t.TempDir()
+	wasm := bytes.Repeat([]byte("\x00asm wllama "), 4000)
+	if err := os.WriteFile(filepath.Join(dir, "wllama.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var sent, requests atomic.Int64
+	h := benchCount(benchIsolate(benchStatic(t, dir, "wllama.wasm")), &sent, &requests)
+	get := func(path string, hdr map[string]string) *http.Response {
+		r := httptest.NewRequest("GET", "http://127.0.0.1"+path, nil)
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		res := w.Result()
+		res.ContentLength = int64(w.Body.Len())
+		return res
+	}
+	plain := get("/wllama/wllama.wasm", nil)
+	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || plain.ContentLength != int64(len(wasm)) ||
+		plain.Header.Get("Content-Type") != "application/wasm" || plain.Header.Get("Cache-Control") != "no-cache" ||
+		plain.Header.Get("Cross-Origin-Embedder-Policy") != "require-corp" {
+		t.Fatalf("plain GET: %d %v, %d bytes", plain.StatusCode, plain.Header, plain.ContentLength)
+	}
+	if sent.Load() != int64(len(wasm)) {
+		t.Errorf("counted %d bytes, served %d", sent.Load(), len(wasm))
+	}
+	gz := get("/wllama/wllama.wasm", map[string]string{"Accept-Encoding": "gzip, deflate"})
+	zr, err := gzip.NewReader(gz.Body)
+	if err != nil || gz.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("gzip GET: %v %v", err, gz.Header)
+	}
+	if got, _ := io.ReadAll(zr); !bytes.Equal(got, wasm) || gz.ContentLength >= int64(len(wasm))/10 {
+		t.Errorf("gzip body: %d bytes decoding to %d, want a small body decoding to the %d-byte file", gz.ContentLength, len(got), len(wasm))
+	}
+	again := get("/wllama/wllama.wasm", map[string]string{"Accept-Encoding": "gzip", "If-None-Match": gz.Header.Get("ETag")})
+	if again.StatusCode != http.StatusNotModified || again.ContentLength != 0 {
+		t.Errorf("revalidation: %d with %d bytes, want 304 and no body", again.StatusCode, again.ContentLength)
+	}
+	if missing := get("/wllama/nope.js", nil); missing.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown file: %d, want 404", missing.StatusCode)
+	}
+	if requests.Load() != 4 {
+		t.Errorf("counted %d requests, want 4", requests.Load())
+	}
+	for _, c := range []struct {
+		a, b []int
+		want int
+	}{{[]int{1, 2, 3}, []int{1, 2, 3}, 3}, {[]int{1, 5, 3}, []int{1, 2, 3}, 1}, {[]int{1, 2}, []int{1, 2, 3}, 2}, {nil, []int{4}, 0}} {
+		if got := benchFirstDiff(c.a, c.b); got != c.want {
+			t.Errorf("benchFirstDiff(%v, %v) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+// Package bind binds checkpoint tensors to model fields, for every model
+// part (the text model's explicit calls in core/model, the vision tower's
+// struct tags): F32, F16 and BF16 tensors of a memory-mapped checkpoint
+// are used in place (zero-copy), matrices may be deferred
+// (tensor.Mat.Fetch) for a GPU to upload one at a time, and with a nil
+// checkpoint a Binder only records the expected names and shapes (a spec,
+// what init-random writes).
+package bind
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Binder binds checkpoint tensors; the first error stops it (Err).
+type Binder struct {
+	CK     *safetensors.Checkpoint // nil: record the spec only
+	Prefix string                  // prepended to every name
+	Used   map[string]bool         // full names bound
+	Err    error
+	Spec   []TensorSpec
+	// Q8: int8 weights with per-row scales are allowed.
+	Q8 bool
+	// Deferred binds matrices without their data.
+	Deferred bool
+}
+
+// New returns a binder over ck (nil: spec only).
+func New(ck *safetensors.Checkpoint) *Binder { return &Binder{CK: ck, Used: map[string]bool{}} }
+
+// TensorSpec is one tensor a configuration expects.
+type TensorSpec struct {
+	Name  string // without the layout prefix
+	Shape []int
+}
+
+// ShapeError reports a tensor whose shape differs from what the config
+// implies.
+type ShapeError struct {
+	Tensor          string
+	Expected, Found []int
+}
+
+func (e *ShapeError) Error() string {
+	return fmt.Sprintf("tensor %s: expected shape %v, found %v", e.Tensor, e.Expected, e.Found)
+}
+
+func (b *Binder) Lookup(name string, shape ...int) *safetensors.Tensor {
+	if b.Err != nil {
+		return nil
+	}
+	if b.CK == nil {
+		b.Spec = append(b.Spec, TensorSpec{Name: name, Shape: shape})
+		return nil
+	}
+	full := b.Prefix + name
+	t, ok := b.CK.Tensor(full)
+	if !ok {
+		b.Err = fmt.Errorf("tensor %s: missing from checkpoint (expected shape %v)", full, shape)
+		return nil
+	}
+	b.Used[full] = true
+	if !slices.Equal(t.Shape, shape) {
+		b.Err = &ShapeError{Tensor: full, Expected: shape, Found: t.Shape}
+		return nil
+	}
+	switch t.DType {
+	case "F32", "F16", "BF16":
+	case "I8":
+		if !b.Q8 {
+			b.Err = fmt.Errorf("tensor %s: dtype I8 needs a quantization_config (compressed-tensors int8) in config.json", full)
+			return nil
+		}
+	default:
+		if _, ok := blockDType(t.DType); ok {
+			return t // raw ggml blocks (a GGUF checkpoint); vectors refuse them in vec
+		}
+		b.Err = fmt.Errorf("tensor %s: dtype %s is not supported (want F32, F16, BF16, or I8 with quantization_config)", full, t.DType)
+		return nil
+	}
+	return t
+}
+
+// blockFormats are the ggml block dtypes a checkpoint tensor may have.
+var blockFormats = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q4K, tensor.Q5K, tensor.Q6K, tensor.MXFP4}
+
+// blockDType maps a checkpoint dtype spelled as tensor.DType.String()
+// ("Q4_K") to its block dtype.
+func blockDType(d safetensors.DType) (tensor.DType, bool) {
+	for _, b := range blockFormats {
+		if string(d) == b.String() {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
+func (b *Binder) Optional(name string) { b.Used[b.Prefix+name] = true }
+
+// Mat binds a [rows, cols] matrix.
+func (b *Binder) Mat(name string, rows, cols int) *tensor.Mat { return b.MatShape(name, rows, cols) }
+
+// MatShape binds a tensor of shape [rows, d1, d2, …] as a matrix of rows
+// rows of d1·d2·… columns (a conv weight [D, 3, p, p] as [D, 3·p·p]).
+func (b *Binder) MatShape(name string, shape ...int) *tensor.Mat {
+	t := b.Lookup(name, shape...)
+	if t == nil {
+		return nil
+	}
+	rows, cols := shape[0], 1
+	for _, d := range shape[1:] {
+		cols *= d
+	}
+	var scale []float32
+	if t.DType == "I8" {
+		// compressed-tensors: NAME.weight (int8) + NAME.weight_scale [rows, 1].
+		if scale = b.VecAny(name+"_scale", rows); b.Err != nil {
+			return nil
+		}
+	}
+	ck, full := b.CK, b.Prefix+name
+	fetch := func() (*tensor.Mat, error) {
+		raw, err := ck.Bytes(full)
+		if err != nil {
+			return nil, err
+		}
+		if bt, ok := blockDType(t.DType); ok {
+			m, err := tensor.NewBlocked(rows, cols, bt, raw)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", full, err)
+			}
+			return m, nil
+		}
+		switch t.DType {
+		case "F32":
+			return tensor.NewF32(rows, cols, asF32(raw)), nil
+		case "I8":
+			return tensor.NewQ8(rows, cols, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)), scale), nil
+		case "F16":
+			return tensor.NewHalf(rows, cols, tensor.F16, asU16(raw)), nil
+		default:
+			return tensor.NewHalf(rows, cols, tensor.BF16, asU16(raw)), nil
+		}
+	}
+	if b.Deferred {
+		dt := map[safetensors.DType]tensor.DType{"F32": tensor.F32, "I8": tensor.Q8, "F16": tensor.F16}[t.DType]
+		if t.DType == "BF16" {
+			dt = tensor.BF16
+		}
+		if bt, ok := blockDType(t.DType); ok {
+			dt = bt
+		}
+		return &tensor.Mat{Rows: rows, Cols: cols, DType: dt, Fetch: fetch}
+	}
+	m, err := fetch()
+	if err != nil {
+		b.Err = err
+		return nil
+	}
+	return m
+}
+
+// Vec binds a small tensor of the given shape as float32 (a copy).
+func (b *Binder) Vec(name string, shape ...int) []float32 {
+	if b.Lookup(name, shape...) == nil {
+		return nil
+	}
+	v, err := b.CK.Float32(b.Prefix + name)
+	if err != nil {
+		b.Err = err
+	}
+	return v
+}
+
+// VecAny binds a tensor with n elements whatever its shape; the spec (what
+// init-random writes) lists it as [allowed[0]].
+func (b *Binder) VecAny(name string, allowed ...int) []float32 {
+	return b.VecAnyAs(name, []int{allowed[0]}, allowed...)
+}
+
+// VecAnyAs is VecAny with the shape the spec lists (A_log is stored as
+// [H], [1,1,H,1] or per channel [H·dk] in different checkpoints).
+func (b *Binder) VecAnyAs(name string, specShape []int, allowed ...int) []float32 {
+	if b.Err != nil {
+		return nil
+	}
+	if b.CK == nil {
+		b.Spec = append(b.Spec, TensorSpec{Name: name, Shape: specShape})
+		return nil
+	}
+	full := b.Prefix + name
+	t, ok := b.CK.Tensor(full)
+	if !ok {
+		b.Err = fmt.Errorf("tensor %s: missing from checkpoint (expected %v elements)", full, allowed)
+		return nil
+	}
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	for _, a := range allowed {
+		if n == a {
+			return b.Vec(name, t.Shape...)
+		}
+	}
+	b.Err = fmt.Errorf("tensor %s: expected %v elements, found shape %v", full, allowed, t.Shape)
+	return nil
+}
+
+// asF32 views little-endian bytes as float32 without copying when aligned.
+func asF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+	}
+	out := make([]float32, len(b)/4)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(b)), b)
+	return out
+}
+
+// asU16 views little-endian bytes as uint16 without copying when aligned.
+func asU16(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+	}
+	out := make([]uint16, len(b)/2)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(b)), b)
+	return out
+}

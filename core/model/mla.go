@@ -1,0 +1,70 @@
+package model
+
+import (
+	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/nn"
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// mlaScratch is the scratch of one MLA mixer: the query q
+// [T, H·(dn+dr)], q_a [T, r_q], [c_kv; k_r] [T, r_kv+dr], the output gate
+// and the attention output o [T, H·dv], tmp [T, d], room for the products.
+type mlaScratch struct {
+	q, qa, kva, gate, o, tmp nn.Tensor
+	products                 []nn.Product
+	att                      nn.LatentArgs // kept here so that passing it allocates nothing
+}
+
+// inputs are the MLA projections of the normed input: q (or q_a), kv_a
+// and the output gate.
+func (w *MLA) inputs() [4]*tensor.Mat {
+	return [4]*tensor.Mat{w.QProj, w.QAProj, w.KVAProjWithMQA, w.GProj}
+}
+
+// mlaBlock is one multi-head latent attention mixer (architecture.md §2)
+// of the Kimi family (NoPE, optional output gate) and DeepSeek-V3
+// (decoupled RoPE):
+//
+//	q = q_proj·x, or q_b·RMSNorm(q_a·x)                 per head [q_nope; q_rope]
+//	[c_kv; k_r] = kv_a_proj_with_mqa·x, c_kv = RMSNorm(c_kv)
+//	q_rope, k_r ← RoPE(·, position)                      (rope non-nil)
+//	[c_kv; k_r] appended to the cache
+//	o = softmax(scale · (q_nope·W_UK c_kv + q_rope·k_r)) (W_UV c_kv)
+//	out (+)= o_proj · (o ⊙ σ(g_proj·x))                  (gate if present)
+//
+// pos0 is the position of the piece's first token.
+func mlaBlock(b nn.Backend, s *mlaScratch, c *config.Config, w *MLA, xn nn.Tensor, cache nn.Cache, out nn.Tensor, accum bool, T int, rope *ref.RoPE, pos0 int, scale float32) {
+	H, dn, dr, dv, rkv := c.NumHeads, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim, c.KVLoraRank
+	ps := s.products[:0]
+	dsts := [4]nn.Tensor{s.q, s.qa, s.kva, s.gate}
+	for j, W := range w.inputs() {
+		var dst nn.Tensor
+		if W != nil {
+			dst = b.Reshape(dsts[j], W.Rows)
+		}
+		ps = append(ps, nn.Product{Out: dst, X: xn, W: W})
+	}
+	nn.Linears(b, T, ps)
+	q, kva, gate := ps[0].Out, ps[2].Out, ps[3].Out
+	if w.QProj == nil {
+		qa := ps[1].Out
+		b.RMSNorm(qa, qa, T, w.QALayernorm, c.RMSNormEps)
+		q = b.Reshape(s.q, w.QBProj.Rows)
+		b.Linear(q, qa, T, w.QBProj)
+	}
+	ckv := b.Cols(kva, 0, rkv)
+	b.RMSNorm(ckv, ckv, T, w.KVALayernorm, c.RMSNormEps)
+	if rope != nil {
+		b.RoPE(q, T, nn.RoPEArgs{Heads: H, Stride: dn + dr, Off: dn, Pos0: pos0, Rope: rope})
+		b.RoPE(kva, T, nn.RoPEArgs{Heads: 1, Stride: rkv + dr, Off: rkv, Pos0: pos0, Rope: rope})
+	}
+	b.Append(cache, kva, T)
+	o := b.Reshape(s.o, H*dv)
+	s.att = nn.LatentArgs{T: T, H: H, DN: dn, DR: dr, DV: dv, RKV: rkv, Scale: scale, Q: q, O: o, WKVB: w.KVBProj, Cache: cache}
+	b.LatentAttention(&s.att)
+	if w.GProj != nil {
+		b.SigmoidGate(o, gate, T)
+	}
+	nn.Project(b, out, o, T, w.OProj, accum, s.tmp)
+}

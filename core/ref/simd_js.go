@@ -1,0 +1,179 @@
+//go:build js && wasm && !purego
+
+package ref
+
+import (
+	_ "embed"
+	"math"
+	"runtime"
+	"sync"
+	"syscall/js"
+	"unsafe"
+
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// simd128Wasm is the SIMD128 kernel module (simd128/kernels.wat, generated
+// by scripts/gen/simd128.py).
+//
+//go:embed simd128/kernels.wasm
+var simd128Wasm []byte
+
+// simd128 holds the instantiated kernel module: rows and gemm are its
+// exports bound to the address of simd128Params, so a call passes nothing
+// through JS.
+var simd128 struct {
+	once            sync.Once
+	ok              bool
+	reason          string
+	rows, gemm, kda js.Value
+}
+
+// simd128Params is the parameter block the kernels read (kernels.wat).
+// js/wasm runs one goroutine at a time and nothing between filling it and
+// the call can switch goroutines, so one block serves every caller.
+var simd128Params [9]int32
+
+// SIMD128 reports whether matrix-vector products run in the WebAssembly
+// SIMD128 kernel module, and if not, why.
+func SIMD128() (bool, string) {
+	simd128.once.Do(simd128Init)
+	return simd128.ok, simd128.reason
+}
+
+// simd128Init instantiates the kernel module on the memory of this Go
+// instance (globalThis.wasm.instance.exports.mem, which the worker and
+// scripts/wasm/node-exec.js set). Without it, or without SIMD128 in the
+// engine, the pure-Go kernels run.
+func simd128Init() {
+	defer func() {
+		if e := recover(); e != nil {
+			simd128.ok, simd128.reason = false, "the kernel module could not be instantiated"
+		}
+	}()
+	g := js.Global()
+	wa := g.Get("WebAssembly")
+	if wa.IsUndefined() {
+		simd128.reason = "no WebAssembly object"
+		return
+	}
+	inst := g.Get("wasm")
+	if inst.IsUndefined() || inst.Get("instance").IsUndefined() {
+		simd128.reason = "globalThis.wasm (this instance) is not set"
+		return
+	}
+	mem := inst.Get("instance").Get("exports").Get("mem")
+	buf := g.Get("Uint8Array").New(len(simd128Wasm))
+	js.CopyBytesToJS(buf, simd128Wasm)
+	if !wa.Call("validate", buf).Bool() {
+		simd128.reason = "this engine has no WebAssembly SIMD128"
+		return
+	}
+	mod := wa.Get("Module").New(buf)
+	ki := wa.Get("Instance").New(mod, map[string]any{"env": map[string]any{"mem": mem}})
+	p := addr32(unsafe.Pointer(&simd128Params[0]))
+	simd128.rows = ki.Get("exports").Get("rows").Call("bind", js.Null(), p)
+	simd128.gemm = ki.Get("exports").Get("gemm").Call("bind", js.Null(), p)
+	simd128.kda = ki.Get("exports").Get("kda").Call("bind", js.Null(), p)
+	simd128.ok, simd128.reason = true, "WebAssembly SIMD128 kernels"
+}
+
+// addr32 is p's offset in this instance's linear memory.
+func addr32(p unsafe.Pointer) int32 { return int32(uintptr(p)) }
+
+// simdRowsDot is rowsDot for F32, F16, BF16 and Q8 rows in the SIMD128
+// module: out[o-lo] = W[o,:]·x for lo ≤ o < hi. It reports false (and does
+// nothing) where the module is not available or W's dtype has no kernel.
+func simdRowsDot(W *tensor.Mat, lo, hi int, x, out []float32) bool {
+	if !simdParams(W, lo, hi, x[:W.Cols], out[:hi-lo]) {
+		return false
+	}
+	simd128.rows.Invoke()
+	runtime.KeepAlive(W)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(out)
+	return true
+}
+
+// simdGemm is Linear's T-token product for rows [lo, hi) of W in the
+// SIMD128 module: out[t·ldo + o] = W[o,:]·x[t·W.Cols:] for t < T, with the
+// bits simdRowsDot gives each token alone.
+func simdGemm(W *tensor.Mat, lo, hi int, x []float32, T int, out []float32, ldo int) bool {
+	if T < 1 || !simdParams(W, lo, hi, x[:T*W.Cols], out[lo:(T-1)*ldo+hi]) {
+		return false
+	}
+	simd128Params[7], simd128Params[8] = int32(T), int32(ldo)
+	simd128.gemm.Invoke()
+	runtime.KeepAlive(W)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(out)
+	return true
+}
+
+// simdParams fills the parameter block for rows [lo, hi) of W, the
+// activations x and the first output out[0]; false where the module is
+// unavailable or has no kernel for W.
+func simdParams(W *tensor.Mat, lo, hi int, x, out []float32) bool {
+	n := W.Cols
+	if hi <= lo || n == 0 {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	p := &simd128Params
+	switch W.DType {
+	case tensor.F32:
+		p[0], p[1] = 0, addr32(unsafe.Pointer(&W.F32[lo*n : hi*n][0]))
+	case tensor.F16:
+		p[0], p[1] = 1, addr32(unsafe.Pointer(&W.U16[lo*n : hi*n][0]))
+	case tensor.BF16:
+		p[0], p[1] = 2, addr32(unsafe.Pointer(&W.U16[lo*n : hi*n][0]))
+	case tensor.Q8:
+		p[0], p[1] = 3, addr32(unsafe.Pointer(&W.I8[lo*n : hi*n][0]))
+		p[6] = addr32(unsafe.Pointer(&W.Scale[lo:hi][0]))
+	default:
+		return false
+	}
+	p[2], p[3], p[4], p[5] = addr32(unsafe.Pointer(&x[0])), int32(n), addr32(unsafe.Pointer(&out[0])), int32(hi-lo)
+	return true
+}
+
+// useSIMD128 reports whether the module has a kernel for W's dtype.
+func useSIMD128(W *tensor.Mat) bool {
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	switch W.DType {
+	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8:
+		return true
+	}
+	return false
+}
+
+// simdKDAStep is kdaStep (one KDA decode step of one head) in the SIMD128
+// module, with the bits of kdaStepGeneric: each element gets the same
+// operations in the same order. False where the module is unavailable or
+// dv is not a multiple of 4.
+func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool {
+	dk, dv := len(k), len(v)
+	if dk == 0 || dv == 0 || dv%4 != 0 {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	S, q, e, o = S[:dk*dv], q[:dk], e[:dk], o[:dv]
+	p := &simd128Params
+	p[0], p[1], p[2] = addr32(unsafe.Pointer(&S[0])), addr32(unsafe.Pointer(&k[0])), addr32(unsafe.Pointer(&q[0]))
+	p[3], p[4], p[5] = addr32(unsafe.Pointer(&e[0])), addr32(unsafe.Pointer(&v[0])), addr32(unsafe.Pointer(&o[0]))
+	p[6], p[7], p[8] = int32(dk), int32(dv), int32(math.Float32bits(beta))
+	simd128.kda.Invoke()
+	runtime.KeepAlive(S)
+	runtime.KeepAlive(k)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(e)
+	runtime.KeepAlive(v)
+	runtime.KeepAlive(o)
+	return true
+}

@@ -1,0 +1,23 @@
+//go:build (!amd64 || purego) && (!js || !wasm || purego)
+
+package ref
+
+import "github.com/tessera-llm/tessera/core/tensor"
+
+// SIMD128 reports whether matrix-vector products run in the WebAssembly
+// SIMD128 kernel module: never in this build (see simd_js.go).
+func SIMD128() (bool, string) { return false, "not a js/wasm build" }
+
+// simdRowsDot has no SIMD128 module to run in this build.
+func simdRowsDot(W *tensor.Mat, lo, hi int, x, out []float32) bool { return false }
+
+// simdGemm has no SIMD128 module to run in this build.
+func simdGemm(W *tensor.Mat, lo, hi int, x []float32, T int, out []float32, ldo int) bool {
+	return false
+}
+
+// useSIMD128 is false: no SIMD128 module in this build.
+func useSIMD128(W *tensor.Mat) bool { return false }
+
+// simdKDAStep has no SIMD128 module to run in this build.
+func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool { return false }

@@ -1,0 +1,147 @@
+// bench.js — one measurement of `make bench-browser`: loads one runtime
+// (tessera or wllama) on one path (WebGPU or the wasm CPU path), generates
+// `max` greedy tokens from `prompt`, and POSTs what it measured to `report`.
+// The Go test (cmd/tessera/bench_browser_test.go) opens this page in a
+// fresh headless Chromium profile (phase "cold") and again in the same
+// profile (phase "warm"), counts the bytes its server sent, and reads the
+// browser's peak memory from /proc.
+//
+// All times are taken here, on the page, the same way for both runtimes:
+//   loadMs  the runtime's load call (engine wasm download + compile, model
+//           download or cache read, weight upload), until it resolves;
+//   ttftMs  the generate call until the first generated token reaches the
+//           page (prefill of the whole prompt plus the first sampling);
+//   decodeMs first token to last token on the page (decode tok/s =
+//           (tokens - 1) / decodeMs).
+// Each runtime's own figures are reported too (engine: {...}).
+
+const q = new URLSearchParams(location.search);
+const runtime = q.get('runtime');
+const backend = q.get('backend');
+const prompt = q.get('prompt') || '';
+const max = parseInt(q.get('max') || '64', 10);
+const out = document.getElementById('out');
+
+function log(s) { out.textContent += s + '\n'; }
+
+// adapterInfo describes the WebGPU adapter this browser offers.
+async function adapterInfo() {
+  if (!navigator.gpu) return { available: false, reason: 'navigator.gpu is missing' };
+  let a = null;
+  try {
+    a = await navigator.gpu.requestAdapter();
+  } catch (e) {
+    return { available: false, reason: String(e) };
+  }
+  if (!a) return { available: false, reason: 'requestAdapter returned null' };
+  const info = a.info || {};
+  return {
+    available: true, vendor: info.vendor || '', architecture: info.architecture || '',
+    description: info.description || '', fallback: !!(info.isFallbackAdapter || a.isFallbackAdapter),
+    features: [...a.features].sort(),
+  };
+}
+
+async function runTessera() {
+  const { Tessera } = await import('/tessera.js');
+  const t0 = performance.now();
+  const engine = await Tessera.load('/model/', { backend });
+  const loadMs = performance.now() - t0;
+  const info = await engine.info();
+  const ids = [];
+  let tFirst = 0, tLast = 0;
+  const g0 = performance.now();
+  for await (const piece of engine.generate(prompt, { maxTokens: max, temperature: 0 })) {
+    if (piece.id < 0) continue; // held-back text, not a token
+    const now = performance.now();
+    if (ids.length === 0) tFirst = now;
+    tLast = now;
+    ids.push(piece.id);
+  }
+  const st = engine.lastStats || {};
+  const r = {
+    loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: st.promptTokens,
+    ranOn: info.backend, engine: { ttftMs: st.ttftMs, decodeTokPerS: st.decodeTokPerS, stopped: st.stopped, load: engine.loadStats },
+  };
+  engine.dispose();
+  return r;
+}
+
+// wllamaOffload reads from llama.cpp's load log where the weights went:
+// "offloaded N/M layers to GPU" and the model buffers by device
+// ("CPU model buffer size = 26.32 MiB").
+function wllamaOffload(lines) {
+  const r = { layers: null, buffers: [] };
+  for (const l of lines) {
+    const m = /offloaded (\d+)\/(\d+) layers to GPU/.exec(l);
+    if (m) r.layers = [parseInt(m[1], 10), parseInt(m[2], 10)];
+    const b = /(\S+) model buffer size\s*=\s*([\d.]+) MiB/.exec(l);
+    if (b) r.buffers.push(`${b[1]} ${b[2]} MiB`);
+  }
+  return r;
+}
+
+async function runWllama() {
+  const { Wllama } = await import('/wllama/index.js');
+  const lines = [];
+  const keep = (...a) => lines.push(a.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(' '));
+  const logger = { debug: keep, log: keep, warn: keep, error: keep };
+  const w = new Wllama({ default: '/wllama/wllama.wasm' }, { logger });
+  const params = { n_threads: 1, n_ctx: 1024 };
+  if (backend === 'cpu') params.n_gpu_layers = 0; // else wllama's default: every layer on WebGPU when it can
+  const t0 = performance.now();
+  await w.loadModelFromUrl(new URL('/gguf/model.gguf', location.href).href, params);
+  const loadMs = performance.now() - t0;
+  const ids = [];
+  let tFirst = 0, tLast = 0, timings = null, promptN = null;
+  const g0 = performance.now();
+  await w.createCompletion({
+    prompt, max_tokens: max, temperature: 0, stream: true, cache_prompt: false, logprobs: 1,
+    onData: (chunk) => {
+      const now = performance.now();
+      // the ids come with the per-token log-probabilities (logprobs: 1);
+      // the raw completion streams no ids otherwise
+      const toks = [];
+      for (const c of chunk.choices || []) {
+        for (const p of (c.logprobs && c.logprobs.content) || []) toks.push(p.id);
+      }
+      if (toks.length > 0) {
+        if (ids.length === 0) tFirst = now;
+        tLast = now;
+        ids.push(...toks);
+      }
+      if (chunk.timings) { timings = chunk.timings; promptN = chunk.timings.prompt_n; }
+    },
+  });
+  const offload = wllamaOffload(lines);
+  // On the GPU when a model buffer is on a device other than the CPU (no
+  // "offloaded" line is printed when ggml-webgpu found no usable device).
+  const onGPU = (offload.layers !== null && offload.layers[0] > 0) || offload.buffers.some((b) => !b.startsWith('CPU'));
+  const r = {
+    loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: promptN,
+    ranOn: onGPU ? `gpu (WebGPU; model buffers: ${offload.buffers.join(', ')})` : `cpu (wasm, 1 thread; model buffers: ${offload.buffers.join(', ')})`,
+    engine: {
+      threads: w.getNumThreads(), multithread: w.isMultithread(), offload, timings, logLines: lines.length,
+      version: typeof Wllama.getLibllamaVersion === 'function' ? Wllama.getLibllamaVersion() : '',
+    },
+    log: lines.filter((l) => /webgpu|WebGPU|ggml_|offload|buffer size|shader|f16|error|fail/i.test(l)).slice(0, 80),
+  };
+  await w.exit();
+  return r;
+}
+
+(async () => {
+  const rep = { runtime, backend, phase: q.get('phase'), crossOriginIsolated: self.crossOriginIsolated };
+  try {
+    rep.adapter = await adapterInfo();
+    const r = runtime === 'tessera' ? await runTessera() : runtime === 'wllama' ? await runWllama() : null;
+    if (!r) throw new Error(`runtime=${runtime}: want tessera or wllama`);
+    Object.assign(rep, r, { ok: true });
+    if (performance.memory) rep.jsHeapBytes = performance.memory.usedJSHeapSize;
+  } catch (e) {
+    rep.ok = false;
+    rep.error = String((e && e.stack) || e);
+  }
+  log(JSON.stringify(rep, null, 1));
+  await fetch(q.get('report'), { method: 'POST', body: JSON.stringify(rep) });
+})();

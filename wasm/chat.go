@@ -1,0 +1,136 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall/js"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/chat"
+	"github.com/tessera-llm/tessera/core/engine"
+)
+
+// chatCompletion(requestJSON, images, onEvent) → Promise<result>: one
+// OpenAI chat completion. requestJSON is the request body (chat.Request);
+// images are the decoded pixels ({rgba, width, height}) of its image parts
+// in order. onEvent("start", promptTokens) comes once the request is
+// accepted and rendered, then onEvent("delta", text, tokenId) for the
+// reply's text (stop sequences and stop tokens never reach it). The
+// result is {content, finishReason ("stop" | "length" | "cancelled"),
+// promptTokens, completionTokens, stats}, or {error: {message, type,
+// param, code, status}} in OpenAI's shape.
+func (h *host) chatCompletion(_ js.Value, args []js.Value) any {
+	reqJSON, imgs, onEvent := arg(args, 0), arg(args, 1), arg(args, 2)
+	return promise(func() (any, error) {
+		res, err := h.runChat(reqJSON, imgs, onEvent)
+		if err != nil {
+			e := chat.AsError(err)
+			return toJS(map[string]any{"error": map[string]any{
+				"message": e.Message, "type": e.Type, "param": nullable(e.Param), "code": nullable(e.Code), "status": e.Status}})
+		}
+		return toJS(res)
+	})
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// chatResult is what chatCompletion resolves to.
+type chatResult struct {
+	Content          string       `json:"content"`
+	FinishReason     string       `json:"finishReason"`
+	PromptTokens     int          `json:"promptTokens"`
+	CompletionTokens int          `json:"completionTokens"`
+	Stats            engine.Stats `json:"stats"`
+}
+
+func badRequest(param, format string, args ...any) error {
+	return &chat.Error{Status: 400, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
+	h.mu.Lock()
+	e := h.eng
+	h.mu.Unlock()
+	if e == nil {
+		return nil, errors.New("chat: no model is loaded")
+	}
+	if reqJSON.Type() != js.TypeString || onEvent.Type() != js.TypeFunction {
+		return nil, errors.New("chat: want (requestJSON string, images, onEvent function)")
+	}
+	req, err := chat.ParseRequest([]byte(reqJSON.String()))
+	if err != nil {
+		return nil, err
+	}
+	var images []engine.Image
+	if !imgs.IsUndefined() && !imgs.IsNull() {
+		if images, err = parseImages(imgs); err != nil {
+			return nil, err
+		}
+	}
+	if n := len(chat.Images(req.Messages)); n != len(images) {
+		return nil, badRequest("messages", "the messages have %d image parts but %d images were decoded", n, len(images))
+	}
+	ctx, done := h.begin()
+	defer done()
+	y := newYielder()
+	defer y.close()
+	in := req.Input()
+	res := &chatResult{}
+	var content []byte
+	opt := engine.Options{Chat: &in, Images: images, Stop: req.Stop, Sampler: req.SamplerOptions(),
+		MaxTokens: req.MaxNewTokens(e.Cfg.MaxPositions), MaxContext: e.Cfg.MaxPositions,
+		OnStart: func(n int) { onEvent.Invoke("start", n) }}
+	st, err := e.Generate(ctx, opt, func(p engine.Piece) bool {
+		res.CompletionTokens++
+		if p.Text != "" {
+			content = append(content, p.Text...)
+			onEvent.Invoke("delta", p.Text, p.ID)
+		}
+		y.maybe(10 * time.Millisecond) // let a cancel message in
+		return ctx.Err() == nil
+	})
+	switch {
+	case errors.Is(err, engine.ErrContext):
+		return nil, &chat.Error{Status: 400, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+			Message: fmt.Sprintf("This model's maximum context length is %d tokens: %v", e.Cfg.MaxPositions, err)}
+	case errors.Is(err, engine.ErrBadRequest):
+		return nil, badRequest("messages", "%v", err)
+	case err != nil:
+		return nil, err
+	}
+	if st.Tail != "" {
+		content = append(content, st.Tail...)
+		onEvent.Invoke("delta", st.Tail, -1)
+	}
+	switch st.Stopped {
+	case "length", "context":
+		res.FinishReason = "length"
+	case "cancelled":
+		res.FinishReason = "cancelled"
+	default:
+		res.FinishReason = "stop"
+	}
+	res.Content, res.PromptTokens, res.Stats = string(content), st.PromptTokens, st
+	return res, nil
+}
+
+// begin starts a cancellable generation: cancel() (the JS export) and a
+// newer generation stop it; done releases it.
+func (h *host) begin() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.mu.Lock()
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.cancel = cancel
+	h.mu.Unlock()
+	return ctx, cancel
+}

@@ -1,0 +1,150 @@
+//go:build cgo || js
+
+package conformance
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormedAccum, LinearGatedNorm, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
+func linearCases(add adder) {
+	// Linear: GEMV (T=1) and GEMM (T>1, tiles of 8 tokens); shapes straddle
+	// the 64-thread column stride, odd columns (half-word padding), token
+	// tiles, and more than 65535 workgroups (2-D grid).
+	for _, dt := range dtypes {
+		for _, s := range [][3]int{{1, 1, 1}, {5, 7, 1}, {64, 128, 1}, {65, 129, 1}, {33, 255, 3}, {130, 200, 8},
+			{70, 31, 9}, {17, 300, 17}, {300, 1000, 2}} {
+			rows, cols, T := s[0], s[1], s[2]
+			add("Linear", dt.String(), fmt.Sprintf("%dx%d T=%d", rows, cols, T), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				W := RandMat(r, rows, cols, dt, 1)
+				x := RandVec(r, T*cols, 1)
+				want := make([]float32, T*rows)
+				ref.Linear(nil, want, x, T, W)
+				out := g.Zeros(T * rows)
+				check(g, g.D.Linear(out, g.Up(x), T, g.Mat(W)))
+				return g.Read(out, T*rows), want
+			})
+		}
+	}
+	// LinearAccum: out += x·Wᵀ into strided rows (a residual add fused
+	// into the projection), GEMV and GEMM.
+	for _, dt := range dtypes {
+		for _, s := range [][3]int{{5, 7, 1}, {65, 129, 1}, {33, 255, 3}, {300, 1000, 2}} {
+			rows, cols, T := s[0], s[1], s[2]
+			add("LinearAccum", dt.String(), fmt.Sprintf("%dx%d T=%d", rows, cols, T), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				W := RandMat(r, rows, cols, dt, 1)
+				x := RandVec(r, T*cols, 1)
+				st := rows + 5
+				res := RandVec(r, T*st, 2)
+				y := make([]float32, T*rows)
+				ref.Linear(nil, y, x, T, W)
+				want := slices.Clone(res)
+				for t := range T {
+					for o := range rows {
+						want[t*st+o] += y[t*rows+o]
+					}
+				}
+				out := g.Up(res)
+				check(g, g.D.LinearAccum(out, st, g.Up(x), cols, T, g.Mat(W)))
+				return g.Read(out, T*st), want
+			})
+		}
+	}
+	// LinearNormedAccum: out += RMSNorm(x)·Wᵀ in one GEMV equals RMSNorm
+	// then LinearAccum (odd and even columns, more than one lane stride).
+	for _, dt := range dtypes {
+		for _, s := range [][2]int{{5, 7}, {64, 128}, {65, 129}, {300, 1000}} {
+			rows, cols := s[0], s[1]
+			add("LinearNormedAccum", dt.String(), fmt.Sprintf("%dx%d", rows, cols), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				W := RandMat(r, rows, cols, dt, 1)
+				x := RandVec(r, cols, 3)
+				nu := RandVec(r, cols, 1)
+				res := RandVec(r, rows, 2)
+				xn := make([]float32, cols)
+				ref.RMSNorm(xn, x, nu, 1e-5)
+				y := make([]float32, rows)
+				ref.Linear(nil, y, xn, 1, W)
+				want := slices.Clone(res)
+				for i := range want {
+					want[i] += y[i]
+				}
+				out := g.Up(res)
+				xv := g.Up(x)
+				check(g, g.D.LinearNormedAccum(out, xv, g.Mat(W), g.Up(nu), 1e-5))
+				if got := g.Read(xv, cols); !slices.Equal(got, x) {
+					return got, x // x must be left as it is
+				}
+				return g.Read(out, rows), want
+			})
+		}
+	}
+	// LinearGatedNorm: (+)= RMSNormGated(x; g)·Wᵀ in one GEMV equals
+	// RMSNormGated then Linear / LinearAccum (both gate functions, heads of
+	// 16 and 64, odd rows).
+	for _, dt := range dtypes {
+		for _, s := range [][4]int{{5, 2, 16, 0}, {65, 8, 64, 1}, {130, 3, 64, 1}, {33, 32, 64, 0}} {
+			rows, H, dk, accum := s[0], s[1], s[2], s[3] == 1
+			for _, act := range []ref.GateAct{ref.GateSigmoid, ref.GateSiLU} {
+				name := map[ref.GateAct]string{ref.GateSigmoid: "sigmoid", ref.GateSiLU: "SiLU"}[act]
+				add("LinearGatedNorm/"+name, dt.String(), fmt.Sprintf("%dx%d dk=%d accum=%v", rows, H*dk, dk, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					cols := H * dk
+					W := RandMat(r, rows, cols, dt, 1)
+					x, gt, nu := RandVec(r, cols, 3), RandVec(r, cols, 2), RandVec(r, dk, 1)
+					res := RandVec(r, rows, 2)
+					xn := make([]float32, cols)
+					ref.RMSNormGated(xn, x, gt, nu, 1e-5, act)
+					y := make([]float32, rows)
+					ref.Linear(nil, y, xn, 1, W)
+					want := slices.Clone(res)
+					for i := range want {
+						if accum {
+							want[i] += y[i]
+						} else {
+							want[i] = y[i]
+						}
+					}
+					out := g.Up(res)
+					check(g, g.D.LinearGatedNorm(out, accum, g.Up(x), g.Up(gt), g.Mat(W), g.Up(nu), dk, 1e-5, act))
+					return g.Read(out, rows), want
+				})
+			}
+		}
+	}
+	// LinearKDAGate: the f_b projection with the gate as its epilogue
+	// equals Linear then KDAGate (GEMV and GEMM, every dtype and gate form).
+	for _, dt := range dtypes {
+		for _, gc := range []struct {
+			name       string
+			bounded    bool
+			perChannel bool
+		}{{"bounded", true, false}, {"softplus", false, false}, {"softplus-per-channel", false, true}} {
+			for _, s := range [][4]int{{1, 2, 16, 9}, {3, 3, 100, 33}, {9, 4, 32, 64}} {
+				T, H, dk, cols := s[0], s[1], s[2], s[3]
+				add("LinearKDAGate", dt.String(), fmt.Sprintf("%s T=%d H=%d dk=%d cols=%d", gc.name, T, H, dk, cols), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					W := RandMat(r, H*dk, cols, dt, 1)
+					x := RandVec(r, T*cols, 2)
+					bias := RandVec(r, H*dk, 1)
+					na := H
+					if gc.perChannel {
+						na = H * dk
+					}
+					alog := RandVec(r, na, 1.5)
+					raw := make([]float32, T*H*dk)
+					ref.Linear(nil, raw, x, T, W)
+					want := make([]float32, len(raw))
+					ref.KDAGate(want, raw, bias, alog, H, dk, gc.bounded, -5)
+					e := g.Up(slices.Concat(bias, alog))
+					out := g.Zeros(len(raw))
+					check(g, g.D.LinearKDAGate(out, g.Up(x), T, g.Mat(W), wgsl.KDAGateEpilogue{H: H, DK: dk, DtBias: e,
+						ALog: e.Buf.At(e.Off + H*dk), PerChannel: gc.perChannel, Bounded: gc.bounded, LowerBound: -5}))
+					return g.Read(out, len(raw)), want
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,349 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Op wrappers of linear.wgsl.
+
+// Mat is a weight matrix on the GPU: Rows×Cols elements of DType, row r at
+// word Off + r·Stride. F32 uses one word per element; F16 and BF16 pack two
+// elements per word (element 2j in the low half), rows padded to a word.
+//
+// A matrix larger than one storage binding (128 MiB by default) is split
+// by rows: Parts hold consecutive row ranges, each in its own buffer, and
+// View is Parts[0]'s. Linear and Embed read split matrices; other kernels
+// refuse them with an error naming the matrix.
+type Mat struct {
+	View
+	Rows, Cols int
+	DType      tensor.DType
+	Stride     int
+	Parts      []*Mat
+}
+
+// Buffers returns the buffers holding m (one per part).
+func (m *Mat) Buffers() []*Buffer {
+	if len(m.Parts) == 0 {
+		return []*Buffer{m.Buf}
+	}
+	var bs []*Buffer
+	for _, p := range m.Parts {
+		bs = append(bs, p.Buf)
+	}
+	return bs
+}
+
+// matPartWords is the largest matrix part UploadMat puts in one buffer:
+// one binding, lowered by tests to split small matrices.
+var matPartWords = maxBindingWords
+
+// MatWords is the number of words a Rows×Cols matrix of dt takes on the GPU.
+func MatWords(rows, cols int, dt tensor.DType) int { return rows * matStride(cols, dt) }
+
+func matStride(cols int, dt tensor.DType) int {
+	if dt == tensor.F32 {
+		return cols
+	}
+	return (cols + 1) / 2
+}
+
+// PackMat returns m's GPU words (see Mat).
+func PackMat(m *tensor.Mat) []uint32 {
+	st := matStride(m.Cols, m.DType)
+	out := make([]uint32, m.Rows*st)
+	if m.DType == tensor.F32 {
+		for i, v := range m.F32 {
+			out[i] = math.Float32bits(v)
+		}
+		return out
+	}
+	for r := 0; r < m.Rows; r++ {
+		row := m.U16[r*m.Cols : (r+1)*m.Cols]
+		for c, h := range row {
+			out[r*st+c/2] |= uint32(h) << (16 * (c & 1))
+		}
+	}
+	return out
+}
+
+// UploadMat copies a weight matrix (F32, F16 or BF16) into a new buffer, or
+// into row-range parts when it is larger than one binding (see Mat).
+// Half-precision matrices stay half precision on the GPU.
+func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
+	if m == nil || m.Rows <= 0 || m.Cols <= 0 {
+		return nil, fmt.Errorf("wgsl: UploadMat: empty matrix")
+	}
+	m = gpuWeights(m)
+	if m.DType > tensor.BF16 {
+		return nil, fmt.Errorf("wgsl: UploadMat: unsupported dtype %v", m.DType)
+	}
+	st := matStride(m.Cols, m.DType)
+	words := PackMat(m)
+	upload := func(rows []uint32, n int) (*Mat, error) {
+		b, err := d.UploadU32(rows)
+		if err != nil {
+			return nil, fmt.Errorf("wgsl: UploadMat %dx%d %v: %w", m.Rows, m.Cols, m.DType, err)
+		}
+		return &Mat{View: b.At(0), Rows: n, Cols: m.Cols, DType: m.DType, Stride: st}, nil
+	}
+	if len(words) <= matPartWords {
+		return upload(words, m.Rows)
+	}
+	per := matPartWords / st
+	if per == 0 {
+		return nil, fmt.Errorf("wgsl: UploadMat: one row of %d %v columns exceeds a binding", m.Cols, m.DType)
+	}
+	w := &Mat{Rows: m.Rows, Cols: m.Cols, DType: m.DType, Stride: st}
+	for r0 := 0; r0 < m.Rows; r0 += per {
+		n := min(per, m.Rows-r0)
+		p, err := upload(words[r0*st:(r0+n)*st], n)
+		if err != nil {
+			for _, q := range w.Parts {
+				q.Buf.Release()
+			}
+			return nil, err
+		}
+		w.Parts = append(w.Parts, p)
+	}
+	w.View = w.Parts[0].View
+	return w, nil
+}
+
+// gpuWeights returns m in a dtype the kernels read. There are no int8 or
+// ggml block-format kernels yet: Q8 and block-format (GGUF Q4_K, MXFP4, …)
+// weights are widened to f16 on upload (half the memory of f32; ≤ 2^-11
+// relative error per weight).
+func gpuWeights(m *tensor.Mat) *tensor.Mat {
+	if m == nil || (m.DType != tensor.Q8 && !m.DType.Blocked()) {
+		return m
+	}
+	u := make([]uint16, m.Rows*m.Cols)
+	half.EncodeF16(u, m.Float32())
+	return tensor.NewHalf(m.Rows, m.Cols, tensor.F16, u)
+}
+
+func (m *Mat) check(what string) error {
+	if m == nil {
+		return fmt.Errorf("wgsl: %s: nil matrix", what)
+	}
+	if len(m.Parts) > 0 {
+		return fmt.Errorf("wgsl: %s: a %dx%d %v matrix split over %d bindings (only Linear and Embed read split matrices)",
+			what, m.Rows, m.Cols, m.DType, len(m.Parts))
+	}
+	if m.Stride < matStride(m.Cols, m.DType) {
+		return fmt.Errorf("wgsl: %s: row stride %d too small for %d %v columns", what, m.Stride, m.Cols, m.DType)
+	}
+	return m.View.check((m.Rows-1)*m.Stride+matStride(m.Cols, m.DType), what+" weights")
+}
+
+// Linear records out = x·Wᵀ for T tokens (x [T, W.Cols], out [T, W.Rows],
+// rows contiguous): a GEMV for T = 1, a GEMM reading each weight row once
+// per 8 tokens otherwise. Mirrors ref.Linear.
+func (d *Device) Linear(out, x View, T int, W *Mat) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: Linear: nil matrix")
+	}
+	return d.LinearStrided(out, W.Rows, x, W.Cols, T, W)
+}
+
+// LinearStrided is Linear with explicit row strides (in words) for x and out,
+// e.g. to read the c_kv part of latent-cache rows.
+func (d *Device) LinearStrided(out View, oStride int, x View, xStride, T int, W *Mat) error {
+	return d.linear(out, oStride, x, xStride, T, W, false)
+}
+
+// LinearAccum records out += x·Wᵀ (LinearStrided adding into out): a
+// residual add fused into a projection. x and out must not overlap.
+func (d *Device) LinearAccum(out View, oStride int, x View, xStride, T int, W *Mat) error {
+	if out.Buf == x.Buf && out.Buf != nil {
+		return fmt.Errorf("wgsl: LinearAccum: x and out share a buffer")
+	}
+	return d.linear(out, oStride, x, xStride, T, W, true)
+}
+
+// KDAGateEpilogue describes the KDA log-decay gate (ref.KDAGate) applied
+// to a projection's outputs as they are stored (LinearKDAGate): DtBias
+// and ALog must be views of one buffer.
+type KDAGateEpilogue struct {
+	H, DK               int
+	DtBias, ALog        View
+	PerChannel, Bounded bool
+	LowerBound          float32
+}
+
+// LinearKDAGate records g = KDAGate(x·Wᵀ) in one dispatch (the f_b
+// projection of the KDA gate with the gate as its epilogue; W has H·DK
+// rows), equal to Linear followed by KDAGate.
+func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) error {
+	if W == nil || W.Rows != e.H*e.DK || e.H <= 0 || e.DK <= 0 {
+		return fmt.Errorf("wgsl: LinearKDAGate: matrix for %d×%d gate channels", e.H, e.DK)
+	}
+	if e.DtBias.Buf == nil || e.DtBias.Buf != e.ALog.Buf {
+		return fmt.Errorf("wgsl: LinearKDAGate: dt_bias and A_log must share a buffer")
+	}
+	nA := e.H
+	if e.PerChannel {
+		nA = e.H * e.DK
+	}
+	if err := e.DtBias.check(e.H*e.DK, "LinearKDAGate dt_bias"); err != nil {
+		return err
+	}
+	if err := e.ALog.check(nA, "LinearKDAGate A_log"); err != nil {
+		return err
+	}
+	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gate: &e}, 0)
+}
+
+// LinearNormedAccum records out += RMSNorm(x; ν, eps)·Wᵀ for one token (a
+// GEMV: the RMSNorm of x is taken inside the projection, which adds into
+// out), equal to RMSNorm then LinearAccum; x is left as it is. nu (ν) has
+// W.Cols values; x and out must not share a buffer.
+func (d *Device) LinearNormedAccum(out View, x View, W *Mat, nu View, eps float32) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: LinearNormedAccum: nil matrix")
+	}
+	if out.Buf == x.Buf && out.Buf != nil {
+		return fmt.Errorf("wgsl: LinearNormedAccum: x and out share a buffer")
+	}
+	if err := nu.check(W.Cols, "LinearNormedAccum weight"); err != nil {
+		return err
+	}
+	return d.linearEpi(out, W.Rows, x, W.Cols, 1, W, true, &linearEpilogue{nu: nu, eps: eps}, 0)
+}
+
+// maxGatedNormCols is the widest input LinearGatedNorm takes (its
+// workgroup-memory copy of the normed input).
+const maxGatedNormCols = 2048
+
+// LinearGatedNorm records out (+)= RMSNormGated(x; g, ν, heads of dk,
+// eps, act)·Wᵀ for one token in one GEMV (equal to RMSNormGated then
+// Linear, or LinearAccum when accum): every workgroup normalises and gates
+// x itself, in workgroup memory, so W.Cols ≤ 2048. x and g are left as
+// they are; out must not share a buffer with x or g.
+func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct) error {
+	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || dk > loopBudget/2 {
+		return fmt.Errorf("wgsl: LinearGatedNorm: matrix %v for heads of %d (≤ %d inputs)", W != nil, dk, maxGatedNormCols)
+	}
+	if out.Buf != nil && (out.Buf == x.Buf || out.Buf == g.Buf) {
+		return fmt.Errorf("wgsl: LinearGatedNorm: out shares a buffer with x or g")
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{x, W.Cols, "x"}, {g, W.Cols, "g"}, {nu, dk, "weight"}, {out, W.Rows, "out"}} {
+		if err := c.v.check(c.words, "LinearGatedNorm "+c.name); err != nil {
+			return err
+		}
+	}
+	if len(W.Parts) > 0 {
+		off := 0
+		for _, p := range W.Parts {
+			if err := d.LinearGatedNorm(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act); err != nil {
+				return err
+			}
+			off += p.Rows
+		}
+		return nil
+	}
+	if err := W.check("LinearGatedNorm"); err != nil {
+		return err
+	}
+	k, err := d.kernel("linear.wgsl", "gemv_gnorm", 5)
+	if err != nil {
+		return err
+	}
+	mode := 1
+	if act == ref.GateSiLU {
+		mode = 2
+	}
+	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, nu.Off).f(eps).u(g.Off, dk, mode)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
+}
+
+// linearEpilogue is what linear.wgsl does besides the product: the KDA gate
+// on the outputs, or (GEMV only) an RMSNorm of the input with weight nu.
+type linearEpilogue struct {
+	gate *KDAGateEpilogue
+	nu   View
+	eps  float32
+}
+
+func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
+	return d.linearEpi(out, oStride, x, xStride, T, W, accum, nil, 0)
+}
+
+// linearEpi is linear with an optional epilogue; r0 is the first output
+// row of W within the gate's channels (for split matrices).
+func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat, accum bool, e *linearEpilogue, r0 int) error {
+	if W != nil && len(W.Parts) > 0 {
+		off := 0
+		for _, p := range W.Parts {
+			if err := d.linearEpi(View{out.Buf, out.Off + off}, oStride, x, xStride, T, p, accum, e, r0+off); err != nil {
+				return err
+			}
+			off += p.Rows
+		}
+		return nil
+	}
+	if err := W.check("Linear"); err != nil {
+		return err
+	}
+	if T <= 0 {
+		return nil
+	}
+	if xStride < W.Cols || oStride < W.Rows {
+		return fmt.Errorf("wgsl: Linear: strides x %d, out %d for %dx%d", xStride, oStride, W.Rows, W.Cols)
+	}
+	if err := x.check(rowsWords(T, W.Cols, xStride), "Linear x"); err != nil {
+		return err
+	}
+	if err := out.check(rowsWords(T, W.Rows, oStride), "Linear out"); err != nil {
+		return err
+	}
+	if (W.Cols+1)/2/64*8 > loopBudget {
+		return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)
+	}
+	entry := "main"
+	if T == 1 {
+		entry = "gemv"
+	}
+	k, err := d.kernel("linear.wgsl", entry, 5)
+	if err != nil {
+		return err
+	}
+	tiles := (T + 7) / 8
+	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles, b2i(accum))
+	var eb *Buffer
+	if e != nil && e.gate != nil {
+		g := e.gate
+		p = p.u(1, r0, g.DK, b2i(g.PerChannel), b2i(g.Bounded)).f(g.LowerBound).u(g.DtBias.Off, g.ALog.Off)
+		eb = g.DtBias.Buf
+	} else {
+		p = p.u(0, 0, 1, 0, 0, 0, 0, 0)
+	}
+	if e != nil && e.nu.Buf != nil {
+		if T != 1 {
+			return fmt.Errorf("wgsl: Linear with an input RMSNorm: %d tokens (GEMV only)", T)
+		}
+		p = p.u(1, e.nu.Off).f(e.eps)
+		eb = e.nu.Buf
+	} else {
+		p = p.u(0, 0, 0)
+	}
+	groups := W.Rows * tiles
+	if T == 1 {
+		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
+	}
+	p = p.u(0, 1, 0)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb, nil}, groups)
+}

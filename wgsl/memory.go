@@ -1,0 +1,82 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Memory is what a Runner holds on the GPU, in bytes.
+type Memory struct {
+	Weights int64 // matrices (f32, or f16/bf16: q8 is widened to f16) and vectors (f32)
+	State   int64 // KDA states and conv tails, MLA latent caches for MaxContext tokens
+	Scratch int64 // activations for MaxChunk tokens, attention and sampling scratch
+}
+
+// Total is the sum of the parts.
+func (m Memory) Total() int64 { return m.Weights + m.State + m.Scratch }
+
+// EstimateMemory estimates the GPU memory a Runner for m with opt needs
+// (the weights exactly up to vectors' rounding; scratch to within a few
+// percent), from shapes alone: it reads no weight data.
+func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
+	c := m.Cfg
+	opt = opt.withDefaults(c)
+	st := model.ComputeStats(c)
+	per := int64(2)
+	if m.EmbedTokens != nil && m.EmbedTokens.DType == tensor.F32 {
+		per = 4
+	}
+	text := st.TotalParams - st.VisionParams
+	if c.TieWordEmbed {
+		text -= int64(c.VocabSize) * int64(c.HiddenSize) // one buffer serves both
+	}
+	T, d, V := int64(opt.MaxChunk), int64(c.HiddenSize), int64(c.VocabSize)
+	hd := int64(max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1))
+	inter := int64(max(c.IntermediateSize, c.TopK*c.MoEIntermediateSize, 1))
+	scratch := 4 * (T*(12*d+12*hd+2*inter+V) + 2*V + int64(c.NumHeads)*int64(opt.MaxContext))
+	if c.NumExperts > 0 { // grouped-expert order and outputs
+		K, E := int64(c.TopK), int64(c.NumExperts)
+		scratch += 4 * (E + 1 + T*K + T*K*int64(max(c.HiddenSize, c.ExpertWidth())))
+	}
+	return Memory{
+		Weights: text * per,
+		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
+		Scratch: scratch,
+	}
+}
+
+// MemoryError says a model does not fit the GPU: what it needs, and the
+// budget it was checked against or what was allocated when the device ran
+// out of memory.
+type MemoryError struct {
+	Need       Memory
+	Budget     int64 // the budget exceeded (0: the device ran out)
+	Allocated  int64 // bytes allocated when the device ran out
+	MaxContext int
+	Err        error // the device's out-of-memory error
+}
+
+func (e *MemoryError) Error() string {
+	need := fmt.Sprintf("the model needs about %s of GPU memory (weights %s, state and caches for %d tokens %s, scratch %s)",
+		mib(e.Need.Total()), mib(e.Need.Weights), e.MaxContext, mib(e.Need.State), mib(e.Need.Scratch))
+	const remedy = "use the CPU backend, a smaller model, or a shorter context"
+	if e.Budget > 0 {
+		return fmt.Sprintf("%s but %s is available; %s", need, mib(e.Budget), remedy)
+	}
+	return fmt.Sprintf("%s and the device ran out after %s (%v); %s", need, mib(e.Allocated), e.Err, remedy)
+}
+
+func (e *MemoryError) Unwrap() error { return e.Err }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// isOutOfMemory reports a device error that says it ran out of memory.
+func isOutOfMemory(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "out of memory") || strings.Contains(s, "outofmemory") || strings.Contains(s, "out-of-memory")
+}

@@ -1,0 +1,196 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Op wrappers of moe.wgsl.
+
+// GLUWeights are E GLU blocks (routed experts, or one dense MLP / shared
+// expert block with E = 1) on the GPU: GateUp holds per expert the gate
+// rows then the up rows ([2·I, In]), Down per expert [Out, I]. All
+// matrices share one dtype.
+type GLUWeights struct {
+	GateUp, Down *Buffer
+	E, I, In     int
+	Out          int
+	DType        tensor.DType
+}
+
+// UploadGLU packs E GLU blocks (gate[e], up[e] [I, In], down[e] [Out, I])
+// into two buffers. Each buffer must fit one storage binding (128 MiB);
+// larger expert sets must be split by the caller.
+func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
+	E := len(gate)
+	if E == 0 || len(up) != E || len(down) != E {
+		return nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
+	}
+	widen := func(ms []*tensor.Mat) []*tensor.Mat {
+		out := make([]*tensor.Mat, len(ms))
+		for i, m := range ms {
+			out[i] = gpuWeights(m)
+		}
+		return out
+	}
+	gate, up, down = widen(gate), widen(up), widen(down)
+	g0 := gate[0]
+	if g0 == nil || down[0] == nil {
+		return nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")
+	}
+	w := &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType}
+	if w.DType > tensor.BF16 {
+		return nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", w.DType)
+	}
+	for e := 0; e < E; e++ {
+		for _, m := range []*tensor.Mat{gate[e], up[e], down[e]} {
+			if m == nil || m.DType != w.DType {
+				return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix or mixed dtypes", e)
+			}
+		}
+		if gate[e].Rows != w.I || gate[e].Cols != w.In || up[e].Rows != w.I || up[e].Cols != w.In ||
+			down[e].Rows != w.Out || down[e].Cols != w.I {
+			return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
+				e, gate[e].Rows, gate[e].Cols, up[e].Rows, up[e].Cols, down[e].Rows, down[e].Cols)
+		}
+	}
+	gu := make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
+	dn := make([]uint32, 0, E*MatWords(w.Out, w.I, w.DType))
+	for e := 0; e < E; e++ {
+		gu = append(gu, PackMat(gate[e])...)
+		gu = append(gu, PackMat(up[e])...)
+		dn = append(dn, PackMat(down[e])...)
+	}
+	if len(gu) > maxBindingWords || len(dn) > maxBindingWords {
+		return nil, fmt.Errorf("wgsl: UploadGLU: %d experts of %dx%d take more than one 128 MiB binding", E, w.I, w.In)
+	}
+	var err error
+	if w.GateUp, err = d.UploadU32(gu); err != nil {
+		return nil, fmt.Errorf("wgsl: UploadGLU gate/up: %w", err)
+	}
+	if w.Down, err = d.UploadU32(dn); err != nil {
+		w.GateUp.Release()
+		return nil, fmt.Errorf("wgsl: UploadGLU down: %w", err)
+	}
+	return w, nil
+}
+
+// Release frees the weight buffers.
+func (w *GLUWeights) Release() {
+	if w != nil {
+		w.GateUp.Release()
+		w.Down.Release()
+	}
+}
+
+// Routing names the router's output on the GPU (Device.Route): Idx [T, K]
+// u32 expert ids and Wts [T, K] weights. A zero Routing (Idx.Buf nil)
+// means a dense block: K must be 1 and the only block is used with weight 1.
+type Routing struct {
+	Idx, Wts View
+	K        int
+}
+
+func (w *GLUWeights) check(what string) error {
+	if w == nil || w.GateUp == nil || w.Down == nil {
+		return fmt.Errorf("wgsl: %s: nil GLU weights", what)
+	}
+	return nil
+}
+
+func (r Routing) check(T int, what string) (useIdx bool, err error) {
+	if r.K <= 0 {
+		return false, fmt.Errorf("wgsl: %s: K %d", what, r.K)
+	}
+	if r.Idx.Buf == nil {
+		if r.K != 1 {
+			return false, fmt.Errorf("wgsl: %s: dense block with K %d", what, r.K)
+		}
+		return false, nil
+	}
+	if err := r.Idx.check(T*r.K, what+" idx"); err != nil {
+		return false, err
+	}
+	return true, r.Wts.check(T*r.K, what+" weights")
+}
+
+// actMode is the GLU kernels' activation code: 0 SiLU-GLU, 1 SiTU-GLU.
+func actMode(act ref.Act, op string) (int, error) {
+	if !act.SiTU {
+		return 0, nil
+	}
+	if act.Beta == 0 {
+		return 0, fmt.Errorf("wgsl: %s: SiTU with β = 0", op)
+	}
+	return 1, nil
+}
+
+// GLUGateUp records h[t·K+k] = act(gate_e x[t], up_e x[t]) (ref.Act.GLU of
+// the two projections) for the K experts e each token selected, reading
+// the ids from the GPU; x rows are x.Stride words apart, h is [T·K, I].
+func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, act ref.Act) error {
+	if err := w.check("GLUGateUp"); err != nil {
+		return err
+	}
+	useIdx, err := r.check(T, "GLUGateUp")
+	if err != nil || T <= 0 {
+		return err
+	}
+	if err := x.check(T, w.In, "GLUGateUp x"); err != nil {
+		return err
+	}
+	if err := h.check(T*r.K*w.I, "GLUGateUp h"); err != nil {
+		return err
+	}
+	mode, err := actMode(act, "GLUGateUp")
+	if err != nil {
+		return err
+	}
+	if (w.In+1)/2/8 > loopBudget/2 {
+		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
+	}
+	k, err := d.kernel("moe.wgsl", "gateup", 5)
+	if err != nil {
+		return err
+	}
+	st := matStride(w.In, w.DType)
+	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
+	p := params{}.u(w.I, w.In, T, r.K, int(w.DType), 0, st, 2*w.I*st, x.Off, x.Stride, h.Off, w.I,
+		idx.Off, wts.Off, b2i(useIdx), mode).f(act.Beta, act.BetaLin).u(0)
+	return d.dispatch(k, p, []*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}, (w.I+7)/8*T*r.K)
+}
+
+// GLUDown records out[t] (+)= Σ_k w[t,k] · down_e h[t·K+k] over the K
+// selected experts (weight 1 for a dense block); with accum the result is
+// added to out, else it replaces it.
+func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, accum bool) error {
+	if err := w.check("GLUDown"); err != nil {
+		return err
+	}
+	useIdx, err := r.check(T, "GLUDown")
+	if err != nil || T <= 0 {
+		return err
+	}
+	if err := h.check(T*r.K*w.I, "GLUDown h"); err != nil {
+		return err
+	}
+	if err := out.check(T, w.Out, "GLUDown out"); err != nil {
+		return err
+	}
+	if r.K*((w.I+1)/2/8+1) > loopBudget {
+		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
+	}
+	k, err := d.kernel("moe.wgsl", "down", 5)
+	if err != nil {
+		return err
+	}
+	st := matStride(w.I, w.DType)
+	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
+	p := params{}.u(w.Out, w.I, T, r.K, int(w.DType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
+		idx.Off, wts.Off, b2i(useIdx), 0).f(0, 0).u(b2i(accum))
+	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, (w.Out+7)/8*T)
+}
