@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-browser bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-browser bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -124,6 +124,8 @@ test-fuzz:
 	@GO=$(GO) scripts/fuzz/run.sh FuzzWriteNPY ./cmd/tessera/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzServeHTTP ./cmd/tessera/ $(FUZZ_TIME)
 	@GO=$(GO) scripts/fuzz/run.sh FuzzParse ./core/gguf/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzSchemaOutput ./core/grammar/ $(FUZZ_TIME)
+	@GO=$(GO) scripts/fuzz/run.sh FuzzAPIRequest ./cmd/tessera/internal/api/ $(FUZZ_TIME)
 
 # Longer fuzzing of every target, with a table of executions per target
 # (RELIABILITY.md records it): FUZZ_CAMPAIGN_TIME per target, default 10m.
@@ -196,6 +198,14 @@ bench-browser: setup fetch-wllama
 	@scripts/setup.sh browser
 	TESSERA_BENCH_BROWSER=1 BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_MODELS=$(BENCH_MODELS) BENCH_OUT=$(CURDIR)/$(OUT)/bench/browser.json \
 	  $(GO) test -count=1 -timeout 60m -run 'TestBrowserBenchVsWllama$$' -v ./cmd/tessera
+
+# The OpenAI-compatible API under load (tessera bench-serve): requests/s
+# and TTFT at 1, 4 and 16 concurrent clients sharing a system prompt, with
+# the prefix cache off and on; k3-micro by default (SERVE_MODEL=DIR).
+SERVE_MODEL ?= $(DEMO)
+bench-serve: build
+	@mkdir -p $(OUT)/bench
+	$(BIN) bench-serve --model $(SERVE_MODEL) --concurrency 1,4,16 --parallel 4 --json $(OUT)/bench/serve.json
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl

@@ -6,33 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"syscall/js"
 	"time"
 
 	"github.com/tessera-llm/tessera/core/chat"
-	"github.com/tessera-llm/tessera/core/safetensors"
-	"github.com/tessera-llm/tessera/wasm/engine"
+	"github.com/tessera-llm/tessera/core/engine"
 )
-
-// loadChat finds the model's chat template through open (chat.Load): the
-// built-in Kimi format when the model has none.
-func loadChat(open safetensors.Opener) (*chat.Renderer, error) {
-	return chat.Load(func(name string) ([]byte, error) {
-		src, err := open(name)
-		if err != nil {
-			return nil, err
-		}
-		b := make([]byte, src.Size())
-		if _, err := src.ReadAt(b, 0); err != nil && len(b) > 0 {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
-		}
-		if r, ok := src.(interface{ release() }); ok {
-			r.release()
-		}
-		return b, nil
-	})
-}
 
 // chatCompletion(requestJSON, images, onEvent) → Promise<result>: one
 // OpenAI chat completion. requestJSON is the request body (chat.Request);
@@ -78,9 +57,9 @@ func badRequest(param, format string, args ...any) error {
 
 func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
 	h.mu.Lock()
-	e, rd := h.eng, h.chat
+	e := h.eng
 	h.mu.Unlock()
-	if e == nil || rd == nil {
+	if e == nil {
 		return nil, errors.New("chat: no model is loaded")
 	}
 	if reqJSON.Type() != js.TypeString || onEvent.Type() != js.TypeFunction {
@@ -99,94 +78,48 @@ func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
 	if n := len(chat.Images(req.Messages)); n != len(images) {
 		return nil, badRequest("messages", "the messages have %d image parts but %d images were decoded", n, len(images))
 	}
-	if len(images) > 0 && e.Model.Vision == nil {
-		return nil, badRequest("messages", "this model has no vision tower: it cannot take images")
-	}
-	prompt, err := rd.Render(req.Input())
-	if err != nil {
-		return nil, badRequest("messages", "%v", err)
-	}
-	codec := e.Codec()
-	ids, err := codec.Encode(prompt)
-	if err != nil {
-		return nil, badRequest("messages", "encoding the prompt: %v", err)
-	}
-	if ph := e.Cfg.MediaPlaceholderTokenID; len(images) > 0 {
-		if n := countID(ids, ph); n != len(images) {
-			return nil, badRequest("messages", "the chat template (%s) placed %d image placeholders (token %d) for %d images", rd.Source, n, ph, len(images))
-		}
-	}
-	if len(ids) >= e.Cfg.MaxPositions {
-		return nil, &chat.Error{Status: 400, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
-			Message: fmt.Sprintf("This model's maximum context length is %d tokens, but the messages take %d.", e.Cfg.MaxPositions, len(ids))}
-	}
-	maxTok := min(req.MaxNewTokens(e.Cfg.MaxPositions-len(ids)), e.Cfg.MaxPositions-len(ids))
-	stopIDs := rd.StopTokens(codec, e.Cfg.EOSTokenIDs)
-
 	ctx, done := h.begin()
 	defer done()
 	y := newYielder()
 	defer y.close()
-	onEvent.Invoke("start", len(ids))
-	stopper := chat.NewStopper(req.Stop)
+	in := req.Input()
 	res := &chatResult{}
 	var content []byte
-	emit := func(text string, id int) {
-		if text != "" {
-			content = append(content, text...)
-			onEvent.Invoke("delta", text, id)
-		}
-	}
-	hitStop := false // a stop sequence ended the reply
-	opt := engine.Options{Tokens: ids, MaxTokens: maxTok, Sampler: req.SamplerOptions(), Images: images, ImagesInPrompt: true}
+	opt := engine.Options{Chat: &in, Images: images, Stop: req.Stop, Sampler: req.SamplerOptions(),
+		MaxTokens: req.MaxNewTokens(e.Cfg.MaxPositions), MaxContext: e.Cfg.MaxPositions,
+		OnStart: func(n int) { onEvent.Invoke("start", n) }}
 	st, err := e.Generate(ctx, opt, func(p engine.Piece) bool {
-		if slices.Contains(stopIDs, p.ID) {
-			res.FinishReason = "stop"
-			return false
-		}
 		res.CompletionTokens++
-		text, hit := stopper.Push(p.Text)
-		emit(text, p.ID)
-		if hit {
-			hitStop = true
-			return false
+		if p.Text != "" {
+			content = append(content, p.Text...)
+			onEvent.Invoke("delta", p.Text, p.ID)
 		}
 		y.maybe(10 * time.Millisecond) // let a cancel message in
 		return ctx.Err() == nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, engine.ErrContext):
+		return nil, &chat.Error{Status: 400, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+			Message: fmt.Sprintf("This model's maximum context length is %d tokens: %v", e.Cfg.MaxPositions, err)}
+	case errors.Is(err, engine.ErrBadRequest):
+		return nil, badRequest("messages", "%v", err)
+	case err != nil:
 		return nil, err
 	}
-	if !hitStop {
-		text, hit := stopper.Push(st.Tail)
-		emit(text, -1)
-		if hitStop = hit; !hit {
-			emit(stopper.Flush(), -1)
-		}
+	if st.Tail != "" {
+		content = append(content, st.Tail...)
+		onEvent.Invoke("delta", st.Tail, -1)
 	}
-	switch {
-	case hitStop:
-		res.FinishReason = "stop"
-	case res.FinishReason != "":
-	case st.Stopped == "length" || st.Stopped == "context":
+	switch st.Stopped {
+	case "length", "context":
 		res.FinishReason = "length"
-	case st.Stopped == "cancelled":
+	case "cancelled":
 		res.FinishReason = "cancelled"
 	default:
 		res.FinishReason = "stop"
 	}
 	res.Content, res.PromptTokens, res.Stats = string(content), st.PromptTokens, st
 	return res, nil
-}
-
-func countID(ids []int, id int) int {
-	n := 0
-	for _, x := range ids {
-		if x == id {
-			n++
-		}
-	}
-	return n
 }
 
 // begin starts a cancellable generation: cancel() (the JS export) and a

@@ -13,11 +13,11 @@ import (
 	"github.com/cogentcore/webgpu/wgpu"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/nn"
-	"github.com/tessera-llm/tessera/wasm/engine"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
@@ -126,6 +126,21 @@ func (g *gpuBackend) ForwardEmbeddings(emb []float32, T int, logits []float32) e
 	return g.scoped("forward step", func() error { return g.r.ForwardEmbeddings(emb, T, logits) })
 }
 func (g *gpuBackend) Reset() error { return g.r.Reset() }
+
+// SnapshotState and RestoreState copy the sequence state to and from the host
+// (generate.Snapshotter: the engine's prefix cache and saved
+// conversations), inside the same error scopes.
+func (g *gpuBackend) SnapshotState() (sn *model.Snapshot, err error) {
+	err = g.scoped("state snapshot", func() (err error) {
+		sn, err = g.r.SnapshotState()
+		return err
+	})
+	return sn, err
+}
+
+func (g *gpuBackend) RestoreState(sn *model.Snapshot) error {
+	return g.scoped("state restore", func() error { return g.r.RestoreState(sn) })
+}
 
 // gpuEncoder is the model's vision tower on the GPU (wgsl.VisionTower,
 // on the runner's device), each image encoded inside error scopes.
@@ -261,17 +276,17 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 		}
 		return e.UseCPU("the GPU device was lost (" + *m + ")")
 	}
-	e.NewRunner = func(_ *model.Model, maxContext int) (engine.Runner, error) {
+	e.NewSequence = func(_ *model.Model, maxContext int) (*generate.Session, func(), error) {
 		if lost.Load() != nil {
 			if err := afterLoss(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return e.NewRunner(e.Model, maxContext) // the CPU runner now
+			return e.NewSequence(e.Model, maxContext) // the CPU runner now
 		}
 		if maxContext > r.MaxContext() {
-			return nil, fmt.Errorf("prompt + maxTokens = %d tokens exceed the GPU runner's context of %d", maxContext, r.MaxContext())
+			return nil, nil, fmt.Errorf("prompt + maxTokens = %d tokens exceed the GPU runner's context of %d", maxContext, r.MaxContext())
 		}
-		return engine.BackendRunner(b, maxContext)
+		return engine.BackendSession(b, maxContext)
 	}
 	// The vision tower (if any) is uploaded on the first image and kept.
 	var tower *wgsl.VisionTower

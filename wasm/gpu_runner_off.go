@@ -5,7 +5,7 @@ package main
 import (
 	"errors"
 
-	"github.com/tessera-llm/tessera/wasm/engine"
+	"github.com/tessera-llm/tessera/core/engine"
 )
 
 // errNoGPURunner: this bundle was built with -tags cpuonly, without the

@@ -13,6 +13,25 @@
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
 //	                                         before the prompt
+//	                                         request.messages: [{role,
+//	                                         content, images}] a chat
+//	                                         rendered with the chat template
+//	                                         instead of prompt (images: how
+//	                                         many of request.images go
+//	                                         before that message's text);
+//	                                         request.stop: strings that end
+//	                                         the output; request.jsonSchema
+//	                                         (a JSON Schema object) or
+//	                                         request.json: true constrain it
+//	                                         to JSON
+//	saveSession({messages, images})  → Uint8Array  the conversation with
+//	                                         the state its last reply left
+//	                                         (for OPFS / Cache Storage)
+//	restoreSession(Uint8Array)      → {messages}  puts a saved state back:
+//	                                         the next generate of these
+//	                                         messages plus a new one
+//	                                         prefills only the new one;
+//	                                         refuses another model/version
 //	chat(requestJSON, images,       → result an OpenAI chat completion: the
 //	     onEvent)                            messages rendered by the model's
 //	                                         chat template (chat.go)
@@ -35,7 +54,7 @@
 //
 // With backend "gpu" the model runs on package wgsl's Runner over a WebGPU
 // device from requestDevice (gpu.go, gpu_runner.go; left out of bundles
-// built with -tags cpuonly), with "cpu" on the CPU (engine.NewCPURunner);
+// built with -tags cpuonly), with "cpu" on the CPU (the engine's default);
 // "auto" (the page's default) picks the GPU when wgsl.ChooseAuto takes the
 // browser's adapter — a real GPU, not a software or fallback one such as
 // SwiftShader, which is slower than the CPU path (allowSoftwareAdapter: true
@@ -59,10 +78,10 @@ import (
 	"syscall/js"
 	"time"
 
-	"github.com/tessera-llm/tessera/core/chat"
+	"github.com/tessera-llm/tessera/core/engine"
+	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/safetensors"
-	"github.com/tessera-llm/tessera/wasm/engine"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
@@ -71,7 +90,6 @@ import (
 type host struct {
 	mu     sync.Mutex
 	eng    *engine.Engine
-	chat   *chat.Renderer // the model's chat template, or the built-in Kimi format
 	cancel context.CancelFunc
 	gpu    *gpuInfo
 }
@@ -79,12 +97,14 @@ type host struct {
 func main() {
 	h := &host{}
 	exports := map[string]any{
-		"load":     js.FuncOf(h.load),
-		"generate": js.FuncOf(h.generate),
-		"chat":     js.FuncOf(h.chatCompletion),
-		"cancel":   js.FuncOf(h.cancelGen),
-		"info":     js.FuncOf(h.info),
-		"dispose":  js.FuncOf(h.dispose),
+		"load":           js.FuncOf(h.load),
+		"generate":       js.FuncOf(h.generate),
+		"chat":           js.FuncOf(h.chatCompletion),
+		"cancel":         js.FuncOf(h.cancelGen),
+		"info":           js.FuncOf(h.info),
+		"saveSession":    js.FuncOf(h.saveSession),
+		"restoreSession": js.FuncOf(h.restoreSession),
+		"dispose":        js.FuncOf(h.dispose),
 		// loseGPUForTest(wait) → Promise<whether a GPU device was
 		// destroyed> (tests of the device-lost fallback; wait: resolve
 		// once the loss has been observed).
@@ -219,14 +239,12 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		default:
 			return nil, fmt.Errorf("load: backend %q: want cpu, gpu or auto", backend)
 		}
-		rd, err := loadChat(open)
-		if err != nil {
-			e.Close()
-			return nil, loadErr(err)
-		}
+		// the states of earlier prompts (a chat's previous turns, a shared
+		// system prompt), so a turn prefills only its new tokens
+		e.Cache = engine.NewPrefixCache(prefixCacheBytes)
 		h.mu.Lock()
 		old := h.eng
-		h.eng, h.chat = e, rd
+		h.eng = e
 		h.mu.Unlock()
 		if old != nil {
 			old.Close()
@@ -381,6 +399,29 @@ func parseRequest(req js.Value) (engine.Options, error) {
 			return o, err
 		}
 	}
+	var err error
+	if o.Messages, err = parseMessages(req.Get("messages")); err != nil {
+		return o, err
+	}
+	if st := req.Get("stop"); !st.IsUndefined() && !st.IsNull() {
+		if !js.Global().Get("Array").Call("isArray", st).Bool() {
+			return o, errors.New("generate: stop must be an array of strings")
+		}
+		for i := 0; i < st.Length(); i++ {
+			if st.Index(i).Type() != js.TypeString {
+				return o, fmt.Errorf("generate: stop[%d] is not a string", i)
+			}
+			o.Stop = append(o.Stop, st.Index(i).String())
+		}
+	}
+	if sc := req.Get("jsonSchema"); !sc.IsUndefined() && !sc.IsNull() {
+		raw := js.Global().Get("JSON").Call("stringify", sc).String()
+		if o.Grammar, err = grammar.Schema([]byte(raw)); err != nil {
+			return o, fmt.Errorf("generate: %w", err)
+		}
+	} else if req.Get("json").Truthy() {
+		o.Grammar = grammar.JSONObject()
+	}
 	fields := []struct {
 		name string
 		def  float64
@@ -405,6 +446,99 @@ func parseRequest(req js.Value) (engine.Options, error) {
 		f.set(v)
 	}
 	return o, nil
+}
+
+// prefixCacheBytes is the prefix cache's budget in the browser.
+const prefixCacheBytes = 64 << 20
+
+// parseMessages reads request.messages: [{role, content, images}].
+func parseMessages(v js.Value) ([]engine.Message, error) {
+	if v.IsUndefined() || v.IsNull() {
+		return nil, nil
+	}
+	if !js.Global().Get("Array").Call("isArray", v).Bool() {
+		return nil, errors.New("messages must be an array of {role, content, images}")
+	}
+	out := make([]engine.Message, v.Length())
+	for i := range out {
+		m := v.Index(i)
+		role, content := m.Get("role"), m.Get("content")
+		if role.Type() != js.TypeString || content.Type() != js.TypeString {
+			return nil, fmt.Errorf("messages[%d] needs string role and content", i)
+		}
+		out[i] = engine.Message{Role: role.String(), Content: content.String()}
+		if n := m.Get("images"); n.Type() == js.TypeNumber {
+			if n.Int() < 0 {
+				return nil, fmt.Errorf("messages[%d].images must be ≥ 0", i)
+			}
+			out[i].Images = n.Int()
+		}
+	}
+	return out, nil
+}
+
+// saveSession({messages, images}) → Promise<Uint8Array>: the conversation
+// and the sequence state its last reply left in the prefix cache
+// (engine.SaveConversation), for the page to keep in OPFS or Cache
+// Storage.
+func (h *host) saveSession(_ js.Value, args []js.Value) any {
+	req := arg(args, 0)
+	return promise(func() (any, error) {
+		e := h.engine()
+		if e == nil {
+			return nil, errors.New("saveSession: no model is loaded")
+		}
+		if req.Type() != js.TypeObject {
+			return nil, errors.New("saveSession: want {messages, images}")
+		}
+		msgs, err := parseMessages(req.Get("messages"))
+		if err != nil {
+			return nil, fmt.Errorf("saveSession: %w", err)
+		}
+		var imgs []engine.Image
+		if im := req.Get("images"); !im.IsUndefined() && !im.IsNull() {
+			if imgs, err = parseImages(im); err != nil {
+				return nil, err
+			}
+		}
+		b, err := e.SaveConversation(engine.Conversation{Messages: msgs, Images: imgs})
+		if err != nil {
+			return nil, fmt.Errorf("saveSession: %w", err)
+		}
+		out := js.Global().Get("Uint8Array").New(len(b))
+		js.CopyBytesToJS(out, b)
+		return out, nil
+	})
+}
+
+// restoreSession(Uint8Array) → Promise<{messages}>: puts a saved state in
+// the prefix cache (engine.RestoreConversation).
+func (h *host) restoreSession(_ js.Value, args []js.Value) any {
+	data := arg(args, 0)
+	return promise(func() (any, error) {
+		e := h.engine()
+		if e == nil {
+			return nil, errors.New("restoreSession: no model is loaded")
+		}
+		if data.Type() != js.TypeObject || data.Get("length").Type() != js.TypeNumber {
+			return nil, errors.New("restoreSession: want a Uint8Array")
+		}
+		b := make([]byte, data.Get("length").Int())
+		js.CopyBytesToGo(b, data)
+		c, err := e.RestoreConversation(b)
+		if err != nil {
+			return nil, fmt.Errorf("restoreSession: %w", err)
+		}
+		return toJS(struct {
+			Messages []engine.Message `json:"messages"`
+		}{c.Messages})
+	})
+}
+
+func (h *host) engine() *engine.Engine {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.eng
 }
 
 // parseImages reads request.images: [{rgba, width, height}], checking each
@@ -474,13 +608,7 @@ func (h *host) infoValue() (any, error) {
 		h.gpu = &g
 	}
 	h.gpu.Errors = gpuErrors
-	h.mu.Lock()
-	rd := h.chat
-	h.mu.Unlock()
-	chatTemplate := ""
-	if rd != nil {
-		chatTemplate = rd.Source
-	}
+	chatTemplate := e.Chat().Source
 	return toJS(struct {
 		engine.Info
 		Adapter *gpuInfo `json:"adapter"`

@@ -28,12 +28,10 @@ import (
 	"github.com/tessera-llm/tessera/core/tokenizer"
 	"io"
 	"os"
+	"strings"
 	"time"
 
-	"github.com/tessera-llm/tessera/core/gguf"
-	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/native"
-	"github.com/tessera-llm/tessera/wgsl"
+	"github.com/tessera-llm/tessera/core/engine"
 )
 
 func main() {
@@ -110,43 +108,24 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// openBackend picks the backend: "cpu", "gpu" (the WebGPU runner, forced)
-// or "auto" (the GPU when wgsl.ChooseAuto takes its adapter — a real GPU,
-// not a software one such as llvmpipe, which is slower than the CPU — and
-// the runner starts; else the CPU). What was chosen and why goes to stderr
+// openBackend opens the model on backend "cpu", "gpu" (the WebGPU
+// runner, forced) or "auto" (core/engine's choice: the GPU when
+// wgsl.ChooseAuto takes its adapter and the runner starts, else the CPU),
+// after the engine's memory check. What was chosen and why goes to stderr
 // in one line and into the header's notice.
-func openBackend(name string, m *model.Model, chunk int, stderr io.Writer) (desk.Backend, error) {
-	switch name {
-	case "cpu":
-		return desk.NewCPUBackend(m, chunk, "CPU backend"), nil
-	case "gpu", "auto":
-	default:
-		return nil, fmt.Errorf("--backend %q: want cpu, gpu or auto", name)
+func openBackend(name, dir string, chunk int, stderr io.Writer) (desk.Backend, *engine.Engine, error) {
+	e, err := engine.Open(dir, engine.OpenOptions{Backend: name, Chunk: chunk, Log: stderr})
+	if err != nil {
+		return nil, nil, err
 	}
-	d, err := native.OpenQuiet()
-	if err == nil {
-		var choice wgsl.AutoChoice
-		if choice = native.ChooseAuto(d); name == "auto" && !choice.GPU {
-			d.Close()
-			fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
-			return desk.NewCPUBackend(m, chunk, "CPU backend · auto: "+choice.Reason), nil
-		}
-		var r *wgsl.Runner
-		if r, err = wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk}); err == nil {
-			if name == "auto" {
-				fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the GPU: %s\n", choice.Reason)
-			} else {
-				fmt.Fprintf(stderr, "tessera-desktop: GPU adapter %s\n", d.Info())
-			}
-			return desk.NewGPUBackend(m, d, r), nil
-		}
-		d.Close()
+	notice := "CPU backend"
+	switch {
+	case e.GPU != nil:
+		notice = "WebGPU · " + e.Dev.Info()
+	case strings.Contains(e.Backend, "; "):
+		notice = "CPU backend · " + strings.SplitN(e.Backend, "; ", 2)[1]
 	}
-	if name == "gpu" {
-		return nil, fmt.Errorf("--backend gpu: %w", err)
-	}
-	fmt.Fprintf(stderr, "tessera-desktop: --backend auto chose the CPU: no usable GPU (%v)\n", err)
-	return desk.NewCPUBackend(m, chunk, fmt.Sprintf("CPU backend · no usable GPU (%v)", err)), nil
+	return desk.NewBackend(e, notice), e, nil
 }
 
 // run is the whole program.
@@ -171,25 +150,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 			o.screenshot = "tessera-desktop.png"
 		}
 	}
-	m, ck, err := model.OpenDir(o.model)
-	if err != nil {
-		return err
-	}
-	defer ck.Close()
-	var codec tokenizer.Codec
-	if model.IsGGUF(o.model) {
-		codec, err = gguf.LoadCodec(o.model, m.Cfg.VocabSize)
-	} else {
-		codec, err = tokenizer.LoadCodec(o.model, m.Cfg.VocabSize)
-	}
-	if err != nil {
-		return err
-	}
-	b, err := openBackend(o.backend, m, o.chunk, stderr)
+	b, e, err := openBackend(o.backend, o.model, o.chunk, stderr)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	m, codec := e.Model, e.Codec()
 	live := desk.NewLiveView(m.Cfg, o.window, 160)
 	ctl := desk.NewController(b, codec, live, append([]int(nil), m.Cfg.EOSTokenIDs...))
 	a := &app{opt: o, ctl: ctl, live: live, backend: b, codec: codec, modelDir: o.model, script: sc != nil}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/tessera-llm/tessera/core/engine"
 	"hash/crc32"
 	"image"
 	"image/jpeg"
@@ -116,9 +117,9 @@ func TestBadInputsMoreClasses(t *testing.T) {
 		{name: "flag-logits-out-dir-missing", args: []string{"logits", "--model", good, "--tokens", "1", "--out", filepath.Join(tmp, "no", "such", "x.npy")}, code: 1},
 		{name: "flag-model-missing", args: []string{"run", "--model", filepath.Join(tmp, "nope"), "--prompt", "hi"}, code: 1},
 		// Memory.
-		{name: "memory-too-small", args: []string{"run", "--model", good, "--prompt", "hi"}, env: []string{memEnv + "=512K"}, code: 1},
-		{name: "memory-too-small-bench", args: []string{"bench", "--model", good}, env: []string{memEnv + "=1K"}, code: 1},
-		{name: "memory-env-bad", args: []string{"logits", "--model", good, "--tokens", "1", "--out", npy}, env: []string{memEnv + "=lots"}, code: 1},
+		{name: "memory-too-small", args: []string{"run", "--model", good, "--prompt", "hi"}, env: []string{engine.MemEnv + "=512K"}, code: 1},
+		{name: "memory-too-small-bench", args: []string{"bench", "--model", good}, env: []string{engine.MemEnv + "=1K"}, code: 1},
+		{name: "memory-env-bad", args: []string{"logits", "--model", good, "--tokens", "1", "--out", npy}, env: []string{engine.MemEnv + "=lots"}, code: 1},
 		// Context.
 		{name: "context-run", args: []string{"run", "--model", short, "--tokens", long}, code: 1},
 		{name: "context-logits", args: []string{"logits", "--model", short, "--tokens", long, "--out", npy}, code: 1},

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/engine"
 	"io"
 	"os"
 	"path/filepath"
@@ -154,54 +155,41 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("need --model: %w", errUsage)
 	}
-	if err := checkBackend(*backend); err != nil {
+	if err := engine.CheckBackend(*backend); err != nil {
 		return err
 	}
 	if *promptLen < 1 || *gen < 1 || *repeats < 1 {
 		return fmt.Errorf("--prompt-len, --gen and --repeats must be ≥ 1")
 	}
-	m, ck, err := model.OpenDir(*dir)
+	if *backend != "cpu" && *plotDir != "" {
+		return fmt.Errorf("--plot measures the CPU backend; drop it or use --backend cpu")
+	}
+	var lens []int
+	if *sweep != "" && *backend != "cpu" {
+		var err error
+		if lens, err = parseLengths(*sweep); err != nil {
+			return err
+		}
+	}
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1}, stderr)
 	if err != nil {
 		return err
 	}
-	defer ck.Close()
-	if err := checkMemory(m, ck); err != nil {
-		return err
-	}
+	defer e.Close()
+	m := e.Model
 	c := m.Cfg
 	if *promptLen+*gen > c.MaxPositions {
 		return fmt.Errorf("--prompt-len + --gen = %d exceeds the model's context of %d", *promptLen+*gen, c.MaxPositions)
 	}
-	var weightBytes int64
-	for _, n := range ck.Names() {
-		t, _ := ck.Tensor(n)
-		weightBytes += t.Size
-	}
+	weightBytes := e.Info().WeightBytes
 	st := model.ComputeStats(c)
 	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
-
-	if *backend != "cpu" {
-		if *plotDir != "" {
-			return fmt.Errorf("--plot measures the CPU backend; drop it or use --backend cpu")
-		}
-		var lens []int
-		if *sweep != "" {
-			if lens, err = parseLengths(*sweep); err != nil {
-				return err
-			}
-		}
-		e, err := newEngine(m, *backend, *chunk, *promptLen+*gen+1, stderr)
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		if e.gpu != nil {
-			return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
-				weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
-				sweep: lens}, stdout, stderr)
-		}
-		// --backend auto without a GPU: the notice is printed; measure the CPU
+	if e.GPU != nil {
+		return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
+			weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
+			sweep: lens}, stdout, stderr)
 	}
+	// --backend auto without a GPU: the notice is printed; measure the CPU
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/engine"
 	"io"
 	"os"
 	"time"
@@ -19,10 +20,10 @@ import (
 // per token, as generation does), the device's copy bandwidth as the
 // roofline, dispatches per token and the runner's GPU memory. Per-op times
 // are not measured on the GPU (the binding exposes no timestamp queries).
-func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
-	r, c := e.gpu, e.gpu.Config()
+func benchGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) error {
+	r, c := e.GPU, e.GPU.Config()
 	fmt.Fprintf(stderr, "bench: measuring GPU copy bandwidth...\n")
-	bw, err := gpuCopyBandwidth(e.dev)
+	bw, err := gpuCopyBandwidth(e.Dev)
 	if err != nil {
 		return fmt.Errorf("GPU bandwidth: %w", err)
 	}
@@ -32,10 +33,11 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 	}
 	var prefill, decode, ttft []float64
 	for rep := 0; rep <= a.repeats; rep++ {
-		sess := e.session(a.promptLen + a.gen + 1)
-		if err := sess.Reset(); err != nil {
+		sess, free, err := e.Sequence(a.promptLen + a.gen + 1)
+		if err != nil {
 			return err
 		}
+		free() // the runner stays the engine's; this benchmark drives it alone
 		t0 := time.Now()
 		if err := sess.Prefill(prompt); err != nil {
 			return err
@@ -56,7 +58,7 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 		decode = append(decode, float64(a.gen)/tDecode.Seconds())
 		ttft = append(ttft, tPrefill.Seconds()*1000)
 	}
-	res := benchResult{Model: a.dir, Backend: "gpu", Adapter: e.dev.Info(), PromptLen: a.promptLen, Gen: a.gen, Repeats: a.repeats,
+	res := benchResult{Model: a.dir, Backend: "gpu", Adapter: e.Dev.Info(), PromptLen: a.promptLen, Gen: a.gen, Repeats: a.repeats,
 		PrefillTokPerS: median(prefill), DecodeTokPerS: median(decode), TTFTMillis: median(ttft),
 		DecodeReadBytes: a.readBytes, MachineGBPerS: bw / 1e9, WeightBytes: a.weightBytes,
 		DispatchesPerToken: r.Stats().Dispatches, SubmitsPerToken: r.Stats().Submits, GPUBytes: r.Bytes(), PeakRSSBytes: peakRSS()}
@@ -73,7 +75,7 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "decode traffic   %s weights per token → %.2f GB/s\n", bytesStr(res.DecodeReadBytes), res.DecodeGBPerS)
 	fmt.Fprintf(w, "device           %.2f GB/s (buffer copy) → roofline ratio %.0f%%\n", res.MachineGBPerS, 100*res.RooflineRatio)
 	fmt.Fprintf(w, "dispatches       %d per decoded token (%d layers) in %d queue submission(s)\n", res.DispatchesPerToken, c.NumHiddenLayers, res.SubmitsPerToken)
-	est := wgsl.EstimateMemory(e.cpu.M, wgsl.RunnerOptions{MaxChunk: a.chunk, MaxContext: r.MaxContext()})
+	est := wgsl.EstimateMemory(e.Model, wgsl.RunnerOptions{MaxChunk: a.chunk, MaxContext: r.MaxContext()})
 	fmt.Fprintf(w, "GPU memory       %s in buffers (weights %s, KDA state + MLA caches for %d tokens %s, scratch %s); host peak RSS %s\n",
 		bytesStr(res.GPUBytes), bytesStr(est.Weights), r.MaxContext(), bytesStr(est.State), bytesStr(est.Scratch), bytesStr(res.PeakRSSBytes))
 	fmt.Fprintf(w, "decode by op     not measured on the GPU backend (no timestamp queries in the binding); see --backend cpu\n")
@@ -95,11 +97,11 @@ func benchGPU(e *engine, a benchGPUArgs, stdout, stderr io.Writer) error {
 // with room for L + gen tokens (its own paged latent caches, so the state
 // memory is that of L tokens), the caches filled with the CPU sweep's
 // synthetic rows (Runner.FillContext), then gen greedy tokens decoded.
-func gpuSweep(e *engine, a benchGPUArgs, res *benchResult, w, stderr io.Writer) error {
-	m := e.cpu.M
+func gpuSweep(e *engine.Engine, a benchGPUArgs, res *benchResult, w, stderr io.Writer) error {
+	m := e.Model
 	c := m.Cfg
 	st := model.ComputeStats(c)
-	budget, err := gpuBudget()
+	budget, err := engine.GPUBudget()
 	if err != nil {
 		return err
 	}
@@ -109,7 +111,7 @@ func gpuSweep(e *engine, a benchGPUArgs, res *benchResult, w, stderr io.Writer) 
 			L = max(0, c.MaxPositions-a.gen-1)
 		}
 		fmt.Fprintf(stderr, "bench: GPU context %d: filling the latent caches...\n", L)
-		r, err := wgsl.NewRunner(e.dev, m, wgsl.RunnerOptions{MaxChunk: 1, MaxContext: L + a.gen + 1, MemoryBudget: budget})
+		r, err := wgsl.NewRunner(e.Dev, m, wgsl.RunnerOptions{MaxChunk: 1, MaxContext: L + a.gen + 1, MemoryBudget: budget})
 		if err != nil {
 			return fmt.Errorf("--ctx-sweep %d on the GPU: %w", L, err)
 		}

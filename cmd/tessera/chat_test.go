@@ -112,6 +112,32 @@ func TestChatImages(t *testing.T) {
 	require.Equal(t, 5, strings.Count(out, "> "), out)
 }
 
+// chat --session saves the conversation with its state after every reply
+// and resumes it in a new process without prefilling it again; another
+// model's session is refused.
+func TestChatSession(t *testing.T) {
+	session := filepath.Join(t.TempDir(), "c.session")
+	chatInput = strings.NewReader("And God said\n/exit\n")
+	defer func() { chatInput = os.Stdin }()
+	code, out1, errs := tessera(t, "chat", "--model", "../../models/k3-micro", "--session", session, "--max-tokens", "6", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.NotContains(t, errs, "resumed")
+	chatInput = strings.NewReader("Go on\n/exit\n")
+	code, out2, errs := tessera(t, "chat", "--model", "../../models/k3-micro", "--session", session, "--max-tokens", "6", "--temperature", "0")
+	require.Zero(t, code, errs)
+	require.Contains(t, errs, "resumed 2 messages from "+session) // no system message by default
+	require.NotEqual(t, out1, out2)
+
+	dir := filepath.Join(t.TempDir(), "m")
+	code, _, errs = tessera(t, "init-random", "--config", "k3-nano", "--out", dir)
+	require.Zero(t, code, errs)
+	byteLevelTokenizer(t, dir)
+	chatInput = strings.NewReader("hi\n/exit\n")
+	code, _, errs = tessera(t, "chat", "--model", dir, "--session", session)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "does not belong to this model")
+}
+
 // With a chat template in tokenizer_config.json, chat renders the
 // conversation with it (/prompt shows it), stops at the template's
 // eos_token, and reports a template's raise_exception without ending the
@@ -135,22 +161,6 @@ func TestChatTemplate(t *testing.T) {
 	require.Contains(t, out, "(tokenizer_config.json: chat template: no booms here)")
 	require.Contains(t, out, "<|im_user|>[user]hello<|im_end|><|im_assistant|>[assistant]")
 	require.Equal(t, 5, strings.Count(out, "> "), out)
-}
-
-func TestChatDelta(t *testing.T) {
-	for _, tc := range []struct {
-		fed, full, delta string
-		reset            bool
-	}{
-		{"", "<u>hi<e><a>", "<u>hi<e><a>", false},
-		{"<u>hi<e><a>yo", "<u>hi<e><a>yo<e><u>more<e><a>", "<e><u>more<e><a>", false},
-		// the template dropped the reply's reasoning: feed it all again
-		{"<u>hi<e><a><think>x</think>yo", "<u>hi<e><a>yo<e><u>more<e><a>", "<u>hi<e><a>yo<e><u>more<e><a>", true},
-	} {
-		d, r := chatDelta(tc.fed, tc.full)
-		require.Equal(t, tc.delta, d)
-		require.Equal(t, tc.reset, r)
-	}
 }
 
 // A GGUF file's tokenizer.chat_template (here the template of

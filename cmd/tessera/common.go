@@ -2,14 +2,10 @@ package main
 
 import (
 	"flag"
-	"fmt"
+	"io"
 
-	"github.com/tessera-llm/tessera/core/chat"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
-	"github.com/tessera-llm/tessera/core/gguf"
-	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/safetensors"
-	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 // samplingFlags are the sampling options shared by run and chat.
@@ -39,56 +35,9 @@ func (f *samplingFlags) options() (generate.SamplerOptions, error) {
 	return so, so.Validate()
 }
 
-// loadedModel is a model directory opened for generation.
-type loadedModel struct {
-	m     *model.Model
-	ck    *safetensors.Checkpoint
-	codec tokenizer.Codec
-}
-
-// openModel loads the weights (memory-mapped) and the text codec of dir.
-func openModel(dir string) (*loadedModel, error) {
-	m, ck, err := model.OpenDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkMemory(m, ck); err != nil {
-		ck.Close()
-		return nil, err
-	}
-	codec, err := loadCodec(dir, m.Cfg.VocabSize)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	return &loadedModel{m: m, ck: ck, codec: codec}, nil
-}
-
-func (l *loadedModel) Close() error { return l.ck.Close() }
-
-// loadChat is the chat renderer of a model directory or GGUF file: its
-// chat template, else the built-in Kimi format.
-func loadChat(path string) (*chat.Renderer, error) {
-	if !model.IsGGUF(path) {
-		return chat.ForModel(path)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := chat.FromGGUF(f.Get)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
-}
-
-// loadCodec is the text codec of a model directory, or of a GGUF file's
-// vocabulary.
-func loadCodec(path string, vocab int) (tokenizer.Codec, error) {
-	if model.IsGGUF(path) {
-		return gguf.LoadCodec(path, vocab)
-	}
-	return tokenizer.LoadCodec(path, vocab)
+// openEngine opens a model directory for generation (memory checked, the
+// backend chosen as o says; the choice is reported on stderr).
+func openEngine(dir string, o engine.OpenOptions, stderr io.Writer) (*engine.Engine, error) {
+	o.Log = stderr
+	return engine.Open(dir, o)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,10 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tessera-llm/tessera/core/generate"
-	"github.com/tessera-llm/tessera/core/imageio"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 func init() {
@@ -96,27 +95,13 @@ Accuracy is reported per set and overall.`, stderr)
 		}
 		items = append(items, it)
 	}
-	lm, err := openModel(*dir)
-	if err != nil {
-		return err
-	}
-	defer lm.Close()
-	m, codec := lm.m, lm.codec
-	if m.Vision == nil {
-		return fmt.Errorf("%s: the model has no vision tower", *dir)
-	}
-	stop := append([]int(nil), m.Cfg.EOSTokenIDs...)
-	if id, ok := codec.TokenID(tokenizer.KimiEnd); ok {
-		stop = append(stop, id)
-	}
-	e, err := newEngine(m, *backend, 64, 4096, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 4096}, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	enc, err := e.encoder()
-	if err != nil {
-		return err
+	if e.Model.Vision == nil {
+		return fmt.Errorf("%s: the model has no vision tower", *dir)
 	}
 	var pred *json.Encoder
 	if *predPath != "" {
@@ -145,26 +130,18 @@ Accuracy is reported per set and overall.`, stderr)
 		if err != nil {
 			return err
 		}
-		ids, err := codec.Encode(tokenizer.RenderKimi([]tokenizer.Message{{Role: "user", Content: it.Prompt, Images: 1}}, true))
-		if err != nil {
-			return err
-		}
-		full, emb, err := generate.MultimodalWith(m, enc, ids, [][]byte{img}, imageio.Limits{})
+		var out []int
+		var b strings.Builder
+		st, err := e.Generate(context.Background(), engine.Options{Messages: []engine.Message{{Role: "user", Content: it.Prompt, Images: 1}},
+			Images: []engine.Image{{Data: img}}, MaxTokens: *maxTok, NoCache: true}, func(p engine.Piece) bool {
+			out = append(out, p.ID)
+			b.WriteString(p.Text)
+			return true
+		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", it.Image, err)
 		}
-		sess := e.session(len(full) + *maxTok)
-		var out []int
-		for tok, err := range sess.GenerateEmbedded(full, emb, generate.Options{MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}) {
-			if err != nil {
-				return err
-			}
-			out = append(out, tok)
-		}
-		text, err := codecDecode(codec, out)
-		if err != nil {
-			return err
-		}
+		text := b.String() + st.Tail
 		sc.n++
 		correct := len(out) < *maxTok && text == it.Answer
 		if correct {
@@ -220,19 +197,19 @@ window prefix)). Log-softmax in float64 over the full vocabulary.`, stderr)
 	if err != nil {
 		return err
 	}
-	lm, err := openModel(*dir)
+	e, err := openEngine(*dir, engine.OpenOptions{}, stderr)
 	if err != nil {
 		return err
 	}
-	defer lm.Close()
-	m := lm.m
+	defer e.Close()
+	m := e.Model
 	if *bos && m.Cfg.BOSTokenID < 0 {
 		return fmt.Errorf("--bos: the config has no bos_token_id")
 	}
 	if *ctx > m.Cfg.MaxPositions {
 		return fmt.Errorf("--ctx %d exceeds the model's context of %d", *ctx, m.Cfg.MaxPositions)
 	}
-	ids, err := lm.codec.Encode(string(text))
+	ids, err := e.Codec().Encode(string(text))
 	if err != nil {
 		return err
 	}

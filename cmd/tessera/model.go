@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,12 +14,10 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
-	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/gguf"
-	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
-	"github.com/tessera-llm/tessera/core/tokenizer"
 	"github.com/tessera-llm/tessera/models/presets"
 )
 
@@ -34,38 +33,6 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
-// imagePrompt puts one media placeholder per image (wrapped in the Kimi
-// media markers when the tokenizer has them) before the prompt ids, then
-// encodes the images (on the engine's vision encoder: the GPU tower on the
-// GPU backend) and fuses them into the input embeddings.
-func imagePrompt(e *engine, codec tokenizer.Codec, paths []string, prompt []int) ([]int, []float32, error) {
-	m := e.cpu.M
-	if m.Vision == nil {
-		return nil, nil, fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
-	}
-	var data [][]byte
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--image: %w", err)
-		}
-		data = append(data, b)
-	}
-	ids, err := generate.ImagePrompt(codec, m.Cfg.MediaPlaceholderTokenID, len(paths), prompt)
-	if err != nil {
-		return nil, nil, err
-	}
-	enc, err := e.encoder()
-	if err != nil {
-		return nil, nil, fmt.Errorf("--image: %w", err)
-	}
-	full, emb, err := generate.MultimodalWith(m, enc, ids, data, imageio.Limits{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("--image: %w", err)
-	}
-	return full, emb, nil
-}
 
 // parseTokenList parses "1,2,3" (spaces allowed).
 func parseTokenList(s string) ([]int, error) {
@@ -110,59 +77,49 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lm, err := openModel(*dir)
-	if err != nil {
+	if err := engine.CheckBackend(*backend); err != nil {
 		return err
 	}
-	defer lm.Close()
-	m, codec := lm.m, lm.codec
-	var ids []int
-	if *tokens != "" {
-		if ids, err = parseTokenList(*tokens); err != nil {
-			return err
-		}
-	} else if ids, err = codec.Encode(*prompt); err != nil {
-		return err
-	}
-	e, err := newEngine(m, *backend, *chunk, len(ids)+*maxTok+1024*len(images), stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *maxTok + 4096 + 1024*len(images)}, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	var emb []float32
-	if len(images) > 0 {
-		if ids, emb, err = imagePrompt(e, codec, images, ids); err != nil {
+	opt := engine.Options{Prompt: *prompt, MaxTokens: *maxTok, Sampler: so}
+	if *tokens != "" {
+		if opt.Tokens, err = parseTokenList(*tokens); err != nil {
 			return err
 		}
 	}
-	sess := e.session(len(ids) + *maxTok)
+	for _, p := range images {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("--image: %w", err)
+		}
+		opt.Images = append(opt.Images, engine.Image{Data: b})
+	}
+	if *maxTok == 0 { // until a stop token or the end of the context
+		opt.MaxTokens = e.Cfg.MaxPositions
+	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	stream := codec.Stream()
-	var stop []int
-	stop = append(stop, m.Cfg.EOSTokenIDs...)
-	gopt := generate.Options{Sampler: so, MaxTokens: *maxTok, Stop: stop, Vocab: codec.Vocab()}
-	seq := sess.Generate(ids, gopt)
-	if emb != nil {
-		seq = sess.GenerateEmbedded(ids, emb, gopt)
-	}
-	for tok, err := range seq {
-		if err != nil {
-			return err
-		}
+	st, err := e.Generate(context.Background(), opt, func(p engine.Piece) bool {
 		if *idsOut {
-			fmt.Fprintf(w, "%d\n", tok)
+			fmt.Fprintf(w, "%d\n", p.ID)
 		} else {
-			piece, err := stream.Add(tok)
-			if err != nil {
-				return err
-			}
-			w.WriteString(piece)
+			w.WriteString(p.Text)
 		}
 		w.Flush()
+		return true
+	})
+	if err != nil {
+		if len(images) > 0 && !strings.Contains(err.Error(), "--image") {
+			return fmt.Errorf("--image: %w", err)
+		}
+		return err
 	}
 	if !*idsOut {
-		w.WriteString(stream.Flush())
+		w.WriteString(st.Tail)
 		w.WriteString("\n")
 	}
 	return nil
@@ -191,44 +148,40 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, ck, err := model.OpenDir(*dir)
-	if err != nil {
-		return err
-	}
-	defer ck.Close()
-	if err := checkMemory(m, ck); err != nil {
-		return err
-	}
-	var codec tokenizer.Codec
-	if len(images) > 0 {
-		if m.Vision == nil {
-			return fmt.Errorf("--image: the model has no vision tower (no vision_config in config.json)")
-		}
-		if codec, err = loadCodec(*dir, m.Cfg.VocabSize); err != nil {
-			return err
-		}
-	}
 	// Image tokens are counted once the images are preprocessed; reserve
 	// the context for the worst case like run does.
-	ctx := len(ids) + 1024*len(images)
-	if len(ids) > m.Cfg.MaxPositions {
-		return fmt.Errorf("%d tokens exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
-	}
-	e, err := newEngine(m, *backend, *chunk, min(ctx, m.Cfg.MaxPositions), stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: len(ids) + 1024*len(images)}, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	m := e.Model
+	if len(ids) > m.Cfg.MaxPositions {
+		return fmt.Errorf("%d tokens exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
+	}
 	var emb []float32
 	if len(images) > 0 {
-		if ids, emb, err = imagePrompt(e, codec, images, ids); err != nil {
-			return err
+		var data []engine.Image
+		for _, p := range images {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("--image: %w", err)
+			}
+			data = append(data, engine.Image{Data: b})
+		}
+		if ids, emb, err = e.Embed(ids, data); err != nil {
+			return fmt.Errorf("--image: %w", err)
 		}
 		if len(ids) > m.Cfg.MaxPositions {
 			return fmt.Errorf("%d tokens with the images exceed the model's context of %d", len(ids), m.Cfg.MaxPositions)
 		}
 	}
-	b := e.session(len(ids)).B
+	sess, free, err := e.Sequence(len(ids))
+	if err != nil {
+		return err
+	}
+	defer free()
+	b := sess.B
 	V, d := m.Cfg.VocabSize, m.Cfg.HiddenSize
 	logits := make([]float32, len(ids)*V)
 	for i := 0; i < len(ids); i += *chunk {

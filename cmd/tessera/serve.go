@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/web"
 )
 
@@ -51,6 +53,8 @@ type serveConfig struct {
 	// loopback name (DNS rebinding would otherwise expose the model).
 	Loopback bool
 	Log      io.Writer
+	// API serves the OpenAI-compatible endpoints under /v1/ (nil: none).
+	API http.Handler
 }
 
 // server is the http.Handler of `tessera serve`. Every file it serves comes
@@ -246,6 +250,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	if s.cfg.Loopback && !loopbackHost(r.Host) {
 		http.Error(w, "tessera serve answers only requests for localhost / 127.0.0.1 / [::1]", http.StatusMisdirectedRequest)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		if s.cfg.API == nil {
+			api.NotFound(w, "no_model", "no model is loaded: start tessera serve with --model DIR")
+			return
+		}
+		s.cfg.API.ServeHTTP(w, r)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -508,11 +520,19 @@ func newHTTPServer(h http.Handler) *http.Server {
 }
 
 func cmdServe(args []string, stdout, stderr io.Writer) error {
-	fl := newFlags("serve", "[--addr 127.0.0.1:8080] [--model DIR] [--wasm DIR]", stderr)
-	addr := fl.String("addr", "127.0.0.1:8080", "listen address (host:port; keep it on loopback unless you mean to share the model)")
-	modelDir := fl.String("model", "", "model directory served under /model/ (config.json + safetensors)")
+	fl := newFlags("serve", "[--addr 127.0.0.1:8080] [--model DIR] [--wasm DIR] [API flags]", stderr)
+	addr := fl.String("addr", "127.0.0.1:8080", "listen address (host:port; another than loopback needs --api-key)")
+	modelDir := fl.String("model", "", "model directory served under /model/ and by the OpenAI-compatible API under /v1/")
 	wasmDir := fl.String("wasm", "", "directory with tessera.wasm and wasm_exec.js (default: bin/wasm next to the binary, as \"make wasm\" writes)")
 	webDir := fl.String("web", "", "serve the page files from this directory instead of the embedded copy (development)")
+	backend := fl.String("backend", "cpu", "where the API runs the model: cpu, gpu or auto")
+	parallel := fl.Int("parallel", 1, "API generations at once (CPU; the GPU runs one)")
+	prefix := fl.String("prefix-cache", "256M", "memory for the prefix cache: states of earlier prompts reused by later ones (0: off)")
+	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/ (needed to listen beyond loopback)")
+	maxBody := fl.String("max-body", "32M", "largest API request body (images travel inline as data: URLs)")
+	maxQueue := fl.Int("max-queue", 64, "API requests that may wait for a free sequence; more get 429")
+	ctxLen := fl.Int("ctx", 32768, "tokens of prompt + max_tokens per API request (at most the model's context)")
+	maxOut := fl.Int("max-tokens", 4096, "largest max_tokens of an API request (also its default)")
 	if err := parseFlags(fl, args); err != nil {
 		return err
 	}
@@ -525,8 +545,22 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--addr %q: %v: %w", *addr, err, errUsage)
 	}
 	loopback := loopbackHost(host)
+	if !loopback && *apiKey == "" {
+		return fmt.Errorf("--addr %s is not a loopback address: anyone who can reach it could use the model; pass --api-key KEY to require it on /v1/ (the page and model files stay public)", *addr)
+	}
 	if !loopback {
 		fmt.Fprintf(stderr, "tessera serve: warning: %s is not a loopback address: anyone who can reach it can download the page and the model\n", host)
+	}
+	cacheBytes, err := engine.ParseBytes(*prefix)
+	if err != nil {
+		return fmt.Errorf("--prefix-cache: %v", err)
+	}
+	bodyBytes, err := engine.ParseBytes(*maxBody)
+	if err != nil || bodyBytes < 1 {
+		return fmt.Errorf("--max-body %q: want a positive byte count", *maxBody)
+	}
+	if *parallel < 1 || *maxQueue < 0 || *ctxLen < 2 || *maxOut < 1 {
+		return fmt.Errorf("--parallel and --max-tokens must be ≥ 1, --max-queue ≥ 0 and --ctx ≥ 2: %w", errUsage)
 	}
 	if *wasmDir == "" {
 		*wasmDir = defaultWasmDir()
@@ -534,7 +568,18 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "tessera serve: warning: no %s found next to the binary or in ./bin/wasm: run \"make wasm\" or pass --wasm DIR\n", wasmName)
 		}
 	}
-	s, err := newServer(serveConfig{ModelDir: *modelDir, WasmDir: *wasmDir, WebDir: *webDir, Loopback: loopback, Log: stderr})
+	cfg := serveConfig{ModelDir: *modelDir, WasmDir: *wasmDir, WebDir: *webDir, Loopback: loopback, Log: stderr}
+	if *modelDir != "" {
+		e, err := openEngine(*modelDir, engine.OpenOptions{Backend: *backend, Parallel: *parallel, PrefixCache: cacheBytes,
+			MaxContext: *ctxLen}, stderr)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		cfg.API = api.New(e, api.Config{ModelID: modelID(*modelDir), APIKey: *apiKey, MaxBody: bodyBytes, MaxQueue: *maxQueue,
+			Context: min(*ctxLen, e.Cfg.MaxPositions), MaxOutput: *maxOut})
+	}
+	s, err := newServer(cfg)
 	if err != nil {
 		return err
 	}
@@ -547,7 +592,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(stdout, "tessera serve: open %s", url)
 	if *modelDir != "" {
-		fmt.Fprintf(stdout, " (model %s)", *modelDir)
+		fmt.Fprintf(stdout, " (model %s; OpenAI-compatible API at %sv1, model %q)", *modelDir, url, modelID(*modelDir))
 	}
 	fmt.Fprintln(stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -562,4 +607,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// modelID is the model name the API answers to: the model directory's
+// (or GGUF file's) base name.
+func modelID(dir string) string {
+	return strings.TrimSuffix(filepath.Base(filepath.Clean(dir)), ".gguf")
 }

@@ -19,6 +19,10 @@ type Options struct {
 	// vocab_size beyond the tokenizer's ids, and padded rows must never be
 	// sampled.
 	Vocab int
+	// Process, when set, sees (and may change) the logits before each
+	// token is sampled — a grammar's token mask, logprobs — and keeps
+	// sampling on the host (a DeviceSampler is not used).
+	Process func(logits []float32)
 }
 
 // Backend runs one sequence of a model: the CPU runner with its state
@@ -285,7 +289,7 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 		// needs the history on the host).
 		dev, onDevice := s.B.(DeviceSampler)
 		penalty := opt.Sampler.RepetitionPenalty > 0 && opt.Sampler.RepetitionPenalty != 1
-		onDevice = onDevice && !penalty && dev.SamplesOnDevice(opt.Sampler, len(logits))
+		onDevice = onDevice && !penalty && opt.Process == nil && dev.SamplesOnDevice(opt.Sampler, len(logits))
 		var ds *deviceSampling
 		if onDevice {
 			ds = &deviceSampling{dev: dev, opt: opt.Sampler, vocab: len(logits), smp: smp}
@@ -296,7 +300,7 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 			return
 		}
 		if tok < 0 {
-			tok = smp.Sample(logits, s.history)
+			tok = s.sample(smp, logits, opt.Process)
 		}
 		// Every emitted token is fed back (so the state and History cover
 		// prompt + output, and a conversation can continue); stop tokens
@@ -328,9 +332,17 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 				yield(-1, err)
 				return
 			}
-			tok = smp.Sample(logits, s.history)
+			tok = s.sample(smp, logits, opt.Process)
 		}
 	}
+}
+
+// sample picks the next token on the host, after process (if any).
+func (s *Session) sample(smp *Sampler, logits []float32, process func([]float32)) int {
+	if process != nil {
+		process(logits)
+	}
+	return smp.Sample(logits, s.history)
 }
 
 // DeviceSampler is implemented by backends that sample the next token on
@@ -361,4 +373,13 @@ func (s *Session) History() []int { return s.history }
 func (s *Session) Reset() error {
 	s.history = s.history[:0]
 	return s.B.Reset()
+}
+
+// Runner is the CPU runner of a session made by NewSession (nil on other
+// backends).
+func (s *Session) Runner() *model.Runner {
+	if b, ok := s.B.(*cpuBackend); ok {
+		return b.r
+	}
+	return nil
 }

@@ -14,7 +14,8 @@ echo "|---|---|---|---|---|"
 for tp in FuzzParse:./core/config FuzzParse:./core/safetensors FuzzIndex:./core/safetensors \
 	FuzzRoundTrip:./core/tokenizer FuzzScannersMatchRegexp2:./core/tokenizer FuzzLoaders:./core/tokenizer \
 	FuzzTiktoken:./core/tokenizer FuzzRenderKimi:./core/tokenizer FuzzDecode:./core/imageio \
-	FuzzParseConfig:./core/vision FuzzWriteNPY:./cmd/tessera FuzzServeHTTP:./cmd/tessera FuzzParse:./core/gguf; do
+	FuzzParseConfig:./core/vision FuzzWriteNPY:./cmd/tessera FuzzServeHTTP:./cmd/tessera FuzzParse:./core/gguf \
+	FuzzSchemaOutput:./core/grammar FuzzAPIRequest:./cmd/tessera/internal/api; do
 	target=${tp%%:*}
 	pkg=${tp#*:}
 	out=$("$go" test -run=NONE -fuzz="^$target\$" -fuzztime="$t" -parallel="$par" "$pkg" 2>&1) || {

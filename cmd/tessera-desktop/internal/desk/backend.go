@@ -1,21 +1,19 @@
 package desk
 
 import (
+	"context"
 	"iter"
 	"math"
 	"time"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
-	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/wgsl"
 )
 
-// Backend runs a model for the app. The CPU reference runner is the only
-// one today; the WebGPU whole-model runner being built in wgsl/ plugs in by
-// implementing this interface (and reporting through the same Probe), with
-// the CPU backend kept as the fallback.
+// Backend runs a model for the app (NewBackend: through core/engine, on
+// the CPU or the WebGPU runner).
 type Backend interface {
 	// Name is the short name shown for each step ("CPU", "WebGPU").
 	Name() string
@@ -60,66 +58,78 @@ type StepInfo struct {
 	StateBytes  int64 // all per-sequence state: KDA states, conv tails, caches
 }
 
-// cpuBackend runs the model with core/model's CPU Runner.
-type cpuBackend struct {
-	m      *model.Model
-	r      *model.Runner
+// engineBackend runs the model through core/engine (the engine every
+// tessera front end uses): backend choice, memory checks, image fusion and
+// streaming live there.
+type engineBackend struct {
+	e      *engine.Engine
 	notice string
 }
 
-// NewCPUBackend wraps m in a CPU runner with prefill pieces of chunk tokens
-// (as `tessera run --chunk`).
-func NewCPUBackend(m *model.Model, chunk int, notice string) Backend {
-	return &cpuBackend{m: m, r: model.NewRunner(m, model.Options{MaxChunk: chunk}), notice: notice}
+// NewBackend wraps an opened engine; notice is shown in the header.
+func NewBackend(e *engine.Engine, notice string) Backend {
+	return &engineBackend{e: e, notice: notice}
 }
 
-// Name is "CPU".
-func (b *cpuBackend) Name() string { return "CPU" }
+// Name is "WebGPU" when the engine runs on the GPU, else "CPU".
+func (b *engineBackend) Name() string {
+	if b.e.GPU != nil {
+		return "WebGPU"
+	}
+	return "CPU"
+}
 
-// Notice says why the CPU runs the model.
-func (b *cpuBackend) Notice() string { return b.notice }
+// Notice says where the model runs and why.
+func (b *engineBackend) Notice() string { return b.notice }
 
 // Config is the model's configuration.
-func (b *cpuBackend) Config() *config.Config { return b.m.Cfg }
+func (b *engineBackend) Config() *config.Config { return b.e.Cfg }
 
-// Close stops the runner's workers.
-func (b *cpuBackend) Close() { b.r.Close() }
+// Close frees the engine.
+func (b *engineBackend) Close() { b.e.Close() }
 
 // Vision reports whether the model has a vision tower.
-func (b *cpuBackend) Vision() bool { return b.m.Vision != nil }
+func (b *engineBackend) Vision() bool { return b.e.Model.Vision != nil }
 
-// Generate runs a fresh generate.Session, the same way `tessera run` does.
-func (b *cpuBackend) Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error] {
+// Generate runs one engine generation of prompt (images placed before it
+// by the engine, as `tessera run --image`), reporting routing (CPU) and
+// each step's state to p.
+func (b *engineBackend) Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
-		var emb []float32
-		if len(images) > 0 {
-			var err error
-			if prompt, emb, err = generate.Multimodal(b.r, prompt, images, imageio.Limits{}); err != nil {
-				yield(-1, err)
-				return
-			}
+		eo := engine.Options{Tokens: prompt, MaxTokens: opt.MaxTokens, Sampler: opt.Sampler, NoCache: true,
+			RouteHook: p.Routed}
+		for _, im := range images {
+			eo.Images = append(eo.Images, engine.Image{Data: im})
 		}
-		sess := generate.NewSession(b.r, len(prompt)+opt.MaxTokens)
-		b.r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { p.Routed(layer, experts, T, K) }
-		defer func() { b.r.RouteHook = nil }()
+		if eo.MaxTokens <= 0 {
+			eo.MaxTokens = b.e.Cfg.MaxPositions
+		}
 		last, pos := time.Now(), 0
-		seq := sess.Generate(prompt, opt)
-		if emb != nil {
-			seq = sess.GenerateEmbedded(prompt, emb, opt)
-		}
-		for tok, err := range seq {
-			if err != nil {
-				yield(-1, err)
-				return
+		eo.Probe = func(s *generate.Session, _ int) {
+			var info StepInfo
+			if st, ok := s.State().(*model.State); ok {
+				info = snapshot(st)
+			} else {
+				info = StepInfo{Pos: s.State().Pos(), KDANorm: make([]float64, b.e.Cfg.NumHiddenLayers)}
+				for i := range info.KDANorm {
+					info.KDANorm[i] = math.NaN()
+				}
 			}
-			info := snapshot(sess.State().(*model.State))
 			info.Backend, info.Tokens, info.Dur = b.Name(), info.Pos-pos, time.Since(last)
 			pos = info.Pos
 			p.Stepped(info)
-			if !yield(tok, nil) {
-				return
+		}
+		stopped := false
+		_, err := b.e.Generate(context.Background(), eo, func(pc engine.Piece) bool {
+			if !yield(pc.ID, nil) {
+				stopped = true
+				return false
 			}
 			last = time.Now()
+			return true
+		})
+		if err != nil && !stopped {
+			yield(-1, err)
 		}
 	}
 }
@@ -145,68 +155,4 @@ func snapshot(st *model.State) StepInfo {
 		}
 	}
 	return info
-}
-
-// gpuBackend runs the model with the WebGPU runner (state on the device);
-// the live view gets the step timings, not routing or state norms, which
-// stay on the GPU.
-type gpuBackend struct {
-	m *model.Model
-	r *wgsl.Runner
-	d *wgsl.Device
-}
-
-// NewGPUBackend wraps a WebGPU runner for m on device d, owning both.
-func NewGPUBackend(m *model.Model, d *wgsl.Device, r *wgsl.Runner) Backend {
-	return &gpuBackend{m: m, r: r, d: d}
-}
-
-func (b *gpuBackend) Name() string           { return "WebGPU" }
-func (b *gpuBackend) Notice() string         { return "WebGPU · " + b.d.Info() }
-func (b *gpuBackend) Config() *config.Config { return b.m.Cfg }
-func (b *gpuBackend) Vision() bool           { return b.m.Vision != nil }
-func (b *gpuBackend) Close()                 { b.r.Close(); b.d.Close() }
-
-// Generate runs a fresh generate.Session on the GPU runner.
-func (b *gpuBackend) Generate(prompt []int, images [][]byte, opt generate.Options, p Probe) iter.Seq2[int, error] {
-	return func(yield func(int, error) bool) {
-		var emb []float32
-		if len(images) > 0 {
-			tw, err := wgsl.NewVisionTower(b.d, b.m.Vision, 0)
-			if err != nil {
-				yield(-1, err)
-				return
-			}
-			prompt, emb, err = generate.MultimodalWith(b.m, tw, prompt, images, imageio.Limits{})
-			tw.Close()
-			if err != nil {
-				yield(-1, err)
-				return
-			}
-		}
-		if err := b.r.Reset(); err != nil {
-			yield(-1, err)
-			return
-		}
-		sess := generate.NewSessionOn(b.r, len(prompt)+opt.MaxTokens)
-		last, pos := time.Now(), 0
-		seq := sess.Generate(prompt, opt)
-		if emb != nil {
-			seq = sess.GenerateEmbedded(prompt, emb, opt)
-		}
-		for tok, err := range seq {
-			if err != nil {
-				yield(-1, err)
-				return
-			}
-			n := b.r.Pos()
-			p.Stepped(StepInfo{Backend: b.Name(), Tokens: n - pos, Dur: time.Since(last), Pos: n,
-				KDANorm: make([]float64, len(b.m.Layers))})
-			pos = n
-			if !yield(tok, nil) {
-				return
-			}
-			last = time.Now()
-		}
-	}
 }

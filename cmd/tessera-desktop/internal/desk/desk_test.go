@@ -2,6 +2,7 @@ package desk
 
 import (
 	"bytes"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/tokenizer"
 	"image"
 	"image/color"
@@ -202,7 +203,11 @@ func TestControllerMatchesSession(t *testing.T) {
 	want.WriteString(stream.Flush() + "\n")
 	r.Close()
 
-	b := NewCPUBackend(m, 64, "CPU backend")
+	e, err := engine.Open(dir, engine.OpenOptions{Chunk: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBackend(e, "CPU backend")
 	defer b.Close()
 	live := NewLiveView(m.Cfg, 64, 100)
 	c := NewController(b, codec, live, m.Cfg.EOSTokenIDs)

@@ -72,14 +72,8 @@ func (c *Controller) Start(prompt string, images [][]byte, s Settings) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt %q encodes to no tokens", prompt)
 	}
-	if len(images) > 0 {
-		if !c.b.Vision() {
-			return errors.New("this model has no vision tower: it cannot take images")
-		}
-		cfg := c.b.Config()
-		if ids, err = generate.ImagePrompt(c.codec, cfg.MediaPlaceholderTokenID, len(images), ids); err != nil {
-			return err
-		}
+	if len(images) > 0 && !c.b.Vision() {
+		return errors.New("this model has no vision tower: it cannot take images")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"bufio"
@@ -13,21 +13,21 @@ import (
 	"github.com/tessera-llm/tessera/core/safetensors"
 )
 
-// memCheckContext is the context the memory check budgets the MLA cache
+// MemCheckContext is the context the memory check budgets the MLA cache
 // for: generation at longer contexts grows the cache further.
-const memCheckContext = 4096
+const MemCheckContext = 4096
 
-// memEnv overrides the memory tessera assumes available (bytes, or with a
+// MemEnv overrides the memory tessera assumes available (bytes, or with a
 // K/M/G/T suffix): for machines where /proc/meminfo is wrong or absent, and
 // for tests. "off" disables the check.
-const memEnv = "TESSERA_MEMORY_AVAILABLE"
+const MemEnv = "TESSERA_MEMORY_AVAILABLE"
 
-// checkMemory refuses a model that cannot fit in the memory available:
+// CheckMemory refuses a model that cannot fit in the memory available:
 // the mapped weights (read in place, as stored), the KDA state and the MLA
-// cache for memCheckContext tokens, against MemAvailable (and the cgroup
+// cache for MemCheckContext tokens, against MemAvailable (and the cgroup
 // limit, in containers). With no way to tell what is available it passes.
-func checkMemory(m *model.Model, ck *safetensors.Checkpoint) error {
-	avail, source, ok, err := availableMemory()
+func CheckMemory(m *model.Model, ck *safetensors.Checkpoint) error {
+	avail, source, ok, err := AvailableMemory()
 	if err != nil || !ok {
 		return err
 	}
@@ -38,27 +38,27 @@ func checkMemory(m *model.Model, ck *safetensors.Checkpoint) error {
 		}
 	}
 	st := model.ComputeStats(m.Cfg)
-	state := st.KDAStateBytes + st.CacheBytesPerTok*memCheckContext
+	state := st.KDAStateBytes + st.CacheBytesPerTok*MemCheckContext
 	if need := weights + state; need > avail {
 		return fmt.Errorf("model needs about %s of memory (weights %s + state and cache for %d tokens %s) but only %s is available (%s); "+
 			"use a smaller model or preset, half-precision or quantized weights, or free memory (%s=BYTES overrides)",
-			humanBytes(need), humanBytes(weights), memCheckContext, humanBytes(state), humanBytes(avail), source, memEnv)
+			HumanBytes(need), HumanBytes(weights), MemCheckContext, HumanBytes(state), HumanBytes(avail), source, MemEnv)
 	}
 	return nil
 }
 
-// availableMemory is the memory a new allocation can get: the override,
+// AvailableMemory is the memory a new allocation can get: the override,
 // else min(MemAvailable, cgroup v2 memory.max − memory.current) on Linux.
-func availableMemory() (avail int64, source string, ok bool, err error) {
-	if v := strings.TrimSpace(os.Getenv(memEnv)); v != "" {
+func AvailableMemory() (avail int64, source string, ok bool, err error) {
+	if v := strings.TrimSpace(os.Getenv(MemEnv)); v != "" {
 		if v == "off" {
 			return 0, "", false, nil
 		}
-		n, err := parseBytes(v)
+		n, err := ParseBytes(v)
 		if err != nil {
-			return 0, "", false, fmt.Errorf("%s: %v (want bytes, e.g. 8G, or off)", memEnv, err)
+			return 0, "", false, fmt.Errorf("%s: %v (want bytes, e.g. 8G, or off)", MemEnv, err)
 		}
-		return n, memEnv, true, nil
+		return n, MemEnv, true, nil
 	}
 	if runtime.GOOS != "linux" {
 		return 0, "", false, nil
@@ -92,8 +92,8 @@ func availableMemory() (avail int64, source string, ok bool, err error) {
 	return avail, source, true, nil
 }
 
-// parseBytes reads "123", "512M", "8G", "1.5T" (powers of 1024).
-func parseBytes(s string) (int64, error) {
+// ParseBytes reads "123", "512M", "8G", "1.5T" (powers of 1024).
+func ParseBytes(s string) (int64, error) {
 	mul := 1.0
 	if i := len(s) - 1; i >= 0 {
 		switch s[i] {
@@ -114,8 +114,8 @@ func parseBytes(s string) (int64, error) {
 	return int64(v * mul), nil
 }
 
-// humanBytes formats n with a binary unit.
-func humanBytes(n int64) string {
+// HumanBytes formats n with a binary unit.
+func HumanBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
@@ -125,4 +125,22 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// GPUMemEnv sets the GPU memory tessera may use (bytes, or with a K/M/G/T
+// suffix): WebGPU does not report how much a device has, so without it a
+// model too large for the GPU is found out when an upload fails.
+const GPUMemEnv = "TESSERA_GPU_MEMORY"
+
+// GPUBudget is the GPU memory budget GPUMemEnv sets (0: none).
+func GPUBudget() (int64, error) {
+	v := os.Getenv(GPUMemEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := ParseBytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v (want bytes, e.g. 8G)", GPUMemEnv, err)
+	}
+	return n, nil
 }

@@ -176,7 +176,7 @@ func TestImageEncoderHook(t *testing.T) {
 	}
 	img := testRGBA(40, 40)
 	if _, err := e.Generate(context.Background(), Options{Tokens: []int{5, 6}, MaxTokens: 2,
-		Images: []Image{{40, 40, img.Pix}, {40, 40, img.Pix}}}, func(Piece) bool { return true }); err != nil {
+		Images: []Image{{Width: 40, Height: 40, RGBA: img.Pix}, {Width: 40, Height: 40, RGBA: img.Pix}}}, func(Piece) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 2 || freed != 1 {
@@ -205,10 +205,10 @@ func TestImageErrors(t *testing.T) {
 		img  Image
 		want string
 	}{
-		{Image{8, 8, ok[:10]}, "RGBA buffer has 10 bytes"},
-		{Image{0, 8, nil}, "image 1"},
-		{Image{20000, 1, make([]byte, 80000)}, "too large"},
-		{Image{1000, 2, make([]byte, 8000)}, "aspect ratio"},
+		{Image{Width: 8, Height: 8, RGBA: ok[:10]}, "RGBA buffer has 10 bytes"},
+		{Image{Width: 0, Height: 8, RGBA: nil}, "image 1"},
+		{Image{Width: 20000, Height: 1, RGBA: make([]byte, 80000)}, "too large"},
+		{Image{Width: 1000, Height: 2, RGBA: make([]byte, 8000)}, "aspect ratio"},
 	} {
 		_, err := e.Generate(context.Background(), Options{Prompt: "x", MaxTokens: 2, Images: []Image{tc.img}}, func(Piece) bool { return true })
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -224,7 +224,7 @@ func TestImageErrors(t *testing.T) {
 	if info := txt.Info(); info.Vision || info.ImageTokens != nil {
 		t.Errorf("k3-nano info: vision %v %+v", info.Vision, info.ImageTokens)
 	}
-	_, err = txt.Generate(context.Background(), Options{Prompt: "x", MaxTokens: 2, Images: []Image{{8, 8, ok}}}, func(Piece) bool { return true })
+	_, err = txt.Generate(context.Background(), Options{Prompt: "x", MaxTokens: 2, Images: []Image{{Width: 8, Height: 8, RGBA: ok}}}, func(Piece) bool { return true })
 	if err == nil || !strings.Contains(err.Error(), "no vision tower") {
 		t.Errorf("images on k3-nano: %v", err)
 	}
@@ -240,7 +240,7 @@ func TestImagesInPrompt(t *testing.T) {
 	}
 	defer e.Close()
 	img := testRGBA(40, 40)
-	images := []Image{{40, 40, img.Pix}}
+	images := []Image{{Width: 40, Height: 40, RGBA: img.Pix}}
 	gen := func(o Options) ([]int, error) {
 		var ids []int
 		_, err := e.Generate(context.Background(), o, func(p Piece) bool { ids = append(ids, p.ID); return true })

@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/tessera-llm/tessera/core/chat"
+	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/gguf"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/tokenizer"
+	"github.com/tessera-llm/tessera/native"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	// Backend is "cpu" (the default), "gpu" (WebGPU: Vulkan, Metal or
+	// DX12; an error without a usable adapter) or "auto": the GPU when
+	// wgsl.ChooseAuto accepts its adapter (a real GPU, not a software one
+	// such as llvmpipe, slower than the CPU backend) and the model fits,
+	// else the CPU, saying which and why in one line on Log.
+	Backend string
+	// Chunk is the prefill piece size in tokens (64).
+	Chunk int
+	// MaxContext sizes the GPU runner's latent caches (tokens; 4096).
+	MaxContext int
+	// Parallel is how many generations may run at once on the CPU (1);
+	// the GPU runs one.
+	Parallel int
+	// PrefixCache is the prefix cache's byte budget (0: no cache).
+	PrefixCache int64
+	// Log receives the backend choice (nil: discarded).
+	Log io.Writer
+	// Quiet leaves out the line naming the GPU adapter.
+	Quiet bool
+}
+
+// CheckBackend validates a backend name.
+func CheckBackend(b string) error {
+	switch b {
+	case "cpu", "gpu", "auto":
+		return nil
+	}
+	return fmt.Errorf("--backend %q: want cpu, gpu or auto", b)
+}
+
+// Open loads a model directory (config.json + safetensors, memory-mapped)
+// or a GGUF file with its tokenizer, after checking that it fits in the
+// memory available (CheckMemory), on the backend o chooses.
+func Open(dir string, o OpenOptions) (*Engine, error) {
+	if o.Backend == "" {
+		o.Backend = "cpu"
+	}
+	if err := CheckBackend(o.Backend); err != nil {
+		return nil, err
+	}
+	m, ck, err := model.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMemory(m, ck); err != nil {
+		ck.Close()
+		return nil, err
+	}
+	codec, err := LoadCodec(dir, m.Cfg.VocabSize)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil { // a GGUF file: its configuration as parsed
+		raw = []byte(fmt.Sprintf("%+v", *m.Cfg))
+	}
+	rd, err := LoadChat(dir)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	e := newEngine(m, ck, codec, raw)
+	e.chat = rd
+	if o.Chunk > 0 {
+		e.Chunk = o.Chunk
+	}
+	e.SetParallel(max(1, o.Parallel))
+	if o.PrefixCache > 0 {
+		e.Cache = NewPrefixCache(o.PrefixCache)
+	}
+	if o.Backend != "cpu" {
+		if err := e.useNativeGPU(o); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// LoadCodec is the text codec of a model directory, or of a GGUF file's
+// vocabulary.
+func LoadCodec(path string, vocab int) (tokenizer.Codec, error) {
+	if model.IsGGUF(path) {
+		return gguf.LoadCodec(path, vocab)
+	}
+	return tokenizer.LoadCodec(path, vocab)
+}
+
+// useNativeGPU moves the engine onto a wgpu-native device (o.Backend gpu
+// or auto), or leaves it on the CPU under auto, saying why.
+func (e *Engine) useNativeGPU(o OpenOptions) error {
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	budget, err := GPUBudget()
+	if err != nil {
+		return err
+	}
+	maxCtx := o.MaxContext
+	if maxCtx <= 0 {
+		maxCtx = 4096
+	}
+	quiet := o.Quiet || os.Getenv("TESSERA_GPU_QUIET") != ""
+	d, err := native.OpenQuiet()
+	if err == nil {
+		choice := native.ChooseAuto(d)
+		if o.Backend == "auto" && !choice.GPU {
+			d.Close()
+			fmt.Fprintf(log, "tessera: --backend auto chose the CPU: %s (--backend gpu forces it)\n", choice.Reason)
+			e.Backend = CPUBackend + "; auto chose the CPU: " + choice.Reason
+			return nil
+		}
+		var r *wgsl.Runner
+		if r, err = wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, MemoryBudget: budget}); err == nil {
+			e.attachGPU(d, r)
+			// the adapter, so a silent fallback to a CPU driver such as
+			// lavapipe is visible (after the upload: a failure is one line)
+			switch {
+			case quiet:
+			case o.Backend == "auto":
+				fmt.Fprintf(log, "tessera: --backend auto chose the GPU: %s\n", choice.Reason)
+			default:
+				fmt.Fprintf(log, "tessera: GPU adapter %s\n", d.Info())
+			}
+			return nil
+		}
+		err = fmt.Errorf("on %s: %w", d.Info(), err)
+		d.Close()
+	}
+	if o.Backend == "gpu" {
+		return fmt.Errorf("--backend gpu: %w", err)
+	}
+	fmt.Fprintf(log, "tessera: --backend auto chose the CPU: no usable GPU (%v)\n", err)
+	e.Backend = CPUBackend + "; no usable GPU: " + err.Error()
+	return nil
+}
+
+// attachGPU makes every generation run on r (one at a time: the runner
+// holds one sequence) with images encoded by the GPU vision tower.
+func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
+	e.GPU, e.Dev = r, d
+	e.SetParallel(1)
+	e.Backend = "gpu (" + d.Info() + ")"
+	e.NewSequence = func(_ *model.Model, maxContext int) (*generate.Session, func(), error) {
+		if maxContext > r.MaxContext() {
+			return nil, nil, fmt.Errorf("%w: %d tokens exceed the GPU runner's context of %d", ErrContext, maxContext, r.MaxContext())
+		}
+		return BackendSession(r, maxContext)
+	}
+	var tower *wgsl.VisionTower
+	e.NewEncoder = func(m *model.Model) (generate.Encoder, func(), error) {
+		if m.Vision == nil {
+			return nil, nil, errors.New("the model has no vision tower")
+		}
+		if tower == nil {
+			t, err := wgsl.NewVisionTower(d, m.Vision, 0)
+			if err != nil {
+				return nil, nil, fmt.Errorf("GPU vision tower: %w", err)
+			}
+			tower = t
+		}
+		return tower, nil, nil
+	}
+	e.OnClose = func() {
+		if tower != nil {
+			tower.Close()
+		}
+		r.Close()
+		d.Close()
+		e.GPU, e.Dev = nil, nil
+	}
+}
+
+// Sequence is a session for direct use (benchmarks, logits dumps) with
+// room for maxContext tokens, reset, and the function that gives it back.
+func (e *Engine) Sequence(maxContext int) (*generate.Session, func(), error) {
+	s, free, err := e.NewSequence(e.Model, maxContext)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.Reset(); err != nil {
+		free()
+		return nil, nil, err
+	}
+	return s, free, nil
+}
+
+// Encoder is the vision encoder of the engine's backend and the function
+// that frees it.
+func (e *Engine) Encoder() (generate.Encoder, func(), error) { return e.NewEncoder(e.Model) }
+
+// LoadChat is the chat renderer of a model directory or GGUF file: its
+// chat template, else the built-in Kimi format.
+func LoadChat(path string) (*chat.Renderer, error) {
+	if !model.IsGGUF(path) {
+		return chat.ForModel(path)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := chat.FromGGUF(f.Get)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
