@@ -24,7 +24,8 @@
 //	                                         (a JSON Schema object) or
 //	                                         request.json: true constrain it
 //	                                         to JSON
-//	saveSession({messages, images})  → Uint8Array  the conversation with
+//	saveSession({messages | chat, images}) → Uint8Array  the conversation with
+//	                                         (chat: chat.completions messages as JSON)
 //	                                         the state its last reply left
 //	                                         (for OPFS / Cache Storage)
 //	restoreSession(Uint8Array)      → {messages}  puts a saved state back:
@@ -68,6 +69,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +80,7 @@ import (
 	"syscall/js"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/imageio"
@@ -491,17 +494,27 @@ func (h *host) saveSession(_ js.Value, args []js.Value) any {
 		if req.Type() != js.TypeObject {
 			return nil, errors.New("saveSession: want {messages, images}")
 		}
-		msgs, err := parseMessages(req.Get("messages"))
-		if err != nil {
-			return nil, fmt.Errorf("saveSession: %w", err)
+		var conv engine.Conversation
+		if cm := req.Get("chat"); cm.Type() == js.TypeString {
+			// chat.completions messages (OpenAI's shape), as JSON
+			if err := json.Unmarshal([]byte(cm.String()), &conv.ChatMessages); err != nil {
+				return nil, fmt.Errorf("saveSession: the messages: %w", err)
+			}
+		} else {
+			msgs, err := parseMessages(req.Get("messages"))
+			if err != nil {
+				return nil, fmt.Errorf("saveSession: %w", err)
+			}
+			conv.Messages = msgs
 		}
-		var imgs []engine.Image
 		if im := req.Get("images"); !im.IsUndefined() && !im.IsNull() {
-			if imgs, err = parseImages(im); err != nil {
+			imgs, err := parseImages(im)
+			if err != nil {
 				return nil, err
 			}
+			conv.Images = imgs
 		}
-		b, err := e.SaveConversation(engine.Conversation{Messages: msgs, Images: imgs})
+		b, err := e.SaveConversation(conv)
 		if err != nil {
 			return nil, fmt.Errorf("saveSession: %w", err)
 		}
@@ -528,6 +541,11 @@ func (h *host) restoreSession(_ js.Value, args []js.Value) any {
 		c, err := e.RestoreConversation(b)
 		if err != nil {
 			return nil, fmt.Errorf("restoreSession: %w", err)
+		}
+		if len(c.ChatMessages) > 0 {
+			return toJS(struct {
+				Messages []chat.Message `json:"messages"`
+			}{c.ChatMessages})
 		}
 		return toJS(struct {
 			Messages []engine.Message `json:"messages"`

@@ -6,6 +6,8 @@
 //                  {type: 'chat', id, params}      (OpenAI chat completion)
 //                  {type: 'pixels', id, image}       {type: 'cancel'}
 //                  {type: 'info', id}                {type: 'dispose', id}
+//                  {type: 'saveSession', id, name, messages}
+//                  {type: 'restoreSession', id, name}  {type: 'deleteSession', id, name}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
 //                  {type: 'token', id, tokenId, text}
@@ -31,6 +33,16 @@
 
 const MANIFEST = 'model.manifest.json';
 const MANIFEST_FORMAT = 'tessera-manifest/1';
+const SESSION_EXT = '.tessera-session';
+
+// sessionDir is the OPFS directory saved conversations live in.
+async function sessionDir() {
+  if (!navigator.storage || !navigator.storage.getDirectory) {
+    throw new Error('saved sessions need the origin private file system (navigator.storage.getDirectory), which this browser does not offer');
+  }
+  const root = await navigator.storage.getDirectory();
+  return root.getDirectoryHandle('tessera-sessions', { create: true });
+}
 
 let started = null; // Promise: the Go program is running and exported tesseraWasm
 
@@ -458,6 +470,37 @@ async function handle(msg) {
     }
     case 'info':
       return (await started).info();
+    case 'saveSession': {
+      // The engine's snapshot of the conversation, written to OPFS under a
+      // temporary name and then moved over the old copy, so a failed save
+      // never leaves half a file.
+      const go = await started;
+      const { images, error } = await chatImages(msg.messages);
+      if (error) throw new Error(error.message);
+      const bytes = await go.saveSession({ chat: JSON.stringify(msg.messages), images });
+      const dir = await sessionDir();
+      const tmp = await dir.getFileHandle(msg.name + '.partial', { create: true });
+      const w = await tmp.createWritable();
+      await w.write(bytes);
+      await w.close();
+      await tmp.move(dir, msg.name + SESSION_EXT);
+      return { name: msg.name, bytes: bytes.length };
+    }
+    case 'restoreSession': {
+      const dir = await sessionDir();
+      let file;
+      try {
+        file = await (await dir.getFileHandle(msg.name + SESSION_EXT)).getFile();
+      } catch (e) {
+        throw new Error(`no saved session named ${JSON.stringify(msg.name)}`);
+      }
+      return (await started).restoreSession(new Uint8Array(await file.arrayBuffer()));
+    }
+    case 'deleteSession': {
+      const dir = await sessionDir();
+      await dir.removeEntry(msg.name + SESSION_EXT).catch(() => {});
+      return null;
+    }
     case 'loseGPU':
       return (await started).loseGPUForTest(!!msg.wait);
     case 'conformance': {

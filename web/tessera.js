@@ -60,6 +60,14 @@ function completionID() {
 }
 
 // checkImage throws unless image is something the worker can decode.
+// sessionName checks a saved conversation's name: a file name in OPFS.
+function sessionName(name) {
+  if (typeof name !== 'string' || !/^[A-Za-z0-9._-]{1,100}$/.test(name) || name.startsWith('.')) {
+    throw new TesseraError(`session name ${JSON.stringify(name)}: want 1-100 letters, digits, '.', '_' or '-', not starting with '.'`);
+  }
+  return name;
+}
+
 function checkImage(image, what) {
   const is = (name, v) => typeof globalThis[name] === 'function' && v instanceof globalThis[name];
   if (is('Blob', image) || is('ImageBitmap', image) || is('ImageData', image)) return;
@@ -229,6 +237,32 @@ export class Tessera {
   }
 
   /**
+   * Saves a conversation and the model state its last reply left (the
+   * prefix cache's snapshot) under name in the origin's private file system
+   * (OPFS), so that after a reload restoreSession(name) puts the state back
+   * and the next chat.completions.create on these messages plus a new one
+   * prefills only the new one. messages: the chat.completions message list
+   * up to and including the last assistant reply. Resolves to {name, bytes}.
+   */
+  async saveSession(name, messages) {
+    return this.#call({ type: 'saveSession', name: sessionName(name), messages });
+  }
+
+  /**
+   * Restores a conversation saveSession stored under name: resolves to
+   * {messages}. Rejects with a clear error when there is none, or when it
+   * was saved by another model or another tessera version.
+   */
+  async restoreSession(name) {
+    return this.#call({ type: 'restoreSession', name: sessionName(name) });
+  }
+
+  /** Deletes the conversation saved under name (no error if there is none). */
+  async deleteSession(name) {
+    return this.#call({ type: 'deleteSession', name: sessionName(name) });
+  }
+
+  /**
    * Returns the pixels generate() feeds the model for image (see
    * generate's image option): {width, height, rgba (Uint8ClampedArray,
    * non-premultiplied sRGB), sha256 (hex, of rgba)}. For previews and
@@ -369,7 +403,8 @@ export class Tessera {
       .finally(() => { finished = true; this.#busy = false; onStarted(false); poke(); });
     controller.signal.addEventListener('abort', cancel, { once: true });
     if (controller.signal.aborted) cancel();
-    const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
+    const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,
+      prompt_tokens_details: { cached_tokens: (r.stats && r.stats.cachedTokens) || 0 } });
     const finishReason = (r) => (r.finishReason === 'cancelled' ? 'stop' : r.finishReason);
 
     if (!params.stream) {

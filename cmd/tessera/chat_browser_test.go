@@ -65,7 +65,17 @@ try {
     }
     r.abortedChunks = n;
     r.afterAbort = await engine.chat.completions.create(base);
+    // a saved conversation: kept in OPFS, restored into a new engine, whose
+    // next turn resumes from the saved state instead of prefilling it
+    const conv = [...spec.messages, { role: 'assistant', content: r.plain.choices[0].message.content }];
+    r.saved = await engine.saveSession('e2e-' + m.name, conv);
     engine.dispose();
+    const again = await Tessera.load(m.url, { cacheName: '' });
+    r.restored = await again.restoreSession('e2e-' + m.name);
+    r.resumed = await again.chat.completions.create({ ...base, max_tokens: 2, messages: [...conv, { role: 'user', content: 'And then?' }] });
+    try { await again.restoreSession('none-such'); r.missingSession = ''; } catch (e) { r.missingSession = e.message; }
+    await again.deleteSession('e2e-' + m.name);
+    again.dispose();
     out[m.name] = r;
   }
   await post({ ok: true, results: out });
@@ -89,9 +99,12 @@ type chatChunk struct {
 }
 
 type chatUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 type chatCompletion struct {
@@ -125,6 +138,14 @@ type chatReport struct {
 		Image         chatCompletion `json:"image"`
 		AbortedChunks int            `json:"abortedChunks"`
 		AfterAbort    chatCompletion `json:"afterAbort"`
+		Saved         struct {
+			Bytes int `json:"bytes"`
+		} `json:"saved"`
+		Restored struct {
+			Messages []json.RawMessage `json:"messages"`
+		} `json:"restored"`
+		Resumed        chatCompletion `json:"resumed"`
+		MissingSession string         `json:"missingSession"`
 		Errors        map[string]*struct {
 			Name        string `json:"name"`
 			Message     string `json:"message"`
@@ -325,7 +346,12 @@ func TestBrowserChatAPI(t *testing.T) {
 				if i == len(cs)-1 {
 					require.Empty(t, c.Choices, "the usage chunk has no choices")
 					require.NotNil(t, c.Usage)
-					assert.Equal(t, p.Usage, *c.Usage)
+					// the same counts; the stream, asked second, may resume
+					// part of its prompt from the prefix cache
+					u := *c.Usage
+					assert.LessOrEqual(t, u.PromptTokensDetails.CachedTokens, u.PromptTokens)
+					u.PromptTokensDetails = p.Usage.PromptTokensDetails
+					assert.Equal(t, p.Usage, u)
 					continue
 				}
 				require.Len(t, c.Choices, 1)
@@ -381,6 +407,13 @@ func TestBrowserChatAPI(t *testing.T) {
 			}
 			assert.LessOrEqual(t, r.AbortedChunks, 6, "abort ends the stream")
 			assert.Equal(t, p.Choices[0].Message.Content, r.AfterAbort.Choices[0].Message.Content, "the engine works after an abort")
+			// The saved conversation: restored in a new engine, its next turn
+			// resumes at least the first turn's prompt from the saved state.
+			assert.Positive(t, r.Saved.Bytes, "saveSession wrote nothing")
+			assert.Len(t, r.Restored.Messages, len(messages)+1, "restoreSession gives back the saved messages")
+			assert.GreaterOrEqual(t, r.Resumed.Usage.PromptTokensDetails.CachedTokens, p.Usage.PromptTokens,
+				"the turn after a restore prefilled what the saved state holds (usage %+v)", r.Resumed.Usage)
+			assert.Contains(t, r.MissingSession, "no saved session named")
 			t.Logf("%s: %q (%d tokens, %s); image prompt %d tokens", m.Name, p.Choices[0].Message.Content, n, finish, r.Image.Usage.PromptTokens)
 		})
 	}

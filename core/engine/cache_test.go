@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tessera-llm/tessera/core/chat"
 	"math"
 	"os"
 	"path/filepath"
@@ -256,5 +257,45 @@ func TestCancelDuringPrefill(t *testing.T) {
 	}}, func(Piece) bool { return true })
 	if !errors.Is(err, context.Canceled) || pieces != 1 {
 		t.Fatalf("err %v after %d prefill pieces, want context.Canceled after 1", err, pieces)
+	}
+}
+
+// A conversation in chat completions' shape (core/chat messages with text
+// parts, as the browser's engine.chat.completions.create takes it) saves
+// and restores like engine messages: the restored engine's next turn
+// resumes the saved state.
+func TestChatConversationSaveRestore(t *testing.T) {
+	a := openMicro(t, 64<<20)
+	msgs := []chat.Message{{Role: "user", Content: chat.Parts(chat.Part{Type: "text", Text: "In the "}, chat.Part{Type: "text", Text: "beginning"})}}
+	chatTurn := func(e *Engine, msgs []chat.Message, n int) (string, Stats) {
+		t.Helper()
+		in := chat.Input{Messages: msgs}
+		var out strings.Builder
+		st, err := e.Generate(context.Background(), Options{Chat: &in, MaxTokens: n}, func(p Piece) bool { out.WriteString(p.Text); return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String() + st.Tail, st
+	}
+	reply, _ := chatTurn(a, msgs, 10)
+	msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply)})
+	data, err := a.SaveConversation(Conversation{ChatMessages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openMicro(t, 64<<20)
+	c, err := b.RestoreConversation(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ChatMessages) != 2 || len(c.Messages) != 0 {
+		t.Fatalf("restored %+v", c)
+	}
+	_, st := chatTurn(b, append(c.ChatMessages, chat.Message{Role: "user", Content: chat.Text("Go on.")}), 2)
+	if st.CachedTokens == 0 || st.CachedTokens >= st.PromptTokens {
+		t.Fatalf("resumed %d of %d prompt tokens", st.CachedTokens, st.PromptTokens)
+	}
+	if _, err := a.SaveConversation(Conversation{Messages: []Message{{Role: "user", Content: "x"}}, ChatMessages: msgs}); err == nil {
+		t.Error("a conversation with both message shapes was accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/chat"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,8 +20,11 @@ import (
 // the messages so far (the last one usually the assistant's reply) and
 // the images they attach, in order.
 type Conversation struct {
-	Messages []Message `json:"messages"`
-	Images   []Image   `json:"images,omitempty"`
+	Messages []Message `json:"messages,omitempty"`
+	// ChatMessages is the conversation in core/chat's (OpenAI's) shape, as
+	// chat completions take it; when set it is rendered instead of Messages.
+	ChatMessages []chat.Message `json:"chatMessages,omitempty"`
+	Images       []Image        `json:"images,omitempty"`
 }
 
 // Saved conversations start with sessionMagic, then the format version
@@ -49,14 +53,20 @@ type sessionHeader struct {
 // conversationKey is the prefix-cache key and ids of a conversation as
 // rendered so far (no generation prompt).
 func (e *Engine) conversationKey(c Conversation) (*prepared, error) {
-	n := 0
+	in, n := chatInput(c.Messages, false), 0
 	for _, m := range c.Messages {
 		n += m.Images
+	}
+	if len(c.ChatMessages) > 0 {
+		if len(c.Messages) > 0 {
+			return nil, errors.New("a conversation has Messages or ChatMessages, not both")
+		}
+		in, n = chat.Input{Messages: c.ChatMessages}, len(chat.Images(c.ChatMessages))
 	}
 	if n != len(c.Images) {
 		return nil, fmt.Errorf("the messages attach %d images but %d were given", n, len(c.Images))
 	}
-	ids, err := e.encodeChat(chatInput(c.Messages, false))
+	ids, err := e.encodeChat(in)
 	if err != nil {
 		return nil, err
 	}
