@@ -146,7 +146,7 @@ type chatReport struct {
 		} `json:"restored"`
 		Resumed        chatCompletion `json:"resumed"`
 		MissingSession string         `json:"missingSession"`
-		Errors        map[string]*struct {
+		Errors         map[string]*struct {
 			Name        string `json:"name"`
 			Message     string `json:"message"`
 			Status      int    `json:"status"`

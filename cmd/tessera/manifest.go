@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -159,33 +159,9 @@ func cmdManifest(args []string, stdout, stderr io.Writer) error {
 	if path == "" {
 		path = filepath.Join(*dir, manifestName)
 	}
-	if err := writeFileAtomic(path, data); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s: %d files, %s\n", path, len(mf.Files), bytesStr(mf.TotalSize))
-	return nil
-}
-
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it over path, so readers never see a partial manifest.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".manifest-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteBytes(path, 0o644, data); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
+	fmt.Fprintf(stdout, "wrote %s: %d files, %s\n", path, len(mf.Files), bytesStr(mf.TotalSize))
 	return nil
 }

@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -218,26 +218,7 @@ func writeNPY(path string, data []float32, rows, cols int) error {
 		}
 		return f.Close()
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) { // name the directory, not the temporary file
-			err = fmt.Errorf("directory %s: %w", filepath.Dir(path), pe.Err)
-		}
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	err = encodeNPY(f, data, rows, cols)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return encodeNPY(w, data, rows, cols) }); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

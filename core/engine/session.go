@@ -8,10 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/atomicfile"
 	"github.com/tessera-llm/tessera/core/chat"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/tessera-llm/tessera/core/model"
 )
@@ -184,22 +184,7 @@ func (e *Engine) SaveConversationFile(path string, c Conversation) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("saving the conversation: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.WriteBytes(path, 0o644, b); err != nil {
 		return fmt.Errorf("saving the conversation to %s: %w", path, err)
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/atomicfile"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -572,33 +574,15 @@ func writeAtomic(path string, w *Writer) (err error) {
 	if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
 		return fmt.Errorf("gguf export: output directory %s does not exist (create it first)", dir)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	err = atomicfile.Write(path, 0o644, func(f io.Writer) error {
+		_, err := w.WriteTo(f)
+		return err
+	})
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gguf export: cancelled: %w", err)
+	}
 	if err != nil {
-		return fmt.Errorf("gguf export: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = w.WriteTo(tmp); err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("gguf export: cancelled: %w", err)
-		}
 		return fmt.Errorf("gguf export: writing %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("gguf export: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("gguf export: %w", err)
-	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("gguf export: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("gguf export: %w", err)
 	}
 	return nil
 }
