@@ -84,6 +84,7 @@ import (
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/imageio"
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/wgsl"
 )
@@ -627,13 +628,22 @@ func (h *host) infoValue() (any, error) {
 	}
 	h.gpu.Errors = gpuErrors
 	chatTemplate := e.Chat().Source
+	kernels := "pure Go"
+	if ok, why := ref.SIMD128(); ok {
+		kernels = why
+	} else {
+		kernels += " (" + why + ")"
+	}
 	return toJS(struct {
 		engine.Info
 		Adapter *gpuInfo `json:"adapter"`
 		// ChatTemplate: where chat.completions.create's template comes
 		// from (a file name, or the built-in Kimi format).
 		ChatTemplate string `json:"chatTemplate"`
-	}{e.Info(), h.gpu, chatTemplate})
+		// CPUKernels: what runs the CPU path's matrix products
+		// (core/ref's WebAssembly SIMD128 module, or pure Go and why).
+		CPUKernels string `json:"cpuKernels"`
+	}{e.Info(), h.gpu, chatTemplate, kernels})
 }
 
 // dispose() frees the model; generate then fails until load is called.

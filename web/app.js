@@ -67,6 +67,7 @@ function showFacts(info) {
     ['tokenizer', info.tokenizer],
     ['images', visionFact(info)],
     ['backend', info.backend],
+    ['CPU kernels', info.cpuKernels],
     ['WebGPU adapter', adapter],
   ];
   const dl = $('facts');

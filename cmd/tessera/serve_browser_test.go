@@ -77,6 +77,7 @@ type testReport struct {
 	Info struct {
 		Vision       bool   `json:"vision"`
 		Backend      string `json:"backend"`
+		CPUKernels   string `json:"cpuKernels"`
 		ParamsTotal  int64  `json:"paramsTotal"`
 		ParamsActive int64  `json:"paramsActive"`
 		Adapter      struct {
@@ -415,6 +416,11 @@ func TestBrowserE2E(t *testing.T) {
 	// to the CPU and says why.
 	if !strings.HasPrefix(r1.Info.Backend, "cpu (wasm); ") || !strings.Contains(r1.Info.Backend, "without the WebGPU runner") || r1.Info.ParamsTotal == 0 {
 		t.Errorf("info %+v", r1.Info)
+	}
+	// The CPU path's products run in core/ref's SIMD128 module (Chromium
+	// has WebAssembly SIMD; the worker sets globalThis.wasm).
+	if r1.Info.CPUKernels != "WebAssembly SIMD128 kernels" {
+		t.Errorf("CPU kernels in the browser: %q, want the SIMD128 module", r1.Info.CPUKernels)
 	}
 	if !r1.Info.Adapter.Available {
 		t.Errorf("no WebGPU adapter under --enable-unsafe-webgpu: %s", r1.Info.Adapter.Reason)
