@@ -19,7 +19,7 @@ import (
 //go:embed simd128/kernels.wasm
 var simd128Wasm []byte
 
-// simd128 holds the instantiated kernel module: rows and gemm are its
+// simd128 holds the instantiated kernel module: rows, gemm and kda are its
 // exports bound to the address of simd128Params, so a call passes nothing
 // through JS.
 var simd128 struct {

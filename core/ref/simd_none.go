@@ -6,7 +6,9 @@ import "github.com/tessera-llm/tessera/core/tensor"
 
 // SIMD128 reports whether matrix-vector products run in the WebAssembly
 // SIMD128 kernel module: never in this build (see simd_js.go).
-func SIMD128() (bool, string) { return false, "not a js/wasm build" }
+func SIMD128() (bool, string) {
+	return false, "this build has no SIMD128 module (not js/wasm, or -tags purego)"
+}
 
 // simdRowsDot has no SIMD128 module to run in this build.
 func simdRowsDot(W *tensor.Mat, lo, hi int, x, out []float32) bool { return false }

@@ -15,43 +15,15 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="${1:-${TESSERA_PEER_CACHE:-$root/testdata/peers/cache}}"
+. "$root/scripts/peers/npm-fetch.sh"
 
-spec="@wllama/wllama@3.8.1"
-sum="bbe65fcc6d128d7853aed6d1699db7541e51a0363dc0135b8b68153acbf74670"
-dest="$cache/wllama-3.8.1"
-stamp="$dest/.sha256"
-required=(index.js wllama.wasm LICENCE)
-
-complete() {
-  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] || return 1
-  for f in "${required[@]}"; do [ -f "$dest/$f" ] || return 1; done
+copy_wllama() {
+  local p
+  for p in esm/index.js esm/wasm/wllama.wasm LICENCE; do
+    [ -f "$1/package/$p" ] || { echo "fetch-wllama.sh: the package has no $p" >&2; return 1; }
+    cp -p "$1/package/$p" "$2/"
+  done
 }
-if complete; then
-  echo "fetch-wllama.sh: wllama ($spec) ready in $dest" >&2
-  exit 0
-fi
-if ! command -v npm >/dev/null 2>&1; then
-  echo "fetch-wllama.sh: npm is needed to fetch $spec (as root: scripts/setup.sh npm)" >&2
-  exit 1
-fi
-
-mkdir -p "$cache"
-work="$(mktemp -d "$cache/.fetch.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-echo "fetch-wllama.sh: npm pack $spec (~5.8 MB)" >&2
-tgz="$(cd "$work" && npm pack --silent "$spec" | tail -n1)"
-got="$(sha256sum "$work/$tgz" | cut -d' ' -f1)"
-if [ "$got" != "$sum" ]; then
-  echo "fetch-wllama.sh: $spec: SHA-256 mismatch: got $got, want $sum" >&2
-  exit 1
-fi
-tar -xzf "$work/$tgz" -C "$work"
-mkdir -p "$work/out"
-for p in esm/index.js esm/wasm/wllama.wasm LICENCE; do
-  [ -f "$work/package/$p" ] || { echo "fetch-wllama.sh: $spec has no $p" >&2; exit 1; }
-  cp -p "$work/package/$p" "$work/out/"
-done
-echo "$sum" >"$work/out/.sha256"
-rm -rf "$dest"
-mv "$work/out" "$dest"
-echo "fetch-wllama.sh: wllama ($spec) ready in $dest" >&2
+npm_fetch fetch-wllama.sh "@wllama/wllama@3.8.1" \
+  bbe65fcc6d128d7853aed6d1699db7541e51a0363dc0135b8b68153acbf74670 \
+  "$cache/wllama-3.8.1" "~5.8 MB" index.js wllama.wasm LICENCE -- copy_wllama

@@ -16,44 +16,13 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="${1:-${TESSERA_PEER_CACHE:-$root/testdata/peers/cache}}"
+. "$root/scripts/peers/npm-fetch.sh"
 
-spec="@node-llama-cpp/linux-x64@3.22.1"
-sum="0d953e1503d5ab4608d8ed5b739132308c81ac05ffeb760d2a7f30e08a9f90e0"
-dest="$cache/node-llama-cpp-linux-x64-3.22.1"
-stamp="$dest/.sha256"
-required=(libllama.v0.5.0.so libggml.v0.5.0.so libggml-base.so libggml-cpu-x64.so)
-
-complete() {
-  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] || return 1
-  for f in "${required[@]}"; do [ -f "$dest/$f" ] || return 1; done
+copy_llamacpp() {
+  cp -p "$1"/package/bins/linux-x64/*.so "$2/"
+  cp -p "$1"/package/LICENSE "$2/LICENSE"
 }
-if complete; then
-  echo "fetch.sh: llama.cpp ($spec) ready in $dest" >&2
-  exit 0
-fi
-if ! command -v npm >/dev/null 2>&1; then
-  echo "fetch.sh: npm is needed to fetch $spec (as root: scripts/setup.sh npm)" >&2
-  exit 1
-fi
-
-mkdir -p "$cache"
-work="$(mktemp -d "$cache/.fetch.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-echo "fetch.sh: npm pack $spec (llama.cpp shared libraries, ~11 MB)" >&2
-tgz="$(cd "$work" && npm pack --silent "$spec" | tail -n1)"
-got="$(sha256sum "$work/$tgz" | cut -d' ' -f1)"
-if [ "$got" != "$sum" ]; then
-  echo "fetch.sh: $spec: SHA-256 mismatch: got $got, want $sum" >&2
-  exit 1
-fi
-tar -xzf "$work/$tgz" -C "$work"
-mkdir -p "$work/out"
-cp -p "$work"/package/bins/linux-x64/*.so "$work/out/"
-cp -p "$work"/package/LICENSE "$work/out/LICENSE"
-for f in "${required[@]}"; do
-  [ -f "$work/out/$f" ] || { echo "fetch.sh: $spec has no bins/linux-x64/$f" >&2; exit 1; }
-done
-echo "$sum" >"$work/out/.sha256"
-rm -rf "$dest"
-mv "$work/out" "$dest"
-echo "fetch.sh: llama.cpp ($spec) ready in $dest" >&2
+npm_fetch fetch.sh "@node-llama-cpp/linux-x64@3.22.1" \
+  0d953e1503d5ab4608d8ed5b739132308c81ac05ffeb760d2a7f30e08a9f90e0 \
+  "$cache/node-llama-cpp-linux-x64-3.22.1" "llama.cpp shared libraries, ~11 MB" \
+  libllama.v0.5.0.so libggml.v0.5.0.so libggml-base.so libggml-cpu-x64.so -- copy_llamacpp
