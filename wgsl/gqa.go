@@ -49,7 +49,7 @@ func (d *Device) GQA(a *GQAArgs) error {
 	end := a.Pos0 + a.N
 	for k0 := 0; k0 < end; k0 += mlaTile {
 		kn := min(mlaTile, end-k0)
-		s := a.Cache.spans(k0, kn)[0]
+		s := a.Cache.tile(k0, kn)
 		p := params{}.u(a.N, a.H, a.HKV, a.D, a.Pos0).f(a.Scale).
 			u(a.Q.Off, a.O.Off, a.Cache.Width, k0-s.local, k0, kn, b2i(k0+kn >= end), 0)
 		if err := d.dispatch(k, p, []*Buffer{a.Q.Buf, s.page, a.O.Buf, T}, nh); err != nil {

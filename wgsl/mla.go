@@ -85,6 +85,13 @@ type cacheSpan struct {
 	n          int
 }
 
+// tile is the span of the n rows from row0, which lie in one page (a
+// 128-key tile never crosses a page edge).
+func (c *LatentCache) tile(row0, n int) cacheSpan {
+	pi, local := row0/c.PageRows, row0%c.PageRows
+	return cacheSpan{page: c.Pages[pi], row: row0, local: local, n: min(n, c.PageRows-local)}
+}
+
 // spans splits rows [row0, row0+n) at page edges.
 func (c *LatentCache) spans(row0, n int) []cacheSpan {
 	var out []cacheSpan
@@ -155,7 +162,12 @@ type MLAArgs struct {
 
 func (a *MLAArgs) check(what string) error {
 	if a == nil || a.N <= 0 || a.H <= 0 || a.DN <= 0 || a.DR < 0 || a.DV <= 0 || a.RKV <= 0 || a.Pos0 < 0 {
-		return fmt.Errorf("wgsl: %s: bad sizes %+v", what, a)
+		if a == nil {
+			return fmt.Errorf("wgsl: %s: no arguments", what)
+		}
+		// the sizes one by one: passing a itself would move every call's
+		// arguments to the heap
+		return fmt.Errorf("wgsl: %s: bad sizes N=%d H=%d DN=%d DR=%d DV=%d RKV=%d Pos0=%d", what, a.N, a.H, a.DN, a.DR, a.DV, a.RKV, a.Pos0)
 	}
 	if a.Cache == nil || a.Cache.Width < a.RKV+a.DR {
 		return fmt.Errorf("wgsl: %s: cache missing or narrower than RKV+DR", what)
@@ -253,7 +265,7 @@ func (d *Device) MLANaive(a *MLAArgs) error {
 	end := a.Pos0 + a.N
 	for k0 := 0; k0 < end; k0 += mlaTile {
 		kn := min(mlaTile, end-k0)
-		s := a.Cache.spans(k0, kn)[0]
+		s := a.Cache.tile(k0, kn)
 		if err := d.LinearStrided(T.At(0), rows, s.page.At(s.local*a.Cache.Width), a.Cache.Width, kn, a.WKVB); err != nil {
 			return err
 		}

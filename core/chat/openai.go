@@ -303,6 +303,9 @@ func NewStopper(stops []string) *Stopper { return &Stopper{stops: stops} }
 // stop = true when a stop sequence is complete: the text returned then
 // ends right before it, and generation should end.
 func (s *Stopper) Push(text string) (emit string, stop bool) {
+	if len(s.stops) == 0 {
+		return text, false
+	}
 	buf := s.held + text
 	cut := -1
 	for _, st := range s.stops {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -509,13 +508,22 @@ func (l *logprobs) observe(logits []float32) {
 	l.lse = float64(m) + math.Log(sum)
 	l.val = append(l.val[:0], logits...)
 	l.top = l.top[:0]
-	if l.k > 0 {
-		idx := make([]int, len(logits))
-		for i := range idx {
-			idx[i] = i
+	// the k most likely ids, highest first, a lower id first among equals
+	// (one pass with insertion: k ≤ 20, nothing allocated per token)
+	for i, v := range logits {
+		if l.k == 0 || (len(l.top) == l.k && v <= logits[l.top[l.k-1]]) {
+			continue
 		}
-		sort.SliceStable(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
-		l.top = append(l.top, idx[:min(l.k, len(idx))]...)
+		j := len(l.top)
+		if j < l.k {
+			l.top = append(l.top, 0)
+		} else {
+			j--
+		}
+		for ; j > 0 && v > logits[l.top[j-1]]; j-- {
+			l.top[j] = l.top[j-1]
+		}
+		l.top[j] = i
 	}
 }
 

@@ -48,6 +48,7 @@ type Constraint struct {
 	g     *Grammar
 	tok   *Tokens
 	stops []int
+	keep  []float32 // the stop tokens' logits while the rest is masked
 	st    state
 	buf   []frame
 }
@@ -72,10 +73,10 @@ func (c *Constraint) MinTokens() int { return c.st.cost() }
 func (c *Constraint) Mask(logits []float32, left int) {
 	ninf := float32(math.Inf(-1))
 	if c.st.complete() {
-		keep := make(map[int]float32, len(c.stops))
+		c.keep = c.keep[:0]
 		for _, s := range c.stops {
 			if s < len(logits) {
-				keep[s] = logits[s]
+				c.keep = append(c.keep, logits[s])
 			}
 		}
 		if !c.st.done { // a root number may still grow
@@ -85,8 +86,12 @@ func (c *Constraint) Mask(logits []float32, left int) {
 				logits[i] = ninf
 			}
 		}
-		for s, v := range keep {
-			logits[s] = v
+		i := 0
+		for _, s := range c.stops {
+			if s < len(logits) {
+				logits[s] = c.keep[i]
+				i++
+			}
 		}
 		return
 	}

@@ -158,7 +158,13 @@ func (s *state) startValue(b byte) bool {
 		again, ok := s.number(top, b)
 		return ok && !again
 	case b == 't' && n.types&tBool != 0, b == 'f' && n.types&tBool != 0, b == 'n' && n.types&tNull != 0:
-		lit := map[byte]string{'t': "true", 'f': "false", 'n': "null"}[b]
+		lit := "null"
+		switch b {
+		case 't':
+			lit = "true"
+		case 'f':
+			lit = "false"
+		}
 		*top = frame{kind: fLiteral, n: n, lit: []string{lit}, count: 1}
 	default:
 		return false
