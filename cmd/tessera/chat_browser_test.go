@@ -168,16 +168,7 @@ type chatReport struct {
 // an image_url data: URL is accepted, and bad requests reject with
 // OpenAI-shaped errors. Without Chromium it skips, except under CI=true.
 func TestBrowserChatAPI(t *testing.T) {
-	chrome := findChromium()
-	if chrome == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but Chromium is missing (/usr/lib/chromium/chromium): install it with scripts/setup.sh browser")
-		}
-		t.Skip("no Chromium (/usr/lib/chromium/chromium or $TESSERA_CHROMIUM); install it with scripts/setup.sh browser")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the browser test")
-	}
+	chrome := requireChromium(t)
 	start := time.Now()
 	dir := t.TempDir()
 	wasmDir := filepath.Join(dir, "wasm")

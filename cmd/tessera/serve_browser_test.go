@@ -42,6 +42,24 @@ var chromiumBaseFlags = []string{
 	"--disable-default-apps", "--disable-breakpad", "--metrics-recording-only",
 }
 
+// requireChromium returns the Chromium binary for a browser test: it
+// skips the test without one (or under -short), except under CI=true,
+// where a missing Chromium fails it.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	chrome := findChromium()
+	if chrome == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but Chromium is missing (/usr/lib/chromium/chromium): install it with scripts/setup.sh browser")
+		}
+		t.Skip("no Chromium (/usr/lib/chromium/chromium or $TESSERA_CHROMIUM); install it with scripts/setup.sh browser")
+	}
+	if testing.Short() {
+		t.Skip("-short: skipping the browser test")
+	}
+	return chrome
+}
+
 // findChromium returns the Chromium binary ($TESSERA_CHROMIUM, else
 // Debian's /usr/lib/chromium/chromium), or "".
 func findChromium() string {
@@ -225,16 +243,7 @@ func (v *visionReport) UnmarshalJSON(b []byte) error {
 // It saves a screenshot of the page. Without Chromium it skips, except
 // under CI=true, where it fails.
 func TestBrowserE2E(t *testing.T) {
-	chrome := findChromium()
-	if chrome == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but Chromium is missing (/usr/lib/chromium/chromium): install it with scripts/setup.sh browser")
-		}
-		t.Skip("no Chromium (/usr/lib/chromium/chromium or $TESSERA_CHROMIUM); install it with scripts/setup.sh browser")
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the browser test")
-	}
+	chrome := requireChromium(t)
 	start := time.Now()
 	dir := t.TempDir()
 

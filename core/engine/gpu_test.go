@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -18,6 +19,9 @@ func openMicroGPU(t *testing.T, cache int64) *Engine {
 	t.Helper()
 	d, err := native.OpenQuiet()
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no GPU adapter (lavapipe: scripts/setup.sh gpu): %v", err)
+		}
 		t.Skipf("no GPU adapter: %v", err)
 	}
 	d.Close()
