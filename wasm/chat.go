@@ -56,9 +56,7 @@ func badRequest(param, format string, args ...any) error {
 }
 
 func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
-	h.mu.Lock()
-	e := h.eng
-	h.mu.Unlock()
+	e := h.engine()
 	if e == nil {
 		return nil, errors.New("chat: no model is loaded")
 	}

@@ -325,9 +325,7 @@ func (s *jsSource) release() { s.v = js.Undefined() }
 func (h *host) generate(_ js.Value, args []js.Value) any {
 	req, onToken := arg(args, 0), arg(args, 1)
 	return promise(func() (any, error) {
-		h.mu.Lock()
-		e := h.eng
-		h.mu.Unlock()
+		e := h.engine()
 		if e == nil {
 			return nil, errors.New("generate: no model is loaded")
 		}
@@ -616,9 +614,7 @@ func (h *host) info(js.Value, []js.Value) any {
 
 // infoValue is the model's engine.Info plus the adapter probe.
 func (h *host) infoValue() (any, error) {
-	h.mu.Lock()
-	e := h.eng
-	h.mu.Unlock()
+	e := h.engine()
 	if e == nil {
 		return nil, errors.New("info: no model is loaded")
 	}

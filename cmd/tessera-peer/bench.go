@@ -98,12 +98,7 @@ func ensureGGUF(src, path, typ string, stderr io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := gguf.Export(src, tmp, gguf.ExportOptions{Type: typ}); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	return gguf.Export(src, path, gguf.ExportOptions{Type: typ}) // atomic: no half-written file
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {

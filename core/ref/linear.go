@@ -260,10 +260,6 @@ func (j *batchJob) Run(w, lo, hi int) {
 // W.Cols floats, and of W.Cols/16 more for block scales).
 func rowsDotGeneric(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
 	out = out[:hi-lo]
-	if W.DType.Blocked() {
-		blockRowsDot(W, lo, hi, x, out, buf)
-		return
-	}
 	for o := lo; o < hi; o++ {
 		out[o-lo] = rowDot(W, o, x, buf)
 	}

@@ -22,10 +22,3 @@ func blockRowDot(W *tensor.Mat, o int, x, buf []float32) float32 {
 	tensor.Dequantize(W.DType, row, W.Q[o*rb:(o+1)*rb])
 	return dot(row, x[:W.Cols])
 }
-
-// blockRowsDot sets out[o−lo] = W[o,:]·x for lo ≤ o < hi (block formats).
-func blockRowsDot(W *tensor.Mat, lo, hi int, x, out, buf []float32) {
-	for o := lo; o < hi; o++ {
-		out[o-lo] = blockRowDot(W, o, x, buf)
-	}
-}
