@@ -27,7 +27,13 @@
 #      cuda; $OUT/bench-torch-cuda.json), and the ratio               (~2 min)
 #   5. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
 #      experts grouped by expert (the default) and per slot          (~2 min)
-# Total under 10 minutes. Results go to stdout and, when $OUT is set
+#   6. the llama.cpp Vulkan peer (@node-llama-cpp/linux-x64-vulkan@3.22.1,
+#      every layer offloaded) against tessera's WebGPU backend on the same
+#      adapter and the same F16 GGUF of that k3-mini: prefill 64/512,
+#      decode 64, medians of 3 alternating ($OUT/bench-vulkan.json)  (~2 min)
+# Total under 10 minutes. `build` needs the Vulkan peer fetched
+# (scripts/peers/fetch.sh vulkan); the binaries are stripped and the
+# libraries packed with xz so the carry stays under 64 MiB. Results go to stdout and, when $OUT is set
 # (the device tool), to $OUT/gpu-check.log.
 set -eu
 mode=${1:-}
@@ -35,8 +41,16 @@ dir=${2:-bin/gpu-check}
 case "$mode" in
 build)
 	mkdir -p "$dir"
-	go test -c -o "$dir/wgsl.test" ./wgsl
-	go build -o "$dir/tessera" ./cmd/tessera
+	go test -c -ldflags='-s -w' -o "$dir/wgsl.test" ./wgsl
+	go build -ldflags='-s -w' -o "$dir/tessera" ./cmd/tessera
+	go build -ldflags='-s -w' -o "$dir/tessera-peer" ./cmd/tessera-peer
+	scripts/peers/fetch.sh vulkan
+	vk="${TESSERA_PEER_CACHE:-testdata/peers/cache}/node-llama-cpp-linux-x64-vulkan-3.22.1"
+	# The Vulkan build, its base libraries and the common CPU variants
+	# (ggml picks one for the host's CPU).
+	tar -C "$vk" -cJf "$dir/llama-vulkan.tar.xz" LICENSE libggml-vulkan.so libggml.vulkan.v0.5.0.so \
+		libllama.vulkan.v0.5.0.so libllama-common.so libggml-base.so libggml-cpu-x64.so libggml-cpu-haswell.so \
+		libggml-cpu-skylakex.so libggml-cpu-icelake.so libggml-cpu-zen4.so libggml-cpu-sapphirerapids.so
 	(cd "$dir" && rm -f ./*.deb && apt-get download libvulkan1 >/dev/null 2>&1) ||
 		echo "gpu-check: could not download libvulkan1 (fine if the GPU machine has the loader)" >&2
 	ls -la "$dir"
@@ -108,6 +122,17 @@ PY
 	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
 	TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
 		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
+	echo "== llama.cpp Vulkan vs tessera WebGPU ($preset F16 GGUF, same adapter)" | tee -a "$log"
+	tp="$(dirname "$t")/tessera-peer"
+	lib=$(mktemp -d)
+	if tar -C "$lib" -xJf "$(dirname "$t")/llama-vulkan.tar.xz" &&
+		timeout 120 "$tb" export --model "$mdir" --type f16 --out "$mdir.f16.gguf" >/dev/null 2>&1; then
+		timeout 300 "$tp" bench --gpu --gguf "$mdir.f16.gguf" --llamacpp-dir "$lib" --threads 4 --rounds 3 \
+			--prompt-lens 64,512 --gen 64 --run-timeout 90s --json "$res/bench-vulkan.json" 2>&1 | tee -a "$log" || rc=1
+	else
+		echo "gpu-check: could not unpack the llama.cpp Vulkan build or export the GGUF" | tee -a "$log"
+		rc=1
+	fi
 	exit $rc
 	;;
 *)
