@@ -203,8 +203,8 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			if !g.SamplesOnDevice(o, m.Cfg.VocabSize) {
-				t.Fatalf("k3-nano's %d logits should be sampled on the GPU", m.Cfg.VocabSize)
+			if g.SamplesOnDevice(o, m.Cfg.VocabSize) == o.Penalizes() {
+				t.Fatalf("k3-nano's %d logits should be sampled on the GPU exactly without a repetition penalty (rep=%g)", m.Cfg.VocabSize, o.RepetitionPenalty)
 			}
 			cpu := model.NewRunner(m, model.Options{MaxChunk: 16})
 			defer cpu.Close()
@@ -217,6 +217,31 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 				t.Fatalf("sampling looks degenerate: %v", gt)
 			}
 		})
+	}
+}
+
+// TestSamplesOnDeviceRepetitionRule: the GPU declines to sample exactly
+// when the host sampler would apply a repetition penalty
+// (generate.SamplerOptions.Penalizes; generate's TestRepetitionPenaltyRule
+// is the host's side), and SampleNext refuses a penalty with its reason.
+func TestSamplesOnDeviceRepetitionRule(t *testing.T) {
+	d := device(t)
+	m := presetModel(t, "k3-nano", 1, "F32")
+	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, p := range []float32{0, 1, 0.5, 1.3, 4} {
+		for _, temp := range []float32{0, 0.8} {
+			o := generate.SamplerOptions{Temperature: temp, RepetitionPenalty: p}
+			if g.SamplesOnDevice(o, m.Cfg.VocabSize) == o.Penalizes() {
+				t.Errorf("T=%g rep=%g: SamplesOnDevice %v, Penalizes %v", temp, p, !o.Penalizes(), o.Penalizes())
+			}
+			if _, err := g.SampleNext([]int{1, 2}, o, m.Cfg.VocabSize, 0.5); (err != nil) != o.Penalizes() {
+				t.Errorf("T=%g rep=%g: SampleNext error %v", temp, p, err)
+			}
+		}
 	}
 }
 
