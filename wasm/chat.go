@@ -19,8 +19,9 @@ import (
 // in order. onEvent("start", promptTokens) comes once the request is
 // accepted and rendered, then onEvent("delta", text, tokenId) for the
 // reply's text (stop sequences and stop tokens never reach it). The
-// result is {content, finishReason ("stop" | "length" | "cancelled"),
-// promptTokens, completionTokens, stats}, or {error: {message, type,
+// result is {content, finishReason ("stop" | "length":
+// engine.Stats.FinishReason), promptTokens, completionTokens, stats
+// (stats.stopped is "cancelled" for a cancelled generation)}, or {error: {message, type,
 // param, code, status}} in OpenAI's shape.
 func (h *host) chatCompletion(_ js.Value, args []js.Value) any {
 	reqJSON, imgs, onEvent := arg(args, 0), arg(args, 1), arg(args, 2)
@@ -108,14 +109,7 @@ func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
 		content = append(content, st.Tail...)
 		onEvent.Invoke("delta", st.Tail, -1)
 	}
-	switch st.Stopped {
-	case "length", "context":
-		res.FinishReason = "length"
-	case "cancelled":
-		res.FinishReason = "cancelled"
-	default:
-		res.FinishReason = "stop"
-	}
+	res.FinishReason = st.FinishReason()
 	res.Content, res.PromptTokens, res.Stats = string(content), st.PromptTokens, st
 	return res, nil
 }

@@ -405,19 +405,18 @@ export class Tessera {
     if (controller.signal.aborted) cancel();
     const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,
       prompt_tokens_details: { cached_tokens: (r.stats && r.stats.cachedTokens) || 0 } });
-    const finishReason = (r) => (r.finishReason === 'cancelled' ? 'stop' : r.finishReason);
 
     if (!params.stream) {
       await done;
       if (failure) throw failure;
-      if (result.finishReason === 'cancelled' && controller.signal.aborted) {
+      if (result.stats.stopped === 'cancelled' && controller.signal.aborted) {
         const e = new TesseraError('Request was aborted.');
         e.name = 'AbortError';
         throw e;
       }
       return {
         id, object: 'chat.completion', created, model,
-        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null }, logprobs: null, finish_reason: finishReason(result) }],
+        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null }, logprobs: null, finish_reason: result.finishReason }],
         usage: usage(result),
         system_fingerprint: null,
       };
@@ -444,8 +443,8 @@ export class Tessera {
           await new Promise((r) => { wake = r; });
         }
         if (failure) throw failure;
-        if (result.finishReason === 'cancelled' && controller.signal.aborted) return;
-        yield delta({}, finishReason(result));
+        if (result.stats.stopped === 'cancelled' && controller.signal.aborted) return;
+        yield delta({}, result.finishReason);
         if (includeUsage) yield chunk([], { usage: usage(result) });
       } finally {
         if (!finished) {

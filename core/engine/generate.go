@@ -109,6 +109,17 @@ type Stats struct {
 	EncodeMs float64      `json:"encodeMs,omitempty"`
 }
 
+// FinishReason is OpenAI's finish_reason for the generation: "length"
+// when it ran out of tokens (max_tokens or the context), else "stop" (a
+// stop token or string, or a cancelled generation: a client that stopped
+// reading asked for no more). It is the one mapping every API uses.
+func (s Stats) FinishReason() string {
+	if s.Stopped == "length" || s.Stopped == "context" {
+		return "length"
+	}
+	return "stop"
+}
+
 // counters are the engine's totals since it was opened.
 type counters struct {
 	requests, tokens, promptTokens, cachedTokens atomic.Int64

@@ -469,13 +469,6 @@ func usageOf(st engine.Stats) Usage {
 	return u
 }
 
-func finishReason(st engine.Stats) string {
-	if st.Stopped == "stop" {
-		return "stop"
-	}
-	return "length"
-}
-
 // run generates for one request, streamed as server-sent events or as
 // one JSON response.
 func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine.Options, object, idPrefix string) *apiError {
@@ -516,7 +509,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 				return newError(http.StatusInternalServerError, "server_error", "", "", "the constrained output does not validate: %v", verr)
 			}
 		}
-		choice := map[string]any{"index": 0, "finish_reason": finishReason(st), "logprobs": nil}
+		choice := map[string]any{"index": 0, "finish_reason": st.FinishReason(), "logprobs": nil}
 		if chat {
 			choice["message"] = map[string]any{"role": "assistant", "content": out, "refusal": nil}
 			if o.Logprobs {
@@ -610,7 +603,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 	if st.Tail != "" {
 		send(piece(st.Tail, nil, nil))
 	}
-	fin := piece("", nil, finishReason(st))
+	fin := piece("", nil, st.FinishReason())
 	send(fin)
 	if c.StreamOptions != nil && c.StreamOptions.IncludeUsage {
 		u := chunk([]any{})
