@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
@@ -286,11 +287,11 @@ type responseFormat struct {
 
 // messages converts chat messages (text, or parts of text and image_url
 // with data: URLs) to the engine's messages and images.
-func messages(in []chatMessage) ([]engine.Message, []engine.Image, *apiError) {
+func messages(in []chatMessage) ([]chat.Message, []engine.Image, *apiError) {
 	if len(in) == 0 {
 		return nil, nil, badRequest("messages", "missing_required_parameter", "messages must hold at least one message")
 	}
-	var out []engine.Message
+	var out []chat.Message
 	var imgs []engine.Image
 	for i, m := range in {
 		param := fmt.Sprintf("messages[%d]", i)
@@ -302,13 +303,13 @@ func messages(in []chatMessage) ([]engine.Message, []engine.Image, *apiError) {
 		default:
 			return nil, nil, badRequest(param+".role", "invalid_value", "%s.role %q: want system, developer, user, assistant or tool", param, m.Role)
 		}
-		msg := engine.Message{Role: role}
+		msg, images := chat.Message{Role: role}, 0
 		var text string
 		var parts []contentPart
 		switch {
 		case len(m.Content) == 0 || string(m.Content) == "null":
 		case json.Unmarshal(m.Content, &text) == nil:
-			msg.Content = text
+			msg.Content = chat.Text(text)
 		case json.Unmarshal(m.Content, &parts) == nil:
 			var b strings.Builder
 			for j, p := range parts {
@@ -328,12 +329,12 @@ func messages(in []chatMessage) ([]engine.Message, []engine.Image, *apiError) {
 						return nil, nil, badRequest(pp+".image_url", "invalid_image_url", "%s: %v", pp, err)
 					}
 					imgs = append(imgs, engine.Image{Data: data})
-					msg.Images++
+					images++
 				default:
 					return nil, nil, badRequest(pp+".type", "invalid_value", "%s.type %q: want text or image_url", pp, p.Type)
 				}
 			}
-			msg.Content = b.String()
+			msg.Content = chat.WithImages(images, b.String())
 		default:
 			return nil, nil, badRequest(param+".content", "invalid_value", "%s.content must be a string or a list of content parts", param)
 		}
@@ -372,9 +373,11 @@ func (a *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
 	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
 		return badRequest("tools", "unsupported_parameter", "tools are not supported")
 	}
-	if o.Messages, o.Images, aerr = messages(req.Messages); aerr != nil {
+	msgs, imgs, aerr := messages(req.Messages)
+	if aerr != nil {
 		return aerr
 	}
+	o.Chat, o.Images = &chat.Input{Messages: msgs}, imgs
 	o.Logprobs = req.Logprobs
 	if req.TopLogprobs != nil {
 		if !req.Logprobs || *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
