@@ -23,6 +23,18 @@ import (
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
+// newRunner is a GPU runner of m on the test device, closed when the test
+// ends.
+func newRunner(t testing.TB, m *model.Model, opt wgsl.RunnerOptions) *wgsl.Runner {
+	t.Helper()
+	g, err := wgsl.NewRunner(device(t), m, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
 // presetModel builds the random checkpoint `tessera init-random --config
 // name --seed seed` writes, in memory.
 func presetModel(t testing.TB, name string, seed uint64, dt safetensors.DType) *model.Model {
@@ -226,13 +238,8 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 // (generate.SamplerOptions.Penalizes; generate's TestRepetitionPenaltyRule
 // is the host's side), and SampleNext refuses a penalty with its reason.
 func TestSamplesOnDeviceRepetitionRule(t *testing.T) {
-	d := device(t)
 	m := presetModel(t, "k3-nano", 1, "F32")
-	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 64})
 	for _, p := range []float32{0, 1, 0.5, 1.3, 4} {
 		for _, temp := range []float32{0, 0.8} {
 			o := generate.SamplerOptions{Temperature: temp, RepetitionPenalty: p}
@@ -473,11 +480,7 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
 		t.Run(name, func(t *testing.T) {
 			m := presetModel(t, name, 1, "F32")
-			g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
+			g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})
 			V := m.Cfg.VocabSize
 			logits := make([]float32, V)
 			if err := g.Forward([]int{1, 2, 3, 4, 5}, logits); err != nil {
