@@ -335,7 +335,7 @@ func TestOpenAIDisconnect(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 3 {
 		ctx, cancel := context.WithCancel(context.Background())
-		body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"Go on forever"}]}`
+		body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"seed":1,"messages":[{"role":"user","content":"Go on forever"}]}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -372,7 +372,8 @@ func TestOpenAIQueueAndKey(t *testing.T) {
 	require.Equal(t, 401, status, v)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"Go on"}]}`
+	// seed 1: a long reply (a random seed may end it at once, freeing the sequence)
+	body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"seed":1,"messages":[{"role":"user","content":"Go on"}]}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer sekret")
 	resp, err := http.DefaultClient.Do(req)
