@@ -401,9 +401,12 @@ func parseRequest(req js.Value) (engine.Options, error) {
 			return o, err
 		}
 	}
-	var err error
-	if o.Messages, err = parseMessages(req.Get("messages")); err != nil {
+	msgs, err := parseMessages(req.Get("messages"))
+	if err != nil {
 		return o, err
+	}
+	if msgs != nil {
+		o.Chat = &chat.Input{Messages: msgs}
 	}
 	if st := req.Get("stop"); !st.IsUndefined() && !st.IsNull() {
 		if !js.Global().Get("Array").Call("isArray", st).Bool() {
@@ -453,33 +456,35 @@ func parseRequest(req js.Value) (engine.Options, error) {
 // prefixCacheBytes is the prefix cache's budget in the browser.
 const prefixCacheBytes = 64 << 20
 
-// parseMessages reads request.messages: [{role, content, images}].
-func parseMessages(v js.Value) ([]engine.Message, error) {
+// parseMessages reads request.messages: [{role, content, images}], each
+// message's images ahead of its text (chat.WithImages).
+func parseMessages(v js.Value) ([]chat.Message, error) {
 	if v.IsUndefined() || v.IsNull() {
 		return nil, nil
 	}
 	if !js.Global().Get("Array").Call("isArray", v).Bool() {
 		return nil, errors.New("messages must be an array of {role, content, images}")
 	}
-	out := make([]engine.Message, v.Length())
+	out := make([]chat.Message, v.Length())
 	for i := range out {
 		m := v.Index(i)
 		role, content := m.Get("role"), m.Get("content")
 		if role.Type() != js.TypeString || content.Type() != js.TypeString {
 			return nil, fmt.Errorf("messages[%d] needs string role and content", i)
 		}
-		out[i] = engine.Message{Role: role.String(), Content: content.String()}
+		images := 0
 		if n := m.Get("images"); n.Type() == js.TypeNumber {
 			if n.Int() < 0 {
 				return nil, fmt.Errorf("messages[%d].images must be ≥ 0", i)
 			}
-			out[i].Images = n.Int()
+			images = n.Int()
 		}
+		out[i] = chat.Message{Role: role.String(), Content: chat.WithImages(images, content.String())}
 	}
 	return out, nil
 }
 
-// saveSession({messages, images}) → Promise<Uint8Array>: the conversation
+// saveSession({messages | chat, images}) → Promise<Uint8Array>: the conversation
 // and the sequence state its last reply left in the prefix cache
 // (engine.SaveConversation), for the page to keep in OPFS or Cache
 // Storage.
@@ -496,7 +501,7 @@ func (h *host) saveSession(_ js.Value, args []js.Value) any {
 		var conv engine.Conversation
 		if cm := req.Get("chat"); cm.Type() == js.TypeString {
 			// chat.completions messages (OpenAI's shape), as JSON
-			if err := json.Unmarshal([]byte(cm.String()), &conv.ChatMessages); err != nil {
+			if err := json.Unmarshal([]byte(cm.String()), &conv.Messages); err != nil {
 				return nil, fmt.Errorf("saveSession: the messages: %w", err)
 			}
 		} else {
@@ -524,7 +529,8 @@ func (h *host) saveSession(_ js.Value, args []js.Value) any {
 }
 
 // restoreSession(Uint8Array) → Promise<{messages}>: puts a saved state in
-// the prefix cache (engine.RestoreConversation).
+// the prefix cache (engine.RestoreConversation); the messages come back in
+// chat.completions' shape (content a string, or parts when it had images).
 func (h *host) restoreSession(_ js.Value, args []js.Value) any {
 	data := arg(args, 0)
 	return promise(func() (any, error) {
@@ -541,13 +547,8 @@ func (h *host) restoreSession(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, fmt.Errorf("restoreSession: %w", err)
 		}
-		if len(c.ChatMessages) > 0 {
-			return toJS(struct {
-				Messages []chat.Message `json:"messages"`
-			}{c.ChatMessages})
-		}
 		return toJS(struct {
-			Messages []engine.Message `json:"messages"`
+			Messages []chat.Message `json:"messages"`
 		}{c.Messages})
 	})
 }

@@ -459,9 +459,9 @@ async function handle(msg) {
       } catch (e) {
         return { error: { status: 400, type: 'invalid_request_error', param: null, code: null, message: `the request cannot be sent as JSON: ${e.message}` } };
       }
-      return go.chat(body, images, (kind, a, b) => {
+      return go.chat(body, images, (kind, a, b, c) => {
         if (kind === 'start') post({ type: 'chat-start', id: msg.id, promptTokens: a });
-        else post({ type: 'token', id: msg.id, tokenId: b, text: a });
+        else post({ type: 'token', id: msg.id, tokenId: b, text: a, ...(c ? { logprob: c } : {}) });
       });
     }
     case 'pixels': {

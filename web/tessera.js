@@ -195,7 +195,7 @@ export class Tessera {
         return;
       case 'token': {
         const p = this.#pending.get(msg.id);
-        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text });
+        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text, ...(msg.logprob ? { logprob: msg.logprob } : {}) });
         return;
       }
       case 'chat-start': {
@@ -354,10 +354,15 @@ export class Tessera {
    * max_completion_tokens, temperature (default 1), top_p, seed (random
    * when absent), stop (a string or up to 4), stream, stream_options
    * ({include_usage}), tools and tool_choice (passed to the chat template),
-   * model (any name; echoed back), and the extensions top_k, min_p,
+   * model (any name; echoed back), logprobs and top_logprobs (choices'
+   * and chunks' logprobs.content), response_format ({type: 'json_object'}
+   * or {type: 'json_schema', json_schema: {name, schema}}: the output is
+   * grammar-constrained JSON), and the extensions top_k, min_p,
    * repetition_penalty and chat_template_kwargs (e.g. {enable_thinking:
-   * false}). The messages are rendered by the model's chat template (its
-   * tokenizer_config.json), else in the built-in Kimi format.
+   * false}). The request is checked by the same Go code as tessera serve's
+   * API (core/chat). The messages are rendered by the model's chat
+   * template (its tokenizer_config.json), else in the built-in Kimi
+   * format.
    *
    * Without stream it resolves to a ChatCompletion object; with stream:
    * true to an async iterable of ChatCompletionChunk objects (the first
@@ -395,7 +400,7 @@ export class Tessera {
     const cancel = () => { if (!finished && this.#worker) this.#worker.postMessage({ type: 'cancel' }); };
     this.#busy = true;
     this.lastStats = null;
-    const done = this.#call({ type: 'chat', params }, (piece) => { queue.push(piece.text); poke(); }, () => onStarted(true))
+    const done = this.#call({ type: 'chat', params }, (piece) => { queue.push(piece); poke(); }, () => onStarted(true))
       .then((value) => {
         if (value && value.error) failure = new ChatCompletionError(value.error);
         else { result = value; this.lastStats = value.stats; }
@@ -405,19 +410,19 @@ export class Tessera {
     if (controller.signal.aborted) cancel();
     const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,
       prompt_tokens_details: { cached_tokens: (r.stats && r.stats.cachedTokens) || 0 } });
-    const finishReason = (r) => (r.finishReason === 'cancelled' ? 'stop' : r.finishReason);
 
     if (!params.stream) {
       await done;
       if (failure) throw failure;
-      if (result.finishReason === 'cancelled' && controller.signal.aborted) {
+      if (result.stats.stopped === 'cancelled' && controller.signal.aborted) {
         const e = new TesseraError('Request was aborted.');
         e.name = 'AbortError';
         throw e;
       }
       return {
         id, object: 'chat.completion', created, model,
-        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null }, logprobs: null, finish_reason: finishReason(result) }],
+        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null },
+          logprobs: result.logprobs ? { content: result.logprobs, refusal: null } : null, finish_reason: result.finishReason }],
         usage: usage(result),
         system_fingerprint: null,
       };
@@ -431,21 +436,22 @@ export class Tessera {
     }
     const includeUsage = !!(params.stream_options && params.stream_options.include_usage);
     const chunk = (choices, extra) => ({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
-    const delta = (d, finish = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+    const delta = (d, finish = null, lp = null) => chunk([{ index: 0, delta: d, logprobs: lp ? { content: [lp], refusal: null } : null, finish_reason: finish }]);
     async function* chunks() {
       try {
         yield delta({ role: 'assistant', content: '' });
         for (;;) {
           if (queue.length > 0) {
-            yield delta({ content: queue.shift() });
+            const piece = queue.shift();
+            yield delta({ content: piece.text }, null, piece.logprob);
             continue;
           }
           if (finished) break;
           await new Promise((r) => { wake = r; });
         }
         if (failure) throw failure;
-        if (result.finishReason === 'cancelled' && controller.signal.aborted) return;
-        yield delta({}, finishReason(result));
+        if (result.stats.stopped === 'cancelled' && controller.signal.aborted) return;
+        yield delta({}, result.finishReason);
         if (includeUsage) yield chunk([], { usage: usage(result) });
       } finally {
         if (!finished) {

@@ -35,3 +35,30 @@ fn wpair(base: u32, j: u32) -> vec2<f32> {
   if (p.dtype == 1u) { return unpack2x16float(w); }
   return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
 }
+
+// wg_reduce combines v over the WG invocations of a workgroup (tid: the
+// local_invocation_index): their sum, or with is_max their maximum; every
+// invocation returns it. A kernel that calls it (or reduce_sum,
+// reduce_max) gets WG and the scratch array red with it and runs
+// @workgroup_size(WG).
+const WG: u32 = 64u;
+var<workgroup> red: array<f32, WG>;
+fn wg_reduce(v: f32, tid: u32, is_max: bool) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (tid < k) {
+      if (is_max) { red[tid] = max(red[tid], red[tid + k]); } else { red[tid] += red[tid + k]; }
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+// reduce_sum is the sum of v over the workgroup (wg_reduce).
+fn reduce_sum(v: f32, tid: u32) -> f32 { return wg_reduce(v, tid, false); }
+
+// reduce_max is the maximum of v over the workgroup (wg_reduce).
+fn reduce_max(v: f32, tid: u32) -> f32 { return wg_reduce(v, tid, true); }

@@ -112,10 +112,10 @@ func (r Routing) check(T int, what string) (useIdx bool, err error) {
 		}
 		return false, nil
 	}
-	if err := r.Idx.check(T*r.K, what+" idx"); err != nil {
+	if err := r.Idx.check(T*r.K, what, "idx"); err != nil {
 		return false, err
 	}
-	return true, r.Wts.check(T*r.K, what+" weights")
+	return true, r.Wts.check(T*r.K, what, "weights")
 }
 
 // actMode is the GLU kernels' activation code: 0 SiLU-GLU, 1 SiTU-GLU.

@@ -3,6 +3,7 @@
 package wgsl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -489,25 +490,34 @@ func (r *Runner) Greedy(tokens []int) (int, error) {
 
 // SamplesOnDevice reports whether SampleNext can pick from vocab logits
 // with opt on the GPU (generate.DeviceSampler): greedy always; sampling
-// when vocab fits the sampling kernel's loop budget (SampleOnGPU).
+// when vocab fits the sampling kernel's loop budget (SampleOnGPU); never
+// with a repetition penalty (generate.SamplerOptions.Penalizes).
 func (r *Runner) SamplesOnDevice(opt generate.SamplerOptions, vocab int) bool {
-	if vocab <= 0 || vocab > r.cfg.VocabSize {
-		return false
+	return r.deviceSampling(opt, vocab) == nil
+}
+
+// deviceSampling says why the GPU cannot pick from vocab logits with opt
+// (nil: it can): a repetition penalty needs the history on the host
+// (generate.SamplerOptions.Penalizes), and sampling needs vocab within the
+// kernel's loop budget.
+func (r *Runner) deviceSampling(opt generate.SamplerOptions, vocab int) error {
+	switch {
+	case opt.Penalizes():
+		return errors.New("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	case vocab <= 0 || vocab > r.cfg.VocabSize || (opt.Temperature != 0 && !SampleOnGPU(vocab)):
+		return fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
 	}
-	return opt.Temperature == 0 || SampleOnGPU(vocab)
+	return nil
 }
 
 // SampleNext runs tokens like Forward and returns the next token picked on
 // the GPU from the first vocab logits of the last token: the argmax when
 // opt.Temperature is 0, else the token generate.Sampler.SampleDraw picks
-// for the draw u (Device.Sample). Only the token id is read back; the
-// repetition penalty is not supported (sample on the host for it).
+// for the draw u (Device.Sample). Only the token id is read back; a
+// repetition penalty is refused (SamplesOnDevice).
 func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
-	if !r.SamplesOnDevice(opt, vocab) {
-		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
-	}
-	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
-		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	if err := r.deviceSampling(opt, vocab); err != nil {
+		return 0, err
 	}
 	if err := r.begin(tokens); err != nil {
 		return 0, err
@@ -520,11 +530,8 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 // ([T, d], as ForwardEmbeddings): the first token after a multimodal
 // prompt is picked on the GPU too (generate.DeviceEmbeddingSampler).
 func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
-	if !r.SamplesOnDevice(opt, vocab) {
-		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
-	}
-	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
-		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	if err := r.deviceSampling(opt, vocab); err != nil {
+		return 0, err
 	}
 	if err := r.beginEmbeddings(emb, T); err != nil {
 		return 0, err

@@ -17,14 +17,12 @@ import (
 
 // Options describe one generation.
 type Options struct {
-	// The prompt: Messages or Chat (rendered with the chat template,
-	// generation prompt added), else Tokens, else Prompt text. With Tokens or Prompt,
-	// the images go before the prompt (as `tessera run --image`); with
-	// Messages, each message's images go before its text.
-	Messages []Message
-	// Chat is a conversation in core/chat's shape (text and image parts,
-	// tools, template variables) in place of Messages; its image parts
-	// take Images in order.
+	// The prompt: Chat (a conversation in core/chat's, OpenAI's, shape:
+	// text and image parts, tools, template variables; rendered with the
+	// chat template, generation prompt added), else Tokens, else Prompt
+	// text. Chat's image parts (chat.WithImages) take Images in order; with
+	// Tokens or Prompt the images go before the prompt (as `tessera run
+	// --image`).
 	Chat   *chat.Input
 	Prompt string
 	Tokens []int
@@ -109,6 +107,17 @@ type Stats struct {
 	EncodeMs float64      `json:"encodeMs,omitempty"`
 }
 
+// FinishReason is OpenAI's finish_reason for the generation: "length"
+// when it ran out of tokens (max_tokens or the context), else "stop" (a
+// stop token or string, or a cancelled generation: a client that stopped
+// reading asked for no more). It is the one mapping every API uses.
+func (s Stats) FinishReason() string {
+	if s.Stopped == "length" || s.Stopped == "context" {
+		return "length"
+	}
+	return "stop"
+}
+
 // counters are the engine's totals since it was opened.
 type counters struct {
 	requests, tokens, promptTokens, cachedTokens atomic.Int64
@@ -159,12 +168,9 @@ func bad(err error) error {
 func (e *Engine) prompt(opt *Options) (ids []int, boundary int, stops []int, err error) {
 	stops = e.Cfg.EOSTokenIDs
 	switch {
-	case opt.Chat != nil || len(opt.Messages) > 0:
-		in := chatInput(opt.Messages, true)
-		if opt.Chat != nil {
-			in = *opt.Chat
-			in.AddGenerationPrompt = true
-		}
+	case opt.Chat != nil:
+		in := *opt.Chat
+		in.AddGenerationPrompt = true
 		if n := len(chat.Images(in.Messages)); n != len(opt.Images) {
 			return nil, 0, nil, fmt.Errorf("the messages attach %d images but %d were given", n, len(opt.Images))
 		}
@@ -218,7 +224,7 @@ func countID(ids []int, id int) int {
 
 // Generate prepares the prompt and generates, calling emit for every
 // token. It stops at a stop token (config eos_token_id; the chat format's
-// end of turn for Messages), a stop string, MaxTokens, the end of the
+// end of turn for Chat), a stop string, MaxTokens, the end of the
 // context, when ctx is cancelled, or when emit returns false. Sampling is
 // restricted to ids the tokenizer knows, as in `tessera run`.
 func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) bool) (Stats, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/native"
@@ -41,7 +42,7 @@ func openMicroGPU(t *testing.T, cache int64) *Engine {
 // request (sampled on the host) validates.
 func TestPrefixCacheGPU(t *testing.T) {
 	warm, cold := openMicroGPU(t, 64<<20), openMicroGPU(t, 0)
-	msgs := []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "And God said"}}
+	msgs := []chat.Message{{Role: "system", Content: chat.Text("You are a helpful assistant.")}, {Role: "user", Content: chat.Text("And God said")}}
 	for n := 1; n <= 2; n++ {
 		reply, wl, ws := turn(t, warm, msgs, 8)
 		_, cl, _ := turn(t, cold, msgs, 8)
@@ -52,7 +53,7 @@ func TestPrefixCacheGPU(t *testing.T) {
 		if n > 1 && ws.CachedTokens == 0 {
 			t.Fatalf("turn %d did not resume: %+v", n, ws)
 		}
-		msgs = append(msgs, Message{Role: "assistant", Content: reply}, Message{Role: "user", Content: "More."})
+		msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply)}, chat.Message{Role: "user", Content: chat.Text("More.")})
 	}
 	g := grammar.JSONObject()
 	var out strings.Builder
