@@ -35,8 +35,14 @@ type Sampling struct {
 	MinP              *float64       `json:"min_p,omitempty"`
 	RepetitionPenalty *float64       `json:"repetition_penalty,omitempty"`
 	// Accepted at their neutral values only.
-	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
-	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64           `json:"presence_penalty,omitempty"`
+	LogitBias        map[string]float64 `json:"logit_bias,omitempty"`
+	// Accepted and ignored: bookkeeping that does not change what is
+	// generated (a local server stores nothing and has one tier).
+	Store       *bool             `json:"store,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	ServiceTier string            `json:"service_tier,omitempty"`
 }
 
 // Request is an OpenAI chat-completion request, as tessera serve's
@@ -55,6 +61,9 @@ type Request struct {
 	Logprobs            bool              `json:"logprobs,omitempty"`
 	TopLogprobs         *int              `json:"top_logprobs,omitempty"`
 	ResponseFormat      *ResponseFormat   `json:"response_format,omitempty"`
+	// ParallelToolCalls is accepted and ignored: the model emits the tool
+	// calls its template lets it, parsed by the caller.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
 }
 
 // ResponseFormat is OpenAI's response_format: "text", "json_object" (any
@@ -229,6 +238,9 @@ func (s *Sampling) Check() error {
 		if p.v != nil && *p.v != 0 {
 			return Invalid(p.name, "unsupported_value", "'%s' is not supported by tessera (use repetition_penalty); only 0 is accepted.", p.name)
 		}
+	}
+	if len(s.LogitBias) > 0 {
+		return Invalid("logit_bias", "unsupported_value", "'logit_bias' is not supported by tessera; only an empty map is accepted.")
 	}
 	return nil
 }

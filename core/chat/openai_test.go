@@ -26,6 +26,11 @@ func TestParseRequest(t *testing.T) {
 	assert.True(t, in.AddGenerationPrompt)
 	assert.Equal(t, map[string]any{"enable_thinking": false, "tool_choice": "none"}, in.Vars)
 
+	// Bookkeeping fields common clients send are accepted.
+	_, err = ParseRequest([]byte(`{"messages": [{"role": "user", "content": "x"}], "store": false, "metadata": {"a": "b"},
+		"service_tier": "auto", "parallel_tool_calls": true, "logit_bias": {}, "user": "u"}`))
+	require.NoError(t, err)
+
 	for _, tc := range []struct{ body, param, code, msg string }{
 		{`{"messages": []}`, "messages", "missing_required_parameter", "too short"},
 		{`{"messages": [{"role": "user", "content": "x"}], "foo": 1}`, "foo", "unknown_parameter", "Unrecognized request argument supplied: foo"},
@@ -40,6 +45,7 @@ func TestParseRequest(t *testing.T) {
 		{`{"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]}`, "stop", "invalid_value", "at most 4"},
 		{`{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}`, "stream_options", "invalid_value", "only allowed when 'stream'"},
 		{`{"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1}`, "presence_penalty", "unsupported_value", "not supported"},
+		{`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"42": 5}}`, "logit_bias", "unsupported_value", "not supported"},
 		{`{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}`, "top_logprobs", "invalid_value", "'logprobs': true"},
 		{`{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21}`, "top_logprobs", "invalid_value", "[0, 20]"},
 		{`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}}`, "response_format.type", "invalid_value", "Supported values"},
