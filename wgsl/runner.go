@@ -75,6 +75,13 @@ type Runner struct {
 	logits, outTok *Buffer
 	weights        *Buffer // [V] sampling scratch
 
+	// the live view (live.go): route hook, captured ids, norm partials
+	routeHook         func(layer int, experts []int, T, K int)
+	liveIDs, liveNorm *Buffer
+	liveErr           error
+	liveHost          []uint32
+	liveInts          []int
+
 	last RunnerStats
 }
 
@@ -446,7 +453,7 @@ func (r *Runner) Forward(tokens []int, logits []float32) error {
 		return err
 	}
 	defer r.end()
-	return r.readLogits(len(tokens), logits)
+	return r.routes(r.readLogits(len(tokens), logits))
 }
 
 // ForwardEmbeddings is Forward for a piece given as input embeddings
@@ -457,7 +464,7 @@ func (r *Runner) ForwardEmbeddings(emb []float32, T int, logits []float32) error
 		return err
 	}
 	defer r.end()
-	return r.readLogits(T, logits)
+	return r.routes(r.readLogits(T, logits))
 }
 
 func (r *Runner) readLogits(T int, logits []float32) error {
@@ -513,7 +520,8 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 		return 0, err
 	}
 	defer r.end()
-	return r.sampleLast(len(tokens), opt, vocab, u)
+	id, err := r.sampleLast(len(tokens), opt, vocab, u)
+	return id, r.routes(err)
 }
 
 // SampleNextEmbeddings is SampleNext for a piece given as input embeddings
@@ -530,7 +538,8 @@ func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.Sampler
 		return 0, err
 	}
 	defer r.end()
-	return r.sampleLast(T, opt, vocab, u)
+	id, err := r.sampleLast(T, opt, vocab, u)
+	return id, r.routes(err)
 }
 
 // sampleLast records the lm_head of the last of T tokens and the sampler

@@ -1,0 +1,139 @@
+//go:build cgo && !js
+
+package wgsl_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/wgsl"
+)
+
+// TestRunnerLiveView pins the GPU runner's live view to the CPU runner's:
+// the experts every MoE layer routed each token to (a prefill in pieces,
+// then greedy decode steps) and the KDA state norms after each step; it
+// logs what the view costs per decoded token, and checks that without a
+// hook a decode step is still one submission.
+func TestRunnerLiveView(t *testing.T) {
+	d := device(t)
+	m := presetModel(t, "k3-nano", 1, "F32")
+	L, K, V := m.Cfg.NumHiddenLayers, m.Cfg.TopK, m.Cfg.VocabSize
+	prompt := make([]int, 37)
+	for i := range prompt {
+		prompt[i] = (i*97 + 13) % 512
+	}
+	const chunk = 16
+	type routed map[int][][]int // layer → per token, sorted expert ids
+	record := func(into routed) func(layer int, experts []int, T, K int) {
+		return func(layer int, experts []int, T, K int) {
+			for t := 0; t < T; t++ {
+				into[layer] = append(into[layer], slices.Sorted(slices.Values(slices.Clone(experts[t*K:(t+1)*K]))))
+			}
+		}
+	}
+	cpu := model.NewRunner(m, model.Options{MaxChunk: chunk})
+	defer cpu.Close()
+	st := m.NewState()
+	gpu, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gpu.Close()
+	want, got := routed{}, routed{}
+	rec := record(want)
+	cpu.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { rec(layer, experts, T, K) }
+	gpu.SetRouteHook(record(got))
+	logits := make([]float32, chunk*V)
+	norms := make([]float64, L)
+	checkNorms := func(when string) {
+		t.Helper()
+		if err := gpu.KDANorms(norms); err != nil {
+			t.Fatal(err)
+		}
+		kda := 0
+		for i, s := range st.Layers {
+			if s == nil {
+				if !math.IsNaN(norms[i]) {
+					t.Fatalf("%s: layer %d has no KDA state but norm %v", when, i, norms[i])
+				}
+				continue
+			}
+			kda++
+			var ss float64
+			for _, v := range s[0] {
+				ss += float64(v) * float64(v)
+			}
+			if w := math.Sqrt(ss); math.Abs(norms[i]-w) > 1e-3*w || w == 0 {
+				t.Fatalf("%s: layer %d KDA norm %v on the GPU, %v on the CPU", when, i, norms[i], w)
+			}
+		}
+		if kda == 0 {
+			t.Fatal("k3-nano has no KDA layer")
+		}
+	}
+	var tok int
+	for p0 := 0; p0 < len(prompt); p0 += chunk {
+		piece := prompt[p0:min(p0+chunk, len(prompt))]
+		if err := cpu.Forward(st, piece, logits[:V]); err != nil {
+			t.Fatal(err)
+		}
+		if tok, err = gpu.Greedy(piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkNorms("after the prompt")
+	for step := 0; step < 8; step++ {
+		if err := cpu.Forward(st, []int{tok}, logits[:V]); err != nil {
+			t.Fatal(err)
+		}
+		if tok, err = gpu.Greedy([]int{tok}); err != nil {
+			t.Fatal(err)
+		}
+		checkNorms("decode")
+	}
+	if len(want) == 0 {
+		t.Fatal("the CPU reported no routing")
+	}
+	for layer, w := range want {
+		g := got[layer]
+		if len(g) != len(prompt)+8 || len(w) != len(g) {
+			t.Fatalf("layer %d: %d routed tokens on the GPU, %d on the CPU, want %d", layer, len(g), len(w), len(prompt)+8)
+		}
+		for i := range w {
+			if !slices.Equal(g[i], w[i]) {
+				t.Fatalf("layer %d token %d: GPU experts %v, CPU %v", layer, i, g[i], w[i])
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("GPU reported %d MoE layers, CPU %d", len(got), len(want))
+	}
+	// cost: decode steps with and without the view (routing + norms)
+	decode := func(live bool) (time.Duration, wgsl.RunnerStats) {
+		var s wgsl.RunnerStats
+		t0 := time.Now()
+		for i := 0; i < 16; i++ {
+			if tok, err = gpu.Greedy([]int{tok}); err != nil {
+				t.Fatal(err)
+			}
+			s = gpu.Stats()
+			if live {
+				if err := gpu.KDANorms(norms); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return time.Since(t0) / 16, s
+	}
+	withView, sv := decode(true)
+	gpu.SetRouteHook(nil)
+	without, s0 := decode(false)
+	if s0.Submits != 1 {
+		t.Errorf("decode without a view: %d submissions per token, want 1", s0.Submits)
+	}
+	t.Logf("decode per token without the view %v (%d dispatches, %d submit), with routing and KDA norms %v (%d dispatches, %d submits + the norms' read); K=%d",
+		without, s0.Dispatches, s0.Submits, withView, sv.Dispatches, sv.Submits, K)
+}
