@@ -23,7 +23,12 @@
 //	                                         the output; request.jsonSchema
 //	                                         (a JSON Schema object) or
 //	                                         request.json: true constrain it
-//	                                         to JSON
+//	                                         to JSON; request.live: true
+//	                                         passes onToken a third argument
+//	                                         now and then, the live
+//	                                         routing/state view
+//	                                         (engine.LiveSnapshot as JSON),
+//	                                         and stats.live at the end
 //	saveSession({messages | chat, images}) → Uint8Array  the conversation with
 //	                                         (chat: chat.completions messages as JSON)
 //	                                         the state its last reply left
@@ -339,6 +344,15 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
+		// request.live: the live routing/state view, passed to onToken as
+		// a third argument (a snapshot at most every liveEvery) and
+		// returned in stats.live at the end
+		var live *engine.LiveView
+		if req.Get("live").Truthy() {
+			live = engine.NewLiveView(e.Cfg, liveWindow, liveSteps)
+			opt.Live = live
+		}
+		var lastLive time.Time
 		ctx, done := h.begin()
 		defer done()
 		y := newYielder()
@@ -346,7 +360,17 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		emitted := false
 		emit := func(p engine.Piece) bool {
 			emitted = true
-			onToken.Invoke(p.ID, p.Text)
+			if live != nil && time.Since(lastLive) >= liveEvery {
+				lastLive = time.Now()
+				snap, err := toJS(live.View())
+				if err == nil {
+					onToken.Invoke(p.ID, p.Text, snap)
+				} else {
+					onToken.Invoke(p.ID, p.Text)
+				}
+			} else {
+				onToken.Invoke(p.ID, p.Text)
+			}
 			y.maybe(10 * time.Millisecond) // let a cancel message in
 			return ctx.Err() == nil
 		}
@@ -360,9 +384,23 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
-		return toJS(st)
+		if live == nil {
+			return toJS(st)
+		}
+		return toJS(struct {
+			engine.Stats
+			Live engine.LiveSnapshot `json:"live"`
+		}{st, live.View()})
 	})
 }
+
+// The page's live view: a routing window of liveWindow tokens, the last
+// liveSteps steps, a snapshot at most every liveEvery while generating.
+const (
+	liveWindow = 64
+	liveSteps  = 96
+	liveEvery  = 50 * time.Millisecond
+)
 
 // parseRequest reads the generation options, naming a bad field.
 func parseRequest(req js.Value) (engine.Options, error) {

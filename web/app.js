@@ -1,6 +1,6 @@
 // The demo page: loads the model served under ./model/ (or ?model=URL),
 // shows progress and model facts, streams generations with live TTFT and
-// tokens/s. A vision model (info().vision) takes an image: chosen, dropped
+// tokens/s, and the live routing/state view (live.js) as it generates. A vision model (info().vision) takes an image: chosen, dropped
 // or pasted, shown as a preview and sent before the prompt.
 //
 // Test mode (?test=1, used by the browser E2E test): runs one greedy
@@ -14,6 +14,7 @@
 // ids with the image's RGBA (base64) as the engine received it; ?decode=
 // URL,URL… adds the RGBA the browser decodes for more images.
 import { Tessera } from './tessera.js';
+import { drawLive, inked } from './live.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -210,6 +211,35 @@ function wireImage(info) {
   });
 }
 
+// liveView draws the latest live snapshot once per animation frame.
+let liveSnap = null;
+let liveFrame = 0;
+let liveDrawn = null;
+function onLive(s) {
+  liveSnap = s;
+  if (!liveFrame) {
+    liveFrame = requestAnimationFrame(() => {
+      liveFrame = 0;
+      liveDrawn = drawLive($('live-heat'), $('live-norms'), $('live-caption'), liveSnap);
+    });
+  }
+}
+
+// liveReport (test mode) summarises the last snapshot and what was drawn.
+function liveReport() {
+  const s = liveSnap;
+  if (!s) return null;
+  liveDrawn = drawLive($('live-heat'), $('live-norms'), $('live-caption'), s);
+  const rowSums = s.rows.map((_, r) => s.load.slice(r * s.experts, (r + 1) * s.experts).reduce((a, b) => a + b, 0));
+  const kdaNorms = (s.last.kdaNorm || []).filter((x) => x !== null);
+  return {
+    tokens: s.tokens, window: s.window, rows: s.rows, experts: s.experts, topK: s.topK, rowSums, load: s.load,
+    target: s.target, bandLo: s.bandLo, bandHi: s.bandHi, backend: s.last.backend, kdaNorms,
+    steps: s.steps.length, drawnRows: liveDrawn.rows, drawnKDA: liveDrawn.kdaLayers,
+    heatInk: inked($('live-heat')), normsInk: inked($('live-norms')), caption: $('live-caption').textContent,
+  };
+}
+
 // run generates into the output box and returns {ids, text, stats}.
 async function run(prompt, opts) {
   const out = $('output');
@@ -225,7 +255,7 @@ async function run(prompt, opts) {
   $('go').disabled = true;
   $('stop').disabled = false;
   try {
-    for await (const piece of engine.generate(prompt, { ...opts, signal: aborter.signal })) {
+    for await (const piece of engine.generate(prompt, { ...opts, signal: aborter.signal, onLive })) {
       const now = performance.now();
       if (piece.id >= 0) {
         if (ids.length === 0) {
@@ -352,10 +382,14 @@ async function gpuCheck() {
       { backend: 'auto', allowSoftwareAdapter: true, wasmUrl: params.get('gpuwasm') || undefined });
     out.backend = (await e.info()).backend;
     out.ids = [];
-    for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
+    let live = null;
+    for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0,
+      onLive: (s) => { live = s; } })) {
       if (p.id >= 0) out.ids.push(p.id);
     }
     out.stats = e.lastStats;
+    // the live view on WebGPU: routing read back from the device
+    if (live) out.live = { tokens: live.tokens, backend: live.last.backend, load: live.load, kdaNorms: live.last.kdaNorm };
     // seeded sampling, drawn on the GPU: the same ids as native CPU sampling
     out.sampledIds = [];
     for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'),
@@ -454,6 +488,7 @@ async function testRun() {
       maxTokens: Number(params.get('max') || '16'), temperature: 0,
     });
     Object.assign(result, r, { ok: true });
+    result.live = liveReport();
     if (params.get('abort') === '1' && phase === 1) result.abort = await abortCheck();
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();

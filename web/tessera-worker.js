@@ -10,7 +10,7 @@
 //                  {type: 'restoreSession', id, name}  {type: 'deleteSession', id, name}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
-//                  {type: 'token', id, tokenId, text}
+//                  {type: 'token', id, tokenId, text, live}  (live: request.live's snapshot, now and then)
 //                  {type: 'chat-start', id, promptTokens}
 //                  {type: 'warning', message}
 //                  {type: 'reply', id, ok, value | error}
@@ -443,7 +443,8 @@ async function handle(msg) {
       for (const [i, im] of (msg.images || []).entries()) images.push(await decodeImage(im, `image ${i + 1}`));
       const hashes = msg.hashImages ? await Promise.all(images.map((im) => sha256hex(im.rgba))) : null;
       const request = images.length ? { ...msg.request, images } : msg.request;
-      const stats = await go.generate(request, (tokenId, text) => post({ type: 'token', id: msg.id, tokenId, text }));
+      // live: a snapshot of the routing/state view (request.live), now and then
+      const stats = await go.generate(request, (tokenId, text, live) => post({ type: 'token', id: msg.id, tokenId, text, live }));
       if (hashes && stats.images) stats.images.forEach((im, i) => { im.sha256 = hashes[i]; });
       return stats;
     }

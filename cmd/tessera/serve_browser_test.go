@@ -14,6 +14,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/wgsl"
 )
@@ -110,11 +112,13 @@ type testReport struct {
 		} `json:"adapter"`
 	} `json:"info"`
 	Stats struct {
-		Tokens     int     `json:"tokens"`
-		TTFTMs     float64 `json:"ttftMs"`
-		DecodeTokS float64 `json:"decodeTokPerS"`
+		Tokens       int     `json:"tokens"`
+		PromptTokens int     `json:"promptTokens"`
+		TTFTMs       float64 `json:"ttftMs"`
+		DecodeTokS   float64 `json:"decodeTokPerS"`
 	} `json:"stats"`
-	LoadMs   float64 `json:"loadMs"`
+	Live     *liveReport `json:"live"`
+	LoadMs   float64     `json:"loadMs"`
 	Failures map[string]struct {
 		Error         string `json:"error"`
 		CachedWeights int    `json:"cachedWeights"`
@@ -138,7 +142,13 @@ type testReport struct {
 		AfterLossIDs     []int  `json:"afterLossIds"`
 		AfterLossBackend string `json:"afterLossBackend"`
 		Error            string `json:"error"`
-		Adapter          struct {
+		Live             *struct {
+			Tokens   int        `json:"tokens"`
+			Backend  string     `json:"backend"`
+			Load     []float64  `json:"load"`
+			KDANorms []*float64 `json:"kdaNorms"`
+		} `json:"live"`
+		Adapter struct {
 			Errors []string `json:"errors"`
 		} `json:"adapter"`
 		Stats struct {
@@ -171,6 +181,86 @@ type testReport struct {
 		Stopped string `json:"stopped"`
 	} `json:"abort"`
 	Vision *visionReport `json:"vision"`
+}
+
+// liveReport is what the page drew of its live routing/state view after
+// the test generation (app.js liveReport).
+type liveReport struct {
+	Tokens    int       `json:"tokens"`
+	Window    int       `json:"window"`
+	Rows      []int     `json:"rows"`
+	Experts   int       `json:"experts"`
+	TopK      int       `json:"topK"`
+	RowSums   []float64 `json:"rowSums"`
+	Load      []float64 `json:"load"`
+	Target    float64   `json:"target"`
+	BandLo    float64   `json:"bandLo"`
+	BandHi    float64   `json:"bandHi"`
+	Backend   string    `json:"backend"`
+	KDANorms  []float64 `json:"kdaNorms"`
+	Steps     int       `json:"steps"`
+	DrawnRows int       `json:"drawnRows"`
+	DrawnKDA  int       `json:"drawnKDA"`
+	HeatInk   int       `json:"heatInk"`
+	NormsInk  int       `json:"normsInk"`
+	Caption   string    `json:"caption"`
+}
+
+// e2eCheckLive checks the page's live view of a greedy generation of
+// maxTok tokens from a promptTokens-token prompt of the model in dir: the
+// routing window holds the tokens the model ran, every MoE layer of the
+// configuration has a row whose loads add up to top-k, every KDA layer a
+// positive state norm, and both canvases were drawn.
+func e2eCheckLive(t *testing.T, l *liveReport, dir string, promptTokens, maxTok int) {
+	t.Helper()
+	if l == nil {
+		t.Fatal("the page reported no live view")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moe []int
+	kda := 0
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		if cfg.IsMoE(i) {
+			moe = append(moe, i)
+		}
+		if cfg.Kinds[i] == config.KDA {
+			kda++
+		}
+	}
+	if want := min(l.Window, promptTokens+maxTok-1); l.Tokens != want || promptTokens == 0 {
+		t.Errorf("live view: %d tokens in the window, want %d (prompt %d + %d decoded, window %d)", l.Tokens, want, promptTokens, maxTok-1, l.Window)
+	}
+	if !slices.Equal(l.Rows, moe) || l.Experts != cfg.NumExperts || l.TopK != cfg.TopK || l.Steps != maxTok {
+		t.Errorf("live view: rows %v experts %d top-k %d steps %d; want rows %v, %d experts, top-%d, %d steps", l.Rows, l.Experts, l.TopK, l.Steps, moe, cfg.NumExperts, cfg.TopK, maxTok)
+	}
+	for r, s := range l.RowSums {
+		if math.Abs(s-float64(cfg.TopK)) > 1e-9 {
+			t.Errorf("live view: layer %d loads add up to %v, want top-k %d", l.Rows[r], s, cfg.TopK)
+		}
+	}
+	if !(l.BandLo < l.Target && l.Target < l.BandHi) || l.Target != float64(cfg.TopK)/float64(cfg.NumExperts) {
+		t.Errorf("live view: target %v band [%v, %v]", l.Target, l.BandLo, l.BandHi)
+	}
+	if len(l.KDANorms) != kda || kda == 0 {
+		t.Errorf("live view: %d KDA norms, want %d", len(l.KDANorms), kda)
+	}
+	for _, n := range l.KDANorms {
+		if !(n > 0) {
+			t.Errorf("live view: KDA norms %v, want all > 0", l.KDANorms)
+			break
+		}
+	}
+	if l.DrawnRows != len(moe) || l.DrawnKDA != kda || l.HeatInk < len(moe)*cfg.NumExperts || l.NormsInk == 0 || l.Backend != "CPU" {
+		t.Errorf("live view drawn: %d rows, %d KDA lines, %d + %d inked pixels, backend %q", l.DrawnRows, l.DrawnKDA, l.HeatInk, l.NormsInk, l.Backend)
+	}
+	t.Logf("live view: %s", l.Caption)
 }
 
 // visionReport is what the page's visionCheck posts: a greedy image+text
@@ -434,6 +524,7 @@ func TestBrowserE2E(t *testing.T) {
 	if !r1.Info.Adapter.Available {
 		t.Errorf("no WebGPU adapter under --enable-unsafe-webgpu: %s", r1.Info.Adapter.Reason)
 	}
+	e2eCheckLive(t, r1.Live, modelDir, r1.Stats.PromptTokens, maxTok)
 	if r1.Abort == nil || r1.Abort.Stopped != "cancelled" || r1.Abort.Tokens > 20 {
 		t.Errorf("aborting a generation after 3 tokens: %+v, want stopped=cancelled within a few tokens", r1.Abort)
 	}
@@ -481,6 +572,17 @@ func TestBrowserE2E(t *testing.T) {
 		// weights went to the GPU without the whole model in the wasm heap
 		if !slices.Equal(g.SampledIDs, nativeSampled) {
 			t.Errorf("sampled ids on WebGPU %v, native CPU %v", g.SampledIDs, nativeSampled)
+		}
+		// the live view on WebGPU: the routing read back from the device
+		// equals the CPU path's
+		if l := g.Live; l == nil || l.Backend != "WebGPU" || r1.Live == nil || l.Tokens != r1.Live.Tokens || !slices.Equal(l.Load, r1.Live.Load) {
+			t.Errorf("live view on WebGPU: %+v, want the CPU's routing (%v)", l, r1.Live)
+		} else {
+			for _, n := range l.KDANorms {
+				if n != nil && !(*n > 0) {
+					t.Errorf("live view on WebGPU: KDA norm %v", *n)
+				}
+			}
 		}
 		if !g.WeightsDeferred {
 			t.Errorf("the WebGPU engine loaded the weights into the wasm heap (weightsDeferred false)")
