@@ -7,8 +7,11 @@
 //
 //	load(baseURL, {fetchFile, backend,       fetch config.json,
 //	     allowSoftwareAdapter}) → info       tokenizer.json (if any) and the
-//	                                         safetensors files; backend "cpu"
-//	                                         (default), "gpu" or "auto"
+//	                                         safetensors files — or, when
+//	                                         baseURL ends in .gguf, that one
+//	                                         GGUF file (engine.LoadGGUF);
+//	                                         backend "cpu" (default), "gpu"
+//	                                         or "auto"
 //	generate(request, onToken)      → stats  onToken(id, text) per token;
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
@@ -48,7 +51,8 @@
 //	                                         WebGPU (-tags webgpu bundles)
 //
 // fetchFile(name) must return a Promise of a Uint8Array with the file, or
-// of null when the model has no such file; the worker's implementation
+// of null when the model has no such file (for a GGUF URL, name is the
+// file's base name); the worker's implementation
 // streams with progress, keeps files in Cache Storage and checks their
 // sha256. Without it load fetches baseURL+name directly.
 //
@@ -80,6 +84,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"path"
 	"strings"
 	"sync"
 	"syscall/js"
@@ -144,7 +149,13 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			return nil, errors.New("load: the model URL must be a string")
 		}
 		url := base.String()
-		if !strings.HasSuffix(url, "/") {
+		// a URL ending in .gguf is one GGUF file (engine.LoadGGUF);
+		// anything else a model directory
+		ggufName := ""
+		if strings.HasSuffix(strings.ToLower(url), ".gguf") {
+			ggufName = path.Base(url)
+			url = strings.TrimSuffix(url, ggufName)
+		} else if !strings.HasSuffix(url, "/") {
 			url += "/"
 		}
 		var fetchFile js.Value
@@ -172,9 +183,24 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			files = append(files, f)
 			return f, nil
 		}
-		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url, err) }
+		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url+ggufName, err) }
+		// loadModel reads the model through open: the GGUF file, or the
+		// directory's files (deferred: weights left for the GPU upload)
+		loadModel := func(deferred bool) (*engine.Engine, error) {
+			if ggufName == "" {
+				if deferred {
+					return engine.LoadDeferred(open)
+				}
+				return engine.Load(open)
+			}
+			src, err := open(ggufName)
+			if err != nil {
+				return nil, err
+			}
+			return engine.LoadGGUF(src, deferred)
+		}
 		cpuEngine := func() (*engine.Engine, error) {
-			e, err := engine.Load(open)
+			e, err := loadModel(false)
 			for _, f := range files {
 				f.release() // the tensors were copied into the heap
 			}
@@ -221,7 +247,7 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			var info gpuInfo
 			var gerr error
 			if haveGPURunner {
-				if e, err = engine.LoadDeferred(open); err != nil {
+				if e, err = loadModel(true); err != nil {
 					return nil, loadErr(err)
 				}
 				info, gerr = useGPU(e, backend == "auto")

@@ -12,7 +12,8 @@
 // model at ?vision on the CPU-only bundle and on ?gpuwasm (WebGPU),
 // generates greedily with the image and the prompt on both, and reports the
 // ids with the image's RGBA (base64) as the engine received it; ?decode=
-// URL,URL… adds the RGBA the browser decodes for more images.
+// URL,URL… adds the RGBA the browser decodes for more images. ?gguf=URL,…
+// loads GGUF files (and ?ggufbad= broken ones) and reports their ids.
 import { Tessera } from './tessera.js';
 import { drawLive, inked } from './live.js';
 
@@ -425,6 +426,47 @@ async function fetchBlob(url) {
   return r.blob();
 }
 
+// ggufCheck loads each GGUF file of ?gguf= (a .gguf URL, checked against
+// its manifest) on the default bundle (CPU) and, with ?gpuwasm, the first
+// on WebGPU too, and generates greedily; each of ?ggufbad= must fail to
+// load and leave nothing in the cache.
+async function ggufCheck() {
+  const out = { runs: [], bad: {} };
+  const prompt = params.get('prompt') || 'Hello, tessera!';
+  const max = Number(params.get('max') || '16');
+  const urls = params.get('gguf').split(',').filter(Boolean);
+  const runs = urls.map((url) => ({ url, backend: 'auto' }));
+  if (params.get('gpuwasm') && urls.length) runs.push({ url: urls[0], backend: 'gpu', wasmUrl: params.get('gpuwasm') });
+  for (const r of runs) {
+    const rep = { url: r.url, want: r.backend, ids: [] };
+    try {
+      const e = await Tessera.load(r.url, { backend: r.backend, wasmUrl: r.wasmUrl });
+      const info = await e.info();
+      Object.assign(rep, { backend: info.backend, tokenizer: info.tokenizer, layout: info.layout, cache: e.loadStats });
+      for await (const p of e.generate(prompt, { maxTokens: max, temperature: 0 })) {
+        if (p.id >= 0) rep.ids.push(p.id);
+      }
+      e.dispose();
+    } catch (err) {
+      rep.error = err.message;
+    }
+    out.runs.push(rep);
+  }
+  const c = await caches.open('tessera-models-v1');
+  for (const url of (params.get('ggufbad') || '').split(',').filter(Boolean)) {
+    let error = null;
+    try {
+      const e = await Tessera.load(url);
+      e.dispose();
+    } catch (err) {
+      error = err.message;
+    }
+    const abs = new URL(url, location.href).href;
+    out.bad[url] = { error, cached: (await c.keys()).filter((q) => q.url.startsWith(abs + '?')).length };
+  }
+  return out;
+}
+
 // visionCheck generates with ?image before the prompt on the vision model
 // at ?vision: on the CPU-only bundle with backend auto, then on ?gpuwasm
 // with backend gpu (WebGPU). It reports ids, stats and the image's RGBA as decoded here.
@@ -492,6 +534,7 @@ async function testRun() {
     if (params.get('abort') === '1' && phase === 1) result.abort = await abortCheck();
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();
+    if (params.get('gguf') && phase === 1) result.gguf = await ggufCheck();
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
     if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();

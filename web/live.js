@@ -25,13 +25,17 @@ function loadColor(x, target, lo, hi) {
 // fraction of the window's tokens that chose the expert.
 export function drawHeat(canvas, s) {
   const ctx = canvas.getContext('2d');
+  const n = s && s.hasMoE ? s.rows.length : 0;
+  // 14 px rows, the strip at most 300 px high (thinner rows for deep models)
+  const rowH = n ? Math.max(2, Math.min(14, Math.floor(296 / n))) : 14;
+  const want = n ? 4 + n * rowH : 40;
+  if (canvas.height !== want) canvas.height = want;
   const W = canvas.width;
   const H = canvas.height;
   ctx.fillStyle = BG;
   ctx.fillRect(0, 0, W, H);
-  if (!s || !s.hasMoE || !s.rows.length) return 0;
+  if (!n) return 0;
   const left = 34;
-  const rowH = Math.max(2, Math.min(18, Math.floor((H - 4) / s.rows.length)));
   const cellW = (W - left - 2) / s.experts;
   ctx.font = '10px ui-monospace, monospace';
   ctx.textBaseline = 'middle';

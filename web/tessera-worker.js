@@ -16,7 +16,8 @@
 //                  {type: 'reply', id, ok, value | error}
 //
 // Weights: model.manifest.json (written by `tessera manifest`) lists every
-// file with its size and sha256. Each file is read from Cache Storage when a
+// file with its size and sha256 (for a GGUF file, <file>.gguf.manifest.json
+// lists that one file). Each file is read from Cache Storage when a
 // verified copy is there, else downloaded with streaming progress, checked
 // against the manifest and only then stored, so an interrupted or corrupt
 // download never becomes a cache entry. When the network is unreachable the
@@ -32,6 +33,7 @@
 'use strict';
 
 const MANIFEST = 'model.manifest.json';
+const MANIFEST_SUFFIX = '.manifest.json'; // a GGUF file's manifest: <file>.gguf.manifest.json
 const MANIFEST_FORMAT = 'tessera-manifest/1';
 const SESSION_EXT = '.tessera-session';
 
@@ -106,8 +108,15 @@ function validManifest(m, url) {
 // storageFree, when a number, replaces the free storage the browser reports
 // (tests).
 async function openModel(modelUrl, cacheName, storageFree) {
-  const base = new URL(modelUrl.endsWith('/') ? modelUrl : modelUrl + '/', self.location.href).href;
-  const manifestUrl = base + MANIFEST;
+  // A URL ending in .gguf is one GGUF file, checked against the manifest
+  // beside it (<file>.manifest.json, written by "tessera manifest --model
+  // FILE.gguf"); any other URL is a model directory with model.manifest.json.
+  const gguf = /\.gguf$/i.test(modelUrl);
+  const base = gguf ? new URL('./', new URL(modelUrl, self.location.href)).href
+    : new URL(modelUrl.endsWith('/') ? modelUrl : modelUrl + '/', self.location.href).href;
+  const loadUrl = gguf ? new URL(modelUrl, self.location.href).href : base;
+  const manifestName = gguf ? loadUrl.slice(base.length) + MANIFEST_SUFFIX : MANIFEST;
+  const manifestUrl = base + manifestName;
   let cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
   const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false };
 
@@ -116,7 +125,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
   try {
     const r = await fetch(manifestUrl, { cache: 'no-cache' });
     if (r.status === 404) {
-      throw new Error(`no ${MANIFEST} at ${base}: the model URL is wrong, or the manifest is missing (write it with "tessera manifest --model DIR")`);
+      throw new Error(gguf
+        ? `no ${manifestName} at ${base}: the GGUF URL is wrong, or its manifest is missing (write it with "tessera manifest --model FILE.gguf")`
+        : `no ${MANIFEST} at ${base}: the model URL is wrong, or the manifest is missing (write it with "tessera manifest --model DIR")`);
     }
     if (!r.ok) {
       netErr = new Error(`fetching ${manifestUrl}: HTTP ${r.status}`);
@@ -256,7 +267,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
     await store(f, key, buf);
     return buf;
   }
-  return { base, fetchFile, stats };
+  return { base, loadUrl, fetchFile, stats };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -431,7 +442,7 @@ async function handle(msg) {
       const go = await startGo(msg.wasmUrl, msg.execUrl);
       const t1 = performance.now();
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
-      const info = await go.load(m.base, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter });
+      const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter });
       loadStats = m.stats;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
       loadStats.modelMs = performance.now() - t1; // fetch/verify/cache files, bind the model, probe the GPU

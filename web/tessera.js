@@ -79,8 +79,10 @@ function checkImage(image, what) {
 /** A loaded model running in its own worker. Create it with Tessera.load. */
 export class Tessera {
   /**
-   * Loads the model at modelUrl (a directory URL holding config.json, the
-   * safetensors files and model.manifest.json).
+   * Loads the model at modelUrl: a directory URL holding config.json, the
+   * safetensors files and model.manifest.json, or the URL of one .gguf file
+   * with FILE.gguf.manifest.json beside it (tessera manifest --model
+   * FILE.gguf), loaded as `tessera run --model FILE.gguf` loads it.
    * options: onProgress({file, loaded, total, fromCache}); backend: 'cpu'
    * (default), 'gpu' (WebGPU; fails with a clear error without an adapter)
    * or 'auto' (the GPU when the browser offers a real GPU adapter; the CPU

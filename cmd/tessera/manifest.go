@@ -16,13 +16,15 @@ import (
 )
 
 func init() {
-	register("manifest", "write model.manifest.json (file sizes and sha256) for loading a model in the browser", cmdManifest)
+	register("manifest", "write model.manifest.json (file sizes and sha256; FILE.gguf.manifest.json for a GGUF file) for loading a model in the browser", cmdManifest)
 }
 
-// Manifest file name and format tag; web/tessera-worker.js reads them.
+// Manifest file name (a GGUF file's: the file's name plus
+// ggufManifestSuffix) and format tag; web/tessera-worker.js reads them.
 const (
-	manifestName   = "model.manifest.json"
-	manifestFormat = "tessera-manifest/1"
+	manifestName       = "model.manifest.json"
+	ggufManifestSuffix = ".manifest.json"
+	manifestFormat     = "tessera-manifest/1"
 )
 
 // modelManifest lists the files the browser engine fetches, with the size
@@ -42,13 +44,17 @@ type manifestFile struct {
 // manifestFiles lists the files of dir the browser engine reads:
 // config.json, tokenizer.json and the chat-template files (chat.Files)
 // when present, and the safetensors index and
-// shards or model.safetensors. It checks first that the model loads.
+// shards or model.safetensors; for a GGUF file, that file. It checks
+// first that the model loads.
 func manifestFiles(dir string) ([]string, error) {
 	_, ck, err := model.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer ck.Close()
+	if model.IsGGUF(dir) {
+		return []string{filepath.Base(dir)}, nil
+	}
 	names := []string{"config.json"}
 	for _, n := range append([]string{"tokenizer.json"}, chat.Files...) {
 		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
@@ -64,11 +70,15 @@ func manifestFiles(dir string) ([]string, error) {
 	return names, nil
 }
 
-// buildManifest hashes the model files of dir.
+// buildManifest hashes the model files of dir (a directory, or a GGUF
+// file: its manifest lists the file by its base name).
 func buildManifest(dir string) (*modelManifest, error) {
 	names, err := manifestFiles(dir)
 	if err != nil {
 		return nil, err
+	}
+	if model.IsGGUF(dir) {
+		dir = filepath.Dir(dir)
 	}
 	mf := &modelManifest{Format: manifestFormat}
 	for _, n := range names {
@@ -136,9 +146,9 @@ func (mf *modelManifest) marshal() []byte {
 }
 
 func cmdManifest(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("manifest", "--model DIR [--out FILE]", stderr)
-	dir := fs.String("model", "", "model directory (config.json + safetensors)")
-	out := fs.String("out", "", "output file (default DIR/"+manifestName+"; - for stdout)")
+	fs := newFlags("manifest", "--model DIR|FILE.gguf [--out FILE]", stderr)
+	dir := fs.String("model", "", "model directory (config.json + safetensors) or GGUF file")
+	out := fs.String("out", "", "output file (default DIR/"+manifestName+", or FILE.gguf"+ggufManifestSuffix+"; - for stdout)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -156,7 +166,11 @@ func cmdManifest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	path := *out
-	if path == "" {
+	switch {
+	case path != "":
+	case model.IsGGUF(*dir):
+		path = *dir + ggufManifestSuffix
+	default:
 		path = filepath.Join(*dir, manifestName)
 	}
 	if err := atomicfile.WriteBytes(path, 0o644, data); err != nil {
