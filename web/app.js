@@ -256,7 +256,8 @@ async function run(prompt, opts) {
   $('go').disabled = true;
   $('stop').disabled = false;
   try {
-    for await (const piece of engine.generate(prompt, { ...opts, signal: aborter.signal, onLive })) {
+    const live = $('live-on').checked ? onLive : undefined;
+    for await (const piece of engine.generate(prompt, { ...opts, signal: aborter.signal, onLive: live })) {
       const now = performance.now();
       if (piece.id >= 0) {
         if (ids.length === 0) {
