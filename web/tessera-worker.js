@@ -114,8 +114,8 @@ async function openModel(modelUrl, cacheName, storageFree) {
   const gguf = /\.gguf$/i.test(modelUrl);
   const base = gguf ? new URL('./', new URL(modelUrl, self.location.href)).href
     : new URL(modelUrl.endsWith('/') ? modelUrl : modelUrl + '/', self.location.href).href;
-  const loadUrl = gguf ? new URL(modelUrl, self.location.href).href : base;
-  const manifestName = gguf ? loadUrl.slice(base.length) + MANIFEST_SUFFIX : MANIFEST;
+  const fileUrl = new URL(modelUrl, self.location.href).href;
+  const manifestName = gguf ? fileUrl.slice(base.length) + MANIFEST_SUFFIX : MANIFEST;
   const manifestUrl = base + manifestName;
   let cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
   const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false };
@@ -157,6 +157,11 @@ async function openModel(modelUrl, cacheName, storageFree) {
   }
   const files = validManifest(manifest, manifestUrl);
   const total = manifest.files.reduce((n, f) => n + f.size, 0);
+  // A directory whose manifest lists one .gguf file and no config.json
+  // (tessera serve --model FILE.gguf) is that GGUF file.
+  let loadUrl = gguf ? fileUrl : base;
+  const ggufs = manifest.files.filter((f) => /\.gguf$/i.test(f.name));
+  if (!gguf && !files.has('config.json') && ggufs.length === 1) loadUrl = base + ggufs[0].name;
   let done = 0;
   const keyOf = (f) => base + f.name + '?sha256=' + f.sha256;
 

@@ -123,15 +123,11 @@ func (r *Runner) routes(err error) error {
 	L, K := c.NumHiddenLayers, c.TopK
 	n := T * L * K
 	if cap(r.liveHost) < n {
-		r.liveHost = make([]uint32, n)
-		r.liveInts = make([]int, T*K)
+		r.liveHost, r.liveInts = make([]uint32, n), make([]int, T*K)
 	}
 	host := r.liveHost[:n]
 	if err := r.d.ReadU32(r.liveIDs.At(0), host); err != nil {
 		return err
-	}
-	if cap(r.liveInts) < T*K {
-		r.liveInts = make([]int, T*K)
 	}
 	ids := r.liveInts[:T*K]
 	for l := 0; l < L; l++ {
@@ -153,26 +149,24 @@ func (r *Runner) routes(err error) error {
 // device: one submission, a few floats per layer read back.
 func (r *Runner) KDANorms(dst []float64) error {
 	s := r.st
-	off := make([]int, len(s.fixed)+1)
-	for i, f := range s.fixed {
-		off[i+1] = off[i]
-		if len(f) > 0 {
-			off[i+1] += SumSqGroups(g(f[0]).cols)
+	if r.normOff == nil {
+		r.normOff = make([]int, len(s.fixed)+1)
+		for i, f := range s.fixed {
+			r.normOff[i+1] = r.normOff[i]
+			if len(f) > 0 {
+				r.normOff[i+1] += SumSqGroups(g(f[0]).cols)
+			}
+		}
+		if n := r.normOff[len(s.fixed)]; n > 0 {
+			buf, err := r.b.newBuf(n)
+			if err != nil {
+				r.normOff = nil
+				return err
+			}
+			r.liveNorm, r.normHost = buf, make([]float32, n)
 		}
 	}
-	if off[len(s.fixed)] == 0 {
-		for i := range dst {
-			dst[i] = math.NaN()
-		}
-		return nil
-	}
-	if r.liveNorm == nil {
-		buf, err := r.b.newBuf(off[len(s.fixed)])
-		if err != nil {
-			return err
-		}
-		r.liveNorm = buf
-	}
+	off := r.normOff
 	for i, f := range s.fixed {
 		if len(f) > 0 {
 			x := g(f[0])
@@ -181,15 +175,16 @@ func (r *Runner) KDANorms(dst []float64) error {
 			}
 		}
 	}
-	part := make([]float32, off[len(s.fixed)])
-	if err := r.d.ReadF32(r.liveNorm.At(0), part); err != nil {
-		return err
+	if r.liveNorm != nil {
+		if err := r.d.ReadF32(r.liveNorm.At(0), r.normHost); err != nil {
+			return err
+		}
 	}
 	for i := range dst {
 		dst[i] = math.NaN()
-		if i < len(s.fixed) && len(s.fixed[i]) > 0 {
+		if i < len(s.fixed) && off[i+1] > off[i] {
 			var sum float64
-			for _, p := range part[off[i]:off[i+1]] {
+			for _, p := range r.normHost[off[i]:off[i+1]] {
 				sum += float64(p)
 			}
 			dst[i] = math.Sqrt(sum)

@@ -81,6 +81,8 @@ type Runner struct {
 	liveErr           error
 	liveHost          []uint32
 	liveInts          []int
+	normOff           []int // KDANorms: partial sums of layer i at [normOff[i], normOff[i+1])
+	normHost          []float32
 
 	last RunnerStats
 }

@@ -77,9 +77,7 @@ func buildManifest(dir string) (*modelManifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if model.IsGGUF(dir) {
-		dir = filepath.Dir(dir)
-	}
+	dir = filesDir(dir)
 	mf := &modelManifest{Format: manifestFormat}
 	for _, n := range names {
 		f, err := hashFile(filepath.Join(dir, filepath.FromSlash(n)))
@@ -107,12 +105,30 @@ func hashFile(path string) (manifestFile, error) {
 	return manifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
+// manifestPath is where the manifest of a model directory
+// (DIR/model.manifest.json) or GGUF file (FILE.gguf.manifest.json) lives.
+func manifestPath(path string) string {
+	if model.IsGGUF(path) {
+		return path + ggufManifestSuffix
+	}
+	return filepath.Join(path, manifestName)
+}
+
+// filesDir is the directory a manifest's file names are relative to.
+func filesDir(path string) string {
+	if model.IsGGUF(path) {
+		return filepath.Dir(path)
+	}
+	return path
+}
+
 // staleManifest reports why the manifest does not describe dir's files any
 // more (a size differs or a file is missing), or "" when sizes agree. It
-// does not re-hash.
+// does not re-hash. dir is a model directory or GGUF file.
 func staleManifest(dir string, mf *modelManifest) string {
+	base := filesDir(dir)
 	for _, f := range mf.Files {
-		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f.Name)))
+		st, err := os.Stat(filepath.Join(base, filepath.FromSlash(f.Name)))
 		if err != nil {
 			return fmt.Sprintf("%s lists %s, which is missing", manifestName, f.Name)
 		}
@@ -123,19 +139,21 @@ func staleManifest(dir string, mf *modelManifest) string {
 	return ""
 }
 
-// readManifest reads dir's manifest; a missing one gives an error wrapping
+// readManifest reads the manifest of dir (a model directory or GGUF
+// file, manifestPath); a missing one gives an error wrapping
 // fs.ErrNotExist.
 func readManifest(dir string) (*modelManifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	path := manifestPath(dir)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var mf modelManifest
 	if err := json.Unmarshal(b, &mf); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, manifestName), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if mf.Format != manifestFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", filepath.Join(dir, manifestName), mf.Format, manifestFormat)
+		return nil, fmt.Errorf("%s: format %q, want %q", path, mf.Format, manifestFormat)
 	}
 	return &mf, nil
 }
@@ -166,12 +184,8 @@ func cmdManifest(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	path := *out
-	switch {
-	case path != "":
-	case model.IsGGUF(*dir):
-		path = *dir + ggufManifestSuffix
-	default:
-		path = filepath.Join(*dir, manifestName)
+	if path == "" {
+		path = manifestPath(*dir)
 	}
 	if err := atomicfile.WriteBytes(path, 0o644, data); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -257,8 +257,8 @@ func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
 // the errors of the broken files.
 func e2eCheckGGUF(t *testing.T, g *ggufReport, want map[string][]int) {
 	t.Helper()
-	if g == nil || len(g.Runs) != 3 {
-		t.Fatalf("GGUF in the browser: %+v, want 3 runs", g)
+	if g == nil || len(g.Runs) != 4 {
+		t.Fatalf("GGUF in the browser: %+v, want 4 runs", g)
 	}
 	for _, r := range g.Runs {
 		w := want[path.Base(r.URL)]
@@ -486,6 +486,14 @@ func TestBrowserE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	ggufWant := e2eGGUF(t, ggufDir, prompt, maxTok)
+	// `tessera serve --model FILE.gguf`, under /ggufsrv/: the page loads
+	// the directory URL, whose manifest lists the one GGUF file
+	gsrv, err := newServer(serveConfig{ModelDir: filepath.Join(ggufDir, "k3-micro.q8_0.gguf"), Loopback: true, Log: &logBuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gsrv.Close()
+	ggufWant["ggufsrv"] = ggufWant["k3-micro.q8_0.gguf"]
 	vsrv, err := newServer(serveConfig{ModelDir: visionDir, Loopback: true, Log: &logBuf})
 	if err != nil {
 		t.Fatal(err)
@@ -541,6 +549,10 @@ func TestBrowserE2E(t *testing.T) {
 	})
 	mux.Handle("/__test/img/", http.StripPrefix("/__test/img/", http.FileServer(http.Dir(imgDir))))
 	mux.Handle("/gguf/", http.StripPrefix("/gguf/", http.FileServer(http.Dir(ggufDir))))
+	mux.HandleFunc("/ggufsrv/", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/ggufsrv/")
+		gsrv.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/vision/", func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/vision/")
 		vsrv.ServeHTTP(w, r)
@@ -579,7 +591,7 @@ func TestBrowserE2E(t *testing.T) {
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
 		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
-		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
+		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
 	var decodeURLs []string
 	for _, n := range decodeNames {
 		decodeURLs = append(decodeURLs, "/__test/img/"+n)

@@ -301,17 +301,17 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			live.backend = "CPU"
 		}
 	}
-	if hook := opt.RouteHook; hook != nil || live != nil {
-		if live != nil {
-			hook = func(layer int, experts []int, T, K int) {
-				live.v.Routed(layer, experts, T, K)
-				if opt.RouteHook != nil {
-					opt.RouteHook(layer, experts, T, K)
-				}
+	hook := opt.RouteHook
+	if live != nil {
+		hook = func(layer int, experts []int, T, K int) {
+			live.v.Routed(layer, experts, T, K)
+			if opt.RouteHook != nil {
+				opt.RouteHook(layer, experts, T, K)
 			}
 		}
-		unhook, _ := hookRoutes(sess, hook)
-		defer unhook()
+	}
+	if hook != nil {
+		defer hookRoutes(sess, hook)()
 	}
 	// Resume from the longest cached prefix (at least one token is left to
 	// prefill: it yields the logits of the first sample).

@@ -266,18 +266,18 @@ type liveRecorder struct {
 }
 
 // hookRoutes makes the session's backend report its routing to h (the
-// CPU runner's RouteHook, or a LiveBackend's); the returned function
-// unhooks it. It reports false when the backend cannot.
-func hookRoutes(sess *generate.Session, h func(layer int, experts []int, T, K int)) (func(), bool) {
+// CPU runner's RouteHook, or a LiveBackend's; nothing for a backend that
+// cannot) and returns the function that unhooks it.
+func hookRoutes(sess *generate.Session, h func(layer int, experts []int, T, K int)) func() {
 	if r := sess.Runner(); r != nil {
 		r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { h(layer, experts, T, K) }
-		return func() { r.RouteHook = nil }, true
+		return func() { r.RouteHook = nil }
 	}
 	if b, ok := sess.B.(LiveBackend); ok {
 		b.SetRouteHook(h)
-		return func() { b.SetRouteHook(nil) }, true
+		return func() { b.SetRouteHook(nil) }
 	}
-	return func() {}, false
+	return func() {}
 }
 
 // step records the step that just ended.
