@@ -54,7 +54,7 @@ export function drawHeat(canvas, s) {
 }
 
 // drawNorms draws each KDA layer's state-norm history as a line, all on
-// one scale (0 to the largest norm shown).
+// one scale (the smallest to the largest norm shown, labelled).
 export function drawNorms(canvas, s) {
   const ctx = canvas.getContext('2d');
   const W = canvas.width;
@@ -64,21 +64,31 @@ export function drawNorms(canvas, s) {
   if (!s || !s.norms) return 0;
   const lines = s.norms.map((h, i) => ({ layer: i, h })).filter((l) => l.h && l.h.length > 0);
   if (!lines.length) return 0;
-  const top = Math.max(...lines.map((l) => Math.max(...l.h))) || 1;
+  const hi = Math.max(...lines.map((l) => Math.max(...l.h)));
+  const lo = Math.min(...lines.map((l) => Math.min(...l.h)));
+  const span = hi - lo || 1;
   const n = Math.max(...lines.map((l) => l.h.length));
+  const yOf = (v) => H - 3 - ((v - lo) / span) * (H - 18); // the top 15 px hold the labels
   lines.forEach((l, k) => {
     ctx.strokeStyle = `hsl(${(k * 137) % 360} 70% 62%)`;
     ctx.lineWidth = 1.5;
     ctx.beginPath();
     l.h.forEach((v, i) => {
       const x = 2 + (n > 1 ? (i + n - l.h.length) / (n - 1) : 1) * (W - 4);
-      const y = H - 3 - (v / top) * (H - 8);
+      const y = yOf(v);
       if (i === 0) ctx.moveTo(x, y);
       else ctx.lineTo(x, y);
     });
-    if (l.h.length === 1) ctx.lineTo(W - 2, H - 3 - (l.h[0] / top) * (H - 8));
+    if (l.h.length === 1) ctx.lineTo(W - 2, yOf(l.h[0]));
     ctx.stroke();
   });
+  ctx.fillStyle = '#98a0b3';
+  ctx.font = '10px ui-monospace, monospace';
+  ctx.textBaseline = 'top';
+  ctx.fillText(`KDA state norms ‖S‖, ${lines.length} layers`, 4, 2);
+  ctx.textAlign = 'right';
+  ctx.fillText(`${lo.toPrecision(3)} – ${hi.toPrecision(3)}`, W - 4, 2);
+  ctx.textAlign = 'left';
   return lines.length;
 }
 
