@@ -137,3 +137,78 @@ func TestRunnerLiveView(t *testing.T) {
 	t.Logf("decode per token without the view %v (%d dispatches, %d submit), with routing and KDA norms %v (%d dispatches, %d submits + the norms' read); K=%d",
 		without, s0.Dispatches, s0.Submits, withView, sv.Dispatches, sv.Submits, K)
 }
+
+// SumSq's partial sums add up to the sum of squares across block edges
+// (fewer values than one workgroup, exact blocks, a ragged last block, an
+// offset view), and RouteCopy lays a piece's ids out token-major with a
+// stride.
+func TestSumSqAndRouteCopy(t *testing.T) {
+	d := device(t)
+	for _, n := range []int{1, 255, 4096, 4097, 3*4096 + 77} {
+		x := make([]float32, n+3)
+		var want float64
+		for i := range x {
+			x[i] = float32(math.Sin(float64(i)*0.37)) * 3
+			if i >= 3 {
+				want += float64(x[i]) * float64(x[i])
+			}
+		}
+		in, err := d.UploadF32(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := wgsl.SumSqGroups(n)
+		out, err := d.NewBuffer(groups + 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SumSq(out.At(1), in.At(3), n); err != nil {
+			t.Fatal(err)
+		}
+		part := make([]float32, groups)
+		if err := d.ReadF32(out.At(1), part); err != nil {
+			t.Fatal(err)
+		}
+		var got float64
+		for _, p := range part {
+			got += float64(p)
+		}
+		if math.Abs(got-want) > 1e-5*want {
+			t.Errorf("n %d: sum of squares %v on the GPU, %v in float64", n, got, want)
+		}
+		in.Release()
+		out.Release()
+	}
+	const T, K, stride = 5, 3, 7
+	ids := make([]uint32, T*K)
+	for i := range ids {
+		ids[i] = uint32(i*13 + 1)
+	}
+	in, err := d.UploadU32(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Release()
+	out, err := d.NewBuffer(2 + (T-1)*stride + K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if err := d.RouteCopy(out.At(2), in.At(0), T*K, K, stride); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint32, (T-1)*stride+K)
+	if err := d.ReadU32(out.At(2), got); err != nil {
+		t.Fatal(err)
+	}
+	for tok := 0; tok < T; tok++ {
+		for k := 0; k < K; k++ {
+			if got[tok*stride+k] != ids[tok*K+k] {
+				t.Fatalf("token %d slot %d: %d, want %d", tok, k, got[tok*stride+k], ids[tok*K+k])
+			}
+		}
+	}
+	if err := d.RouteCopy(out.At(0), in.At(0), T*K, K, K-1); err == nil {
+		t.Error("RouteCopy accepted a stride below K")
+	}
+}
