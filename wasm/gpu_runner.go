@@ -70,7 +70,9 @@ func (g *gpuBackend) SampleNextEmbeddings(emb []float32, T int, opt generate.Sam
 
 // SetRouteHook, KDANorms and LiveMemory feed the live routing/state view
 // (engine.LiveBackend) from the runner; the reads run in error scopes.
-func (g *gpuBackend) SetRouteHook(h func(layer int, experts []int, T, K int)) { g.r.SetRouteHook(h) }
+func (g *gpuBackend) SetRouteHook(h func(layer int, experts []int, T, K int)) error {
+	return g.scoped("live view buffers", func() error { return g.r.SetRouteHook(h) })
+}
 
 func (g *gpuBackend) KDANorms(dst []float64) error {
 	return g.scoped("live view read", func() error { return g.r.KDANorms(dst) })

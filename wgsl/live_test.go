@@ -3,11 +3,13 @@
 package wgsl_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/wgsl"
 )
@@ -45,7 +47,9 @@ func TestRunnerLiveView(t *testing.T) {
 	want, got := routed{}, routed{}
 	rec := record(want)
 	cpu.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { rec(layer, experts, T, K) }
-	gpu.SetRouteHook(record(got))
+	if err := gpu.SetRouteHook(record(got)); err != nil {
+		t.Fatal(err)
+	}
 	logits := make([]float32, chunk*V)
 	norms := make([]float64, L)
 	checkNorms := func(when string) {
@@ -85,14 +89,28 @@ func TestRunnerLiveView(t *testing.T) {
 		}
 	}
 	checkNorms("after the prompt")
+	// decode steps that sample on the device (routing, norms and token in
+	// one readback) alternate with steps that read the logits (routing
+	// read after them, norms reduced when asked)
+	glogits := make([]float32, V)
 	for step := 0; step < 8; step++ {
 		if err := cpu.Forward(st, []int{tok}, logits[:V]); err != nil {
 			t.Fatal(err)
 		}
-		if tok, err = gpu.Greedy([]int{tok}); err != nil {
-			t.Fatal(err)
+		if step%2 == 0 {
+			if tok, err = gpu.Greedy([]int{tok}); err != nil {
+				t.Fatal(err)
+			}
+			if s := gpu.Stats(); s.Submits != 1 {
+				t.Errorf("decode step with the view: %d submissions, want 1", s.Submits)
+			}
+		} else {
+			if err := gpu.Forward([]int{tok}, glogits); err != nil {
+				t.Fatal(err)
+			}
+			tok = generate.Argmax(glogits)
 		}
-		checkNorms("decode")
+		checkNorms(fmt.Sprintf("decode step %d", step))
 	}
 	if len(want) == 0 {
 		t.Fatal("the CPU reported no routing")
@@ -129,13 +147,15 @@ func TestRunnerLiveView(t *testing.T) {
 		return time.Since(t0) / 16, s
 	}
 	withView, sv := decode(true)
-	gpu.SetRouteHook(nil)
-	without, s0 := decode(false)
-	if s0.Submits != 1 {
-		t.Errorf("decode without a view: %d submissions per token, want 1", s0.Submits)
+	if err := gpu.SetRouteHook(nil); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("decode per token without the view %v (%d dispatches, %d submit), with routing and KDA norms %v (%d dispatches, %d submits + the norms' read); K=%d",
-		without, s0.Dispatches, s0.Submits, withView, sv.Dispatches, sv.Submits, K)
+	without, s0 := decode(false)
+	if s0.Submits != 1 || sv.Submits != 1 {
+		t.Errorf("decode: %d submissions per token without the view, %d with it; want 1 and 1", s0.Submits, sv.Submits)
+	}
+	t.Logf("decode per token without the view %v (%d dispatches), with routing and KDA norms %v (%d dispatches); one submission each; K=%d",
+		without, s0.Dispatches, withView, sv.Dispatches, K)
 }
 
 // SumSq's partial sums add up to the sum of squares across block edges

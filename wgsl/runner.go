@@ -75,14 +75,7 @@ type Runner struct {
 	logits, outTok *Buffer
 	weights        *Buffer // [V] sampling scratch
 
-	// the live view (live.go): route hook, captured ids, norm partials
-	routeHook         func(layer int, experts []int, T, K int)
-	liveIDs, liveNorm *Buffer
-	liveErr           error
-	liveHost          []uint32
-	liveInts          []int
-	normOff           []int // KDANorms: partial sums of layer i at [normOff[i], normOff[i+1])
-	normHost          []float32
+	live liveState // the live routing/state view (live.go)
 
 	last RunnerStats
 }
@@ -334,6 +327,7 @@ func (s *gpuState) Cache(layer int) nn.Cache {
 
 // Reset zeroes the fixed tensors and empties the caches.
 func (s *gpuState) Reset() error {
+	s.r.live.fresh = false
 	for _, b := range s.bufs {
 		if b != nil {
 			if err := b.WriteF32(0, s.zeros[:b.Words()]); err != nil {
@@ -424,6 +418,7 @@ func (r *Runner) checkPiece(T int) error {
 // the final-normed hidden states in r.hidden.
 func (r *Runner) start(in nn.Input, T int) error {
 	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
+	r.live.fresh = false
 	pos := r.st.pos
 	r.b.Begin()
 	defer r.b.end()
@@ -522,8 +517,7 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 		return 0, err
 	}
 	defer r.end()
-	id, err := r.sampleLast(len(tokens), opt, vocab, u)
-	return id, r.routes(err)
+	return r.sampleLast(len(tokens), opt, vocab, u)
 }
 
 // SampleNextEmbeddings is SampleNext for a piece given as input embeddings
@@ -540,8 +534,7 @@ func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.Sampler
 		return 0, err
 	}
 	defer r.end()
-	id, err := r.sampleLast(T, opt, vocab, u)
-	return id, r.routes(err)
+	return r.sampleLast(T, opt, vocab, u)
 }
 
 // sampleLast records the lm_head of the last of T tokens and the sampler
@@ -559,6 +552,9 @@ func (r *Runner) sampleLast(T int, opt generate.SamplerOptions, vocab int, u flo
 	}
 	if err != nil {
 		return 0, err
+	}
+	if r.live.hook != nil {
+		return r.sampledLive(T)
 	}
 	var id [1]uint32
 	if err := r.d.ReadU32(r.outTok.At(0), id[:]); err != nil {

@@ -14,8 +14,8 @@ import (
 // BenchmarkRunnerDecode measures greedy decoding on the GPU, one token per
 // iteration (one command buffer, one 4-byte readback), after a 32-token
 // prefill: "off" plain, "live" with the live routing/state view attached
-// (routing read back after each token, KDA norms reduced and read back:
-// what the desktop and the page pay for it). The model is a random preset
+// (routing, KDA norm partials and the token read back together: what the
+// desktop and the page pay for it). The model is a random preset
 // built in memory: TESSERA_BENCH_PRESET (default k3-nano; k3-mini on a
 // real GPU) in TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and
 // dispatches/token.
@@ -40,7 +40,9 @@ func BenchmarkRunnerDecode(b *testing.B) {
 			}
 			norms := make([]float64, m.Cfg.NumHiddenLayers)
 			if live {
-				r.SetRouteHook(func(int, []int, int, int) {})
+				if err := r.SetRouteHook(func(int, []int, int, int) {}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

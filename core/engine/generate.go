@@ -311,7 +311,11 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		}
 	}
 	if hook != nil {
-		defer hookRoutes(sess, hook)()
+		unhook, err := hookRoutes(sess, hook)
+		if err != nil {
+			return st, err
+		}
+		defer unhook()
 	}
 	// Resume from the longest cached prefix (at least one token is left to
 	// prefill: it yields the logits of the first sample).

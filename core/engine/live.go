@@ -249,7 +249,7 @@ func (f Floats) MarshalJSON() ([]byte, error) {
 type LiveBackend interface {
 	// SetRouteHook makes every forward step report the experts each MoE
 	// layer chose (experts[t·K+k], valid during the call); nil stops it.
-	SetRouteHook(h func(layer int, experts []int, T, K int))
+	SetRouteHook(h func(layer int, experts []int, T, K int)) error
 	// KDANorms writes the Frobenius norm of each layer's KDA state into
 	// dst (NaN for other layers).
 	KDANorms(dst []float64) error
@@ -268,16 +268,18 @@ type liveRecorder struct {
 // hookRoutes makes the session's backend report its routing to h (the
 // CPU runner's RouteHook, or a LiveBackend's; nothing for a backend that
 // cannot) and returns the function that unhooks it.
-func hookRoutes(sess *generate.Session, h func(layer int, experts []int, T, K int)) func() {
+func hookRoutes(sess *generate.Session, h func(layer int, experts []int, T, K int)) (func(), error) {
 	if r := sess.Runner(); r != nil {
 		r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { h(layer, experts, T, K) }
-		return func() { r.RouteHook = nil }
+		return func() { r.RouteHook = nil }, nil
 	}
 	if b, ok := sess.B.(LiveBackend); ok {
-		b.SetRouteHook(h)
-		return func() { b.SetRouteHook(nil) }
+		if err := b.SetRouteHook(h); err != nil {
+			return nil, err
+		}
+		return func() { _ = b.SetRouteHook(nil) }, nil
 	}
-	return func() {}
+	return func() {}, nil
 }
 
 // step records the step that just ended.
