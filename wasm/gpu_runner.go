@@ -68,6 +68,18 @@ func (g *gpuBackend) SampleNextEmbeddings(emb []float32, T int, opt generate.Sam
 	return id, err
 }
 
+// SetRouteHook, KDANorms and LiveMemory feed the live routing/state view
+// (engine.LiveBackend) from the runner; the reads run in error scopes.
+func (g *gpuBackend) SetRouteHook(h func(layer int, experts []int, T, K int)) error {
+	return g.scoped("live view buffers", func() error { return g.r.SetRouteHook(h) })
+}
+
+func (g *gpuBackend) KDANorms(dst []float64) error {
+	return g.scoped("live view read", func() error { return g.r.KDANorms(dst) })
+}
+
+func (g *gpuBackend) LiveMemory() (int, int64, int64) { return g.r.LiveMemory() }
+
 // scoped is scoped on this backend's device, also failing when the device
 // was lost (reads of a lost device's buffers give no data).
 func (g *gpuBackend) scoped(what string, f func() error) error {

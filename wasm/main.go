@@ -7,8 +7,11 @@
 //
 //	load(baseURL, {fetchFile, backend,       fetch config.json,
 //	     allowSoftwareAdapter}) → info       tokenizer.json (if any) and the
-//	                                         safetensors files; backend "cpu"
-//	                                         (default), "gpu" or "auto"
+//	                                         safetensors files — or, when
+//	                                         baseURL ends in .gguf, that one
+//	                                         GGUF file (engine.LoadGGUF);
+//	                                         backend "cpu" (default), "gpu"
+//	                                         or "auto"
 //	generate(request, onToken)      → stats  onToken(id, text) per token;
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
@@ -23,7 +26,12 @@
 //	                                         the output; request.jsonSchema
 //	                                         (a JSON Schema object) or
 //	                                         request.json: true constrain it
-//	                                         to JSON
+//	                                         to JSON; request.live: true
+//	                                         passes onToken a third argument
+//	                                         now and then, the live
+//	                                         routing/state view
+//	                                         (engine.LiveSnapshot as JSON),
+//	                                         and stats.live at the end
 //	saveSession({messages | chat, images}) → Uint8Array  the conversation with
 //	                                         (chat: chat.completions messages as JSON)
 //	                                         the state its last reply left
@@ -43,7 +51,8 @@
 //	                                         WebGPU (-tags webgpu bundles)
 //
 // fetchFile(name) must return a Promise of a Uint8Array with the file, or
-// of null when the model has no such file; the worker's implementation
+// of null when the model has no such file (for a GGUF URL, name is the
+// file's base name); the worker's implementation
 // streams with progress, keeps files in Cache Storage and checks their
 // sha256. Without it load fetches baseURL+name directly.
 //
@@ -75,6 +84,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"path"
 	"strings"
 	"sync"
 	"syscall/js"
@@ -139,7 +149,13 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			return nil, errors.New("load: the model URL must be a string")
 		}
 		url := base.String()
-		if !strings.HasSuffix(url, "/") {
+		// a URL ending in .gguf is one GGUF file (engine.LoadGGUF);
+		// anything else a model directory
+		ggufName := ""
+		if strings.HasSuffix(strings.ToLower(url), ".gguf") {
+			ggufName = path.Base(url)
+			url = strings.TrimSuffix(url, ggufName)
+		} else if !strings.HasSuffix(url, "/") {
 			url += "/"
 		}
 		var fetchFile js.Value
@@ -167,9 +183,24 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			files = append(files, f)
 			return f, nil
 		}
-		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url, err) }
+		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url+ggufName, err) }
+		// loadModel reads the model through open: the GGUF file, or the
+		// directory's files (deferred: weights left for the GPU upload)
+		loadModel := func(deferred bool) (*engine.Engine, error) {
+			if ggufName == "" {
+				if deferred {
+					return engine.LoadDeferred(open)
+				}
+				return engine.Load(open)
+			}
+			src, err := open(ggufName)
+			if err != nil {
+				return nil, err
+			}
+			return engine.LoadGGUF(src, deferred)
+		}
 		cpuEngine := func() (*engine.Engine, error) {
-			e, err := engine.Load(open)
+			e, err := loadModel(false)
 			for _, f := range files {
 				f.release() // the tensors were copied into the heap
 			}
@@ -216,7 +247,7 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			var info gpuInfo
 			var gerr error
 			if haveGPURunner {
-				if e, err = engine.LoadDeferred(open); err != nil {
+				if e, err = loadModel(true); err != nil {
 					return nil, loadErr(err)
 				}
 				info, gerr = useGPU(e, backend == "auto")
@@ -339,6 +370,15 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
+		// request.live: the live routing/state view, passed to onToken as
+		// a third argument (a snapshot at most every liveEvery) and
+		// returned in stats.live at the end
+		var live *engine.LiveView
+		if req.Get("live").Truthy() {
+			live = engine.NewLiveView(e.Cfg, liveWindow, liveSteps)
+			opt.Live = live
+		}
+		var lastLive time.Time
 		ctx, done := h.begin()
 		defer done()
 		y := newYielder()
@@ -346,7 +386,17 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		emitted := false
 		emit := func(p engine.Piece) bool {
 			emitted = true
-			onToken.Invoke(p.ID, p.Text)
+			if live != nil && time.Since(lastLive) >= liveEvery {
+				lastLive = time.Now()
+				snap, err := toJS(live.View())
+				if err == nil {
+					onToken.Invoke(p.ID, p.Text, snap)
+				} else {
+					onToken.Invoke(p.ID, p.Text)
+				}
+			} else {
+				onToken.Invoke(p.ID, p.Text)
+			}
 			y.maybe(10 * time.Millisecond) // let a cancel message in
 			return ctx.Err() == nil
 		}
@@ -360,9 +410,23 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
-		return toJS(st)
+		if live == nil {
+			return toJS(st)
+		}
+		return toJS(struct {
+			engine.Stats
+			Live engine.LiveSnapshot `json:"live"`
+		}{st, live.View()})
 	})
 }
+
+// The page's live view: a routing window of liveWindow tokens, the last
+// liveSteps steps, a snapshot at most every liveEvery while generating.
+const (
+	liveWindow = 64
+	liveSteps  = 96
+	liveEvery  = 50 * time.Millisecond
+)
 
 // parseRequest reads the generation options, naming a bad field.
 func parseRequest(req js.Value) (engine.Options, error) {

@@ -79,8 +79,10 @@ function checkImage(image, what) {
 /** A loaded model running in its own worker. Create it with Tessera.load. */
 export class Tessera {
   /**
-   * Loads the model at modelUrl (a directory URL holding config.json, the
-   * safetensors files and model.manifest.json).
+   * Loads the model at modelUrl: a directory URL holding config.json, the
+   * safetensors files and model.manifest.json, or the URL of one .gguf file
+   * with FILE.gguf.manifest.json beside it (tessera manifest --model
+   * FILE.gguf), loaded as `tessera run --model FILE.gguf` loads it.
    * options: onProgress({file, loaded, total, fromCache}); backend: 'cpu'
    * (default), 'gpu' (WebGPU; fails with a clear error without an adapter)
    * or 'auto' (the GPU when the browser offers a real GPU adapter; the CPU
@@ -195,7 +197,7 @@ export class Tessera {
         return;
       case 'token': {
         const p = this.#pending.get(msg.id);
-        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text, ...(msg.logprob ? { logprob: msg.logprob } : {}) });
+        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text, live: msg.live, ...(msg.logprob ? { logprob: msg.logprob } : {}) });
         return;
       }
       case 'chat-start': {
@@ -282,7 +284,15 @@ export class Tessera {
    * (info().vision), a Blob/File (decoded by the browser, EXIF orientation
    * applied), an ImageBitmap, an ImageData or {rgba, width, height}, placed
    * before the prompt; hashImages (debugging: lastStats.images[i].sha256 is
-   * the SHA-256 of the RGBA pixels the model was given).
+   * the SHA-256 of the RGBA pixels the model was given); onLive(snapshot):
+   * the live routing/state view — called now and then while generating and
+   * once at the end with {rows (MoE layer of each row), experts, topK,
+   * tokens in the routing window, load [rows × experts] (fraction of the
+   * window's tokens that chose each expert), target and bandLo/bandHi (the
+   * Quantile Balancing target K/E and its ±2σ band), norms (per layer, the
+   * recent KDA state norms), last (the last step: backend, kdaNorm,
+   * cacheTokens, stateBytes), expertCache ({hitRate, bytesPerToken} when
+   * experts are streamed)}; without it nothing extra is read back.
    * Breaking out of the loop also stops the generation. When text is held
    * back at the end (an incomplete UTF-8 character) a last piece with id -1
    * carries it. Statistics (TTFT, tokens/s, why it stopped, tokens per
@@ -309,6 +319,12 @@ export class Tessera {
         request[k] = options[k];
       }
     }
+    const onLive = options.onLive;
+    if (onLive !== undefined && onLive !== null) {
+      if (typeof onLive !== 'function') throw new TesseraError('generate: onLive must be a function');
+      request.live = true;
+    }
+    const live = (snap) => { if (snap && onLive) { try { onLive(snap); } catch (e) { console.error(e); } } };
     const signal = options.signal;
     if (signal && signal.aborted) return;
     const queue = [];
@@ -320,8 +336,15 @@ export class Tessera {
     this.#busy = true;
     this.lastStats = null;
     const msg = { type: 'generate', request, images, hashImages: !!options.hashImages };
-    const done = this.#call(msg, (piece) => { queue.push(piece); poke(); })
-      .then((stats) => { this.lastStats = stats; if (stats.tail) queue.push({ id: -1, text: stats.tail }); },
+    const done = this.#call(msg, (piece) => { live(piece.live); queue.push({ id: piece.id, text: piece.text }); poke(); })
+      .then((stats) => {
+        if (stats.live) {
+          live(stats.live);
+          delete stats.live;
+        }
+        this.lastStats = stats;
+        if (stats.tail) queue.push({ id: -1, text: stats.tail });
+      },
         (err) => { failure = err; })
       .finally(() => { finished = true; this.#busy = false; poke(); });
     if (signal) signal.addEventListener('abort', cancel, { once: true });

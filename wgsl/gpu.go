@@ -56,6 +56,8 @@ type gpu struct {
 	tok                       *Buffer // token ids of the piece
 	tokHost                   []uint32
 	embIn                     *Buffer // input embeddings of the piece
+
+	live *liveCap // routing capture of the live view (nil: off)
 }
 
 // stack is matrices declared together, uploaded as one of their rows
@@ -376,6 +378,7 @@ func (b *gpu) Route(rt nn.Routing, logits nn.Tensor, T int, bias []float32, r re
 			bv = b.vec(bias)
 		}
 		b.fail(b.d.Route(g(rt.Idx).v, g(rt.Wts).v, l.v, bv, T, l.cols, r))
+		b.capture(rt.Idx, T, r.TopK)
 	}
 }
 

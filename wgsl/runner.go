@@ -76,6 +76,8 @@ type Runner struct {
 	logits, outTok *Buffer
 	weights        *Buffer // [V] sampling scratch
 
+	live liveState // the live routing/state view (live.go)
+
 	last RunnerStats
 }
 
@@ -326,6 +328,7 @@ func (s *gpuState) Cache(layer int) nn.Cache {
 
 // Reset zeroes the fixed tensors and empties the caches.
 func (s *gpuState) Reset() error {
+	s.r.live.fresh = false
 	for _, b := range s.bufs {
 		if b != nil {
 			if err := b.WriteF32(0, s.zeros[:b.Words()]); err != nil {
@@ -416,6 +419,7 @@ func (r *Runner) checkPiece(T int) error {
 // the final-normed hidden states in r.hidden.
 func (r *Runner) start(in nn.Input, T int) error {
 	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
+	r.live.fresh = false
 	pos := r.st.pos
 	r.b.Begin()
 	defer r.b.end()
@@ -447,7 +451,7 @@ func (r *Runner) Forward(tokens []int, logits []float32) error {
 		return err
 	}
 	defer r.end()
-	return r.readLogits(len(tokens), logits)
+	return r.routes(r.readLogits(len(tokens), logits))
 }
 
 // ForwardEmbeddings is Forward for a piece given as input embeddings
@@ -458,7 +462,7 @@ func (r *Runner) ForwardEmbeddings(emb []float32, T int, logits []float32) error
 		return err
 	}
 	defer r.end()
-	return r.readLogits(T, logits)
+	return r.routes(r.readLogits(T, logits))
 }
 
 func (r *Runner) readLogits(T int, logits []float32) error {
@@ -555,6 +559,9 @@ func (r *Runner) sampleLast(T int, opt generate.SamplerOptions, vocab int, u flo
 	}
 	if err != nil {
 		return 0, err
+	}
+	if r.live.hook != nil {
+		return r.sampledLive(T)
 	}
 	var id [1]uint32
 	if err := r.d.ReadU32(r.outTok.At(0), id[:]); err != nil {

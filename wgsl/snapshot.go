@@ -50,6 +50,7 @@ func (r *Runner) SnapshotState() (*model.Snapshot, error) {
 // the CPU) as the sequence state.
 func (r *Runner) RestoreState(sn *model.Snapshot) error {
 	s := r.st
+	r.live.fresh = false
 	if len(sn.Fixed) != len(s.bufs) || len(sn.Cache) != len(s.bufs) {
 		return fmt.Errorf("wgsl: restore: snapshot has %d layers, the runner %d", len(sn.Fixed), len(s.bufs))
 	}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
@@ -152,6 +154,48 @@ func load(open safetensors.Opener, deferred bool) (*Engine, error) {
 	}
 	e := newEngine(m, ck, codec, raw)
 	e.tokFile, e.chat = tokFile, rd
+	return e, nil
+}
+
+// LoadGGUF loads a GGUF model file held in src — in the browser, the
+// bytes the page fetched and checked against its manifest — as Open loads
+// a .gguf path natively (the same loader, fromGGUF): llama.cpp's kimi-k3 /
+// kimi-linear layout, its vocabulary and chat template. deferred is
+// LoadDeferred's (weights read later by a GPU runner). A malformed or
+// truncated file is an error naming what is wrong (gguf.FormatError).
+func LoadGGUF(src safetensors.Source, deferred bool) (*Engine, error) {
+	f, err := gguf.Parse(src, src.Size(), gguf.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	return fromGGUF(f, deferred)
+}
+
+// fromGGUF builds the engine of a parsed GGUF file: the model
+// (gguf.LoadModel, which takes over f's source), the codec of its
+// vocabulary (gguf.Codec) and its chat template (chat.FromGGUF).
+func fromGGUF(f *gguf.File, deferred bool) (*Engine, error) {
+	rd, err := chat.FromGGUF(f.Get)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m, ck, err := gguf.LoadModel(f, deferred)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := gguf.Codec(f, m.Cfg.VocabSize)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	raw, err := json.Marshal(m.Cfg) // the configuration as parsed (the session identity hashes it)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	e := newEngine(m, ck, codec, raw)
+	e.chat = rd
 	return e, nil
 }
 

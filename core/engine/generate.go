@@ -54,16 +54,18 @@ type Options struct {
 	// NoCache skips the prefix cache for this generation.
 	NoCache bool
 	// RouteHook, when set, receives the experts each MoE layer chose
-	// (CPU backend only; see model.Runner.RouteHook).
+	// (model.Runner.RouteHook on the CPU; on the GPU a LiveBackend reads
+	// them back after each step).
 	RouteHook func(layer int, experts []int, T, K int)
+	// Live, when set, receives the routing of every step and, after the
+	// prompt and after each decoded token (before it is emitted), the
+	// sequence state (KDA norms, cache size): the live routing/state view
+	// of the desktop and the page. Without it nothing extra is read back.
+	Live *LiveView
 	// OnStart, when set, is called once the request is accepted (prompt
 	// rendered, images prepared, context checked) with the prompt's
 	// token count, before the prefill.
 	OnStart func(promptTokens int)
-	// Probe, when set, is called after the prompt and after each decoded
-	// token, before the token is emitted, with the session (the desktop's
-	// live view reads the state).
-	Probe func(s *generate.Session, tokens int)
 
 	// inspect (tests) sees the logits of each sample before any change.
 	inspect func(logits []float32)
@@ -298,9 +300,28 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		return st, err
 	}
 	defer free()
-	if r := sess.Runner(); opt.RouteHook != nil && r != nil {
-		r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { opt.RouteHook(layer, experts, T, K) }
-		defer func() { r.RouteHook = nil }()
+	var live *liveRecorder
+	if opt.Live != nil {
+		live = &liveRecorder{v: opt.Live, backend: "WebGPU", last: time.Now()}
+		if sess.Runner() != nil {
+			live.backend = "CPU"
+		}
+	}
+	hook := opt.RouteHook
+	if live != nil {
+		hook = func(layer int, experts []int, T, K int) {
+			live.v.Routed(layer, experts, T, K)
+			if opt.RouteHook != nil {
+				opt.RouteHook(layer, experts, T, K)
+			}
+		}
+	}
+	if hook != nil {
+		unhook, err := hookRoutes(sess, hook)
+		if err != nil {
+			return st, err
+		}
+		defer unhook()
 	}
 	// Resume from the longest cached prefix (at least one token is left to
 	// prefill: it yields the logits of the first sample).
@@ -426,8 +447,8 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			pc.Logprob, pc.Top = lp.of(tok, e)
 			pc.TokenText = e.TokenText(tok)
 		}
-		if opt.Probe != nil {
-			opt.Probe(sess, 1)
+		if live != nil {
+			live.step(sess, e.Cfg.NumHiddenLayers)
 		}
 		if hit {
 			emit(pc)

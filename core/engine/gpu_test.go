@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -64,5 +65,43 @@ func TestPrefixCacheGPU(t *testing.T) {
 	}
 	if err := g.Validate([]byte(out.String() + st.Tail)); err != nil {
 		t.Fatalf("%q: %v", out.String(), err)
+	}
+}
+
+// The live routing/state view works on the GPU backend: the same greedy
+// generation fills it as on the CPU (routing loads equal, KDA norms within
+// float error, every step recorded with its backend).
+func TestLiveViewGPU(t *testing.T) {
+	gpu, cpu := openMicroGPU(t, 0), openMicro(t, 0)
+	views := map[string]LiveSnapshot{}
+	for name, e := range map[string]*Engine{"CPU": cpu, "WebGPU": gpu} {
+		v := NewLiveView(e.Cfg, 64, 100)
+		if _, err := e.Generate(context.Background(), Options{Prompt: "And God said", MaxTokens: 12, Live: v, NoCache: true},
+			func(Piece) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+		views[name] = v.View()
+	}
+	c, g := views["CPU"], views["WebGPU"]
+	if !g.HasMoE || !g.HasData || g.Tokens != c.Tokens || len(g.Steps) != len(c.Steps) || len(g.Steps) != 12 {
+		t.Fatalf("GPU view: moe %v data %v tokens %d steps %d; CPU tokens %d steps %d", g.HasMoE, g.HasData, g.Tokens, len(g.Steps), c.Tokens, len(c.Steps))
+	}
+	for i := range c.Load {
+		if g.Load[i] != c.Load[i] {
+			t.Fatalf("expert load %d: GPU %v, CPU %v", i, g.Load[i], c.Load[i])
+		}
+	}
+	kda := 0
+	for i, cn := range c.Last.KDANorm {
+		gn := g.Last.KDANorm[i]
+		if math.IsNaN(cn) != math.IsNaN(gn) || (!math.IsNaN(cn) && math.Abs(gn-cn) > 1e-3*cn) {
+			t.Fatalf("layer %d KDA norm: GPU %v, CPU %v", i, gn, cn)
+		}
+		if !math.IsNaN(cn) {
+			kda++
+		}
+	}
+	if kda == 0 || g.Last.Backend != "WebGPU" || c.Last.Backend != "CPU" || g.Last.CacheTokens != c.Last.CacheTokens || g.Last.StateBytes == 0 {
+		t.Errorf("last step: GPU %+v, CPU %+v", g.Last, c.Last)
 	}
 }

@@ -58,30 +58,46 @@ func Open(dir string, o OpenOptions) (*Engine, error) {
 	if err := CheckBackend(o.Backend); err != nil {
 		return nil, err
 	}
-	m, ck, err := model.OpenDir(dir)
-	if err != nil {
-		return nil, err
+	var e *Engine
+	if model.IsGGUF(dir) {
+		f, err := gguf.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = fromGGUF(f, false); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if err := CheckMemory(e.Model, e.ck); err != nil {
+			e.Close()
+			return nil, err
+		}
+	} else {
+		m, ck, err := model.OpenDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckMemory(m, ck); err != nil {
+			ck.Close()
+			return nil, err
+		}
+		codec, err := tokenizer.LoadCodec(dir, m.Cfg.VocabSize)
+		if err != nil {
+			ck.Close()
+			return nil, err
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+		if err != nil {
+			ck.Close()
+			return nil, err
+		}
+		rd, err := chat.ForModel(dir)
+		if err != nil {
+			ck.Close()
+			return nil, err
+		}
+		e = newEngine(m, ck, codec, raw)
+		e.chat = rd
 	}
-	if err := CheckMemory(m, ck); err != nil {
-		ck.Close()
-		return nil, err
-	}
-	codec, err := LoadCodec(dir, m.Cfg.VocabSize)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil { // a GGUF file: its configuration as parsed
-		raw = []byte(fmt.Sprintf("%+v", *m.Cfg))
-	}
-	rd, err := LoadChat(dir)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	e := newEngine(m, ck, codec, raw)
-	e.chat = rd
 	if o.Chunk > 0 {
 		e.Chunk = o.Chunk
 	}
@@ -96,15 +112,6 @@ func Open(dir string, o OpenOptions) (*Engine, error) {
 		}
 	}
 	return e, nil
-}
-
-// LoadCodec is the text codec of a model directory, or of a GGUF file's
-// vocabulary.
-func LoadCodec(path string, vocab int) (tokenizer.Codec, error) {
-	if model.IsGGUF(path) {
-		return gguf.LoadCodec(path, vocab)
-	}
-	return tokenizer.LoadCodec(path, vocab)
 }
 
 // useNativeGPU moves the engine onto a wgpu-native device (o.Backend gpu
@@ -210,21 +217,3 @@ func (e *Engine) Sequence(maxContext int) (*generate.Session, func(), error) {
 // Encoder is the vision encoder of the engine's backend and the function
 // that frees it.
 func (e *Engine) Encoder() (generate.Encoder, func(), error) { return e.NewEncoder(e.Model) }
-
-// LoadChat is the chat renderer of a model directory or GGUF file: its
-// chat template, else the built-in Kimi format.
-func LoadChat(path string) (*chat.Renderer, error) {
-	if !model.IsGGUF(path) {
-		return chat.ForModel(path)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := chat.FromGGUF(f.Get)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
-}
