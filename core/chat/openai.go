@@ -64,6 +64,8 @@ type Request struct {
 	// ParallelToolCalls is accepted and ignored: the model emits the tool
 	// calls its template lets it, parsed by the caller.
 	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+
+	grammar *grammar.Grammar // response_format's, compiled once by Grammar
 }
 
 // ResponseFormat is OpenAI's response_format: "text", "json_object" (any
@@ -297,6 +299,9 @@ func (r *Request) Grammar() (*grammar.Grammar, error) {
 	if f == nil {
 		return nil, nil
 	}
+	if r.grammar != nil {
+		return r.grammar, nil
+	}
 	switch f.Type {
 	case "text":
 		return nil, nil
@@ -310,6 +315,7 @@ func (r *Request) Grammar() (*grammar.Grammar, error) {
 		if err != nil {
 			return nil, Invalid("response_format.json_schema.schema", "invalid_value", "%v", err)
 		}
+		r.grammar = g
 		return g, nil
 	}
 	return nil, Invalid("response_format.type", "invalid_value", "Invalid 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", f.Type)

@@ -73,6 +73,10 @@ func TestParseRequest(t *testing.T) {
 		g, err := r.Grammar()
 		require.NoError(t, err)
 		assert.Equal(t, r.ResponseFormat != nil, g != nil, body)
+		if strings.Contains(body, "json_schema") {
+			g2, _ := r.Grammar()
+			assert.Same(t, g, g2, "the schema is compiled once (by ParseRequest's check)")
+		}
 	}
 	b, err := json.Marshal(Invalid("n", "unsupported_value", "bad n"))
 	require.NoError(t, err)
