@@ -15,10 +15,58 @@ type Memory struct {
 	Weights int64 // matrices (f32, or f16/bf16: q8 is widened to f16) and vectors (f32)
 	State   int64 // KDA states and conv tails, MLA latent caches for MaxContext tokens
 	Scratch int64 // activations for MaxChunk tokens, attention and sampling scratch
+
+	// The routed experts, part of Weights: MoELayers layers of Experts
+	// experts of ExpertBytes each, TopK of them routed per token. A
+	// runner under a budget below Total keeps Slots(budget) of each
+	// layer's experts on the GPU and streams the rest (stream.go).
+	ExpertBytes        int64
+	Experts, MoELayers int
+	TopK               int
 }
 
 // Total is the sum of the parts.
 func (m Memory) Total() int64 { return m.Weights + m.State + m.Scratch }
+
+// RoutedBytes is the routed experts' part of Weights.
+func (m Memory) RoutedBytes() int64 { return m.ExpertBytes * int64(m.Experts*m.MoELayers) }
+
+// WithSlots is the memory with slots experts of each MoE layer resident
+// (plus their slot tables): the dense part, state and scratch stay.
+func (m Memory) WithSlots(slots int) int64 {
+	if slots >= m.Experts {
+		return m.Total()
+	}
+	return m.Total() - m.RoutedBytes() + int64(slots*m.MoELayers)*m.ExpertBytes
+}
+
+// MinTotal is the least memory a runner can work in: every routed expert
+// streamed through TopK slots per MoE layer (Total without experts).
+func (m Memory) MinTotal() int64 { return m.WithSlots(m.TopK) }
+
+// Slots is the experts per MoE layer a budget holds: all of them when the
+// whole model fits (or budget ≤ 0: no budget), else as many as fit beside
+// the dense part, state and scratch; fewer than TopK (also 0 for a model
+// without experts that does not fit) means the budget is too small.
+func (m Memory) Slots(budget int64) int {
+	if budget <= 0 || m.Total() <= budget {
+		return m.Experts
+	}
+	if m.Experts == 0 || m.ExpertBytes == 0 {
+		return 0
+	}
+	return int(min(int64(m.Experts), max(0, budget-m.WithSlots(0))/(m.ExpertBytes*int64(m.MoELayers))))
+}
+
+// Budget is the budget holding frac (0…1) of the routed experts beside
+// the rest: the meaning of a budget given as a percentage (50%: the dense
+// part, state and scratch, and half of each layer's experts).
+func (m Memory) Budget(frac float64) int64 {
+	if frac >= 1 || m.MoELayers == 0 {
+		return m.Total()
+	}
+	return m.WithSlots(int(frac * float64(m.Experts)))
+}
 
 // EstimateMemory estimates the GPU memory a Runner for m with opt needs
 // (the weights exactly up to vectors' rounding; scratch to within a few
@@ -43,11 +91,26 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 		K, E := int64(c.TopK), int64(c.NumExperts)
 		scratch += 4 * (E + 1 + T*K + T*K*int64(max(c.HiddenSize, c.ExpertWidth())))
 	}
-	return Memory{
+	mem := Memory{
 		Weights: text * per,
 		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
 		Scratch: scratch,
 	}
+	if c.NumExperts > 0 {
+		dt := tensor.F16
+		if per == 4 {
+			dt = tensor.F32
+		}
+		I, w := c.MoEIntermediateSize, c.ExpertWidth()
+		mem.ExpertBytes = 4 * int64(2*MatWords(I, w, dt)+MatWords(w, I, dt))
+		mem.Experts, mem.TopK = c.NumExperts, c.TopK
+		for i := 0; i < c.NumHiddenLayers; i++ {
+			if c.IsMoE(i) {
+				mem.MoELayers++
+			}
+		}
+	}
+	return mem
 }
 
 // MemoryError says a model does not fit the GPU: what it needs, and the
@@ -55,6 +118,7 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 // out of memory.
 type MemoryError struct {
 	Need       Memory
+	Min        int64 // the least memory with experts streamed (0: no experts)
 	Budget     int64 // the budget exceeded (0: the device ran out)
 	Allocated  int64 // bytes allocated when the device ran out
 	MaxContext int
@@ -65,6 +129,10 @@ func (e *MemoryError) Error() string {
 	need := fmt.Sprintf("the model needs about %s of GPU memory (weights %s, state and caches for %d tokens %s, scratch %s)",
 		mib(e.Need.Total()), mib(e.Need.Weights), e.MaxContext, mib(e.Need.State), mib(e.Need.Scratch))
 	const remedy = "use the CPU backend, a smaller model, or a shorter context"
+	if e.Budget > 0 && e.Min > 0 {
+		return fmt.Sprintf("%s, at least %s with its routed experts streamed through %d per MoE layer (weights without the experts %s), but %s is available; %s",
+			need, mib(e.Min), e.Need.TopK, mib(e.Need.Weights-e.Need.RoutedBytes()), mib(e.Budget), remedy)
+	}
 	if e.Budget > 0 {
 		return fmt.Sprintf("%s but %s is available; %s", need, mib(e.Budget), remedy)
 	}

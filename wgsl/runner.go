@@ -26,10 +26,19 @@ type RunnerOptions struct {
 	// multiple of 128); 0 chooses DefaultPageRows (pages of at most
 	// MaxCachePageBytes). Tests set small pages to cross page edges.
 	CachePageRows int
-	// MemoryBudget, when > 0, is the GPU memory the runner may use:
-	// NewRunner refuses a model whose estimate exceeds it (WebGPU does not
-	// tell how much memory a device has).
+	// MemoryBudget, when > 0, is the GPU memory the runner may use
+	// (WebGPU does not tell how much memory a device has). A model whose
+	// estimate exceeds it streams its routed experts through as many
+	// slots per MoE layer as the budget holds (stream.go); NewRunner
+	// refuses it when not even top-k slots fit beside the dense part.
 	MemoryBudget int64
+	// ExpertSlots, when > 0, sets the routed experts kept on the GPU per
+	// MoE layer (at least top-k; the budget is not consulted), streaming
+	// the rest; ≥ the layer's experts keeps them all.
+	ExpertSlots int
+	// UploadFault, if set (tests), is called before each expert upload;
+	// an error fails the upload as a device error would.
+	UploadFault func(layer, expert int) error
 }
 
 // RunnerStats describes the last Forward or Greedy call.
@@ -89,10 +98,20 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	}
 	opt = opt.withDefaults(m.Cfg)
 	need := EstimateMemory(m, opt)
-	if opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
-		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+	slots := opt.ExpertSlots
+	if slots <= 0 {
+		slots = need.Slots(opt.MemoryBudget)
+		if need.Experts == 0 && opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
+			return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+		}
+		if need.Experts > 0 && slots < need.TopK {
+			return nil, &MemoryError{Need: need, Min: need.MinTotal(), Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+		}
+	} else if need.Experts > 0 && slots < need.TopK {
+		return nil, fmt.Errorf("wgsl: NewRunner: %d expert slots per MoE layer, fewer than the %d experts a token routes to", slots, need.TopK)
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
+	r.b.expertSlots, r.b.uploadFault = slots, opt.UploadFault
 	r.b.maxContext = opt.MaxContext
 	if opt.MaxContext >= longWaitContext {
 		r.longWait = true
@@ -197,6 +216,10 @@ func (r *Runner) MaxContext() int { return r.opt.MaxContext }
 // Greedy call, Dispatches is the number of dispatches per decoded token.
 func (r *Runner) Stats() RunnerStats { return r.last }
 
+// ExpertStats counts the routed-expert cache's work since the runner was
+// made (zero counters, Streaming false, when every expert is resident).
+func (r *Runner) ExpertStats() ExpertStats { return r.b.xstats }
+
 // Reset empties the sequence state (KDA states and conv tails zeroed,
 // latent caches emptied) for a new sequence.
 func (r *Runner) Reset() error { return r.st.Reset() }
@@ -236,6 +259,10 @@ func (r *Runner) load(m *model.Model) error {
 	}
 	b.tok = alloc(T)
 	b.tokHost = make([]uint32, T)
+	if len(b.streams) > 0 {
+		b.slotIdx = alloc(T * c.TopK)
+		b.idxHost, b.slotHost = make([]uint32, T*c.TopK), make([]uint32, T*c.TopK)
+	}
 	b.embIn = alloc(T * c.HiddenSize)
 	r.logits = alloc(T * c.VocabSize)
 	r.outTok = alloc(1)
@@ -415,6 +442,9 @@ func (r *Runner) checkPiece(T int) error {
 // the final-normed hidden states in r.hidden.
 func (r *Runner) start(in nn.Input, T int) error {
 	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
+	if r.b.xstats.Streaming {
+		r.b.xstats.Tokens += int64(T)
+	}
 	pos := r.st.pos
 	r.b.Begin()
 	defer r.b.end()

@@ -1,0 +1,253 @@
+//go:build cgo || js
+
+package wgsl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tessera-llm/tessera/core/nn"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// Expert streaming: a runner whose GPU memory budget is below the model's
+// size (RunnerOptions.MemoryBudget, or ExpertSlots) keeps the dense part,
+// the states, caches and scratch on the GPU together with S of each MoE
+// layer's E routed experts (the layer's slots, S ≥ top-k); the other
+// experts stay in host memory (the checkpoint's mapped or fetched bytes)
+// and are uploaded into a slot when routed. At a streamed MoE layer the
+// token's step is split: what is recorded up to the router is submitted,
+// the top-k expert ids are read back (T·K words), each routed expert gets
+// a slot (a hit when it is resident; else the least recently used slot
+// not needed by the same tokens is overwritten: LRU), the id → slot table
+// is written, and the expert kernels run over the slot buffers — the same
+// kernels reading the same words (PackGLU packs a slot as UploadGLU packs
+// an expert), so the logits equal the all-resident run's. A prefill piece
+// whose tokens route to more distinct experts than there are slots runs
+// in consecutive runs of tokens that each fit.
+
+// ExpertStats count a runner's routed-expert cache since it was made.
+// When every expert is resident Streaming is false, Slots = Experts and
+// the counters stay 0.
+type ExpertStats struct {
+	Streaming bool `json:"streaming"`
+	Slots     int  `json:"slots"`     // experts resident per MoE layer
+	Experts   int  `json:"experts"`   // routed experts per MoE layer
+	MoELayers int  `json:"moeLayers"` // MoE layers
+	// Hits and Misses count the distinct experts each run of tokens
+	// needed at each layer: resident, or uploaded.
+	Hits        int64         `json:"hits"`
+	Misses      int64         `json:"misses"`
+	UploadBytes int64         `json:"uploadBytes"` // bytes written into slots
+	UploadTime  time.Duration `json:"uploadNs"`    // resolving, packing and writing misses
+	Tokens      int64         `json:"tokens"`      // tokens run through the streamed layers
+}
+
+// HitRate is Hits / (Hits + Misses) (1 with no lookups).
+func (s ExpertStats) HitRate() float64 {
+	if s.Hits+s.Misses == 0 {
+		return 1
+	}
+	return float64(s.Hits) / float64(s.Hits+s.Misses)
+}
+
+// Sub is the counts of s since an earlier snapshot a.
+func (s ExpertStats) Sub(a ExpertStats) ExpertStats {
+	s.Hits -= a.Hits
+	s.Misses -= a.Misses
+	s.UploadBytes -= a.UploadBytes
+	s.UploadTime -= a.UploadTime
+	s.Tokens -= a.Tokens
+	return s
+}
+
+// expertCache is one MoE layer's slots: w holds S experts packed as
+// UploadGLU packs E, expert e of host in slot slotOf[e].
+type expertCache struct {
+	name      string
+	layer     int // MoE layer ordinal (for UploadFault)
+	host      []nn.GLU
+	w         *GLUWeights // E = S slots
+	guWords   int         // words of one expert in w.GateUp
+	dnWords   int         // in w.Down
+	slotOf    []int32     // expert → slot, −1 when not resident
+	expOf     []int32     // slot → expert, −1 when empty
+	used      []int64     // slot → tick of its last use (LRU)
+	pin       []int64     // slot → the run that needs it
+	mark      []int64     // expert → the run that counted it
+	tick, run int64
+}
+
+// streamGLUs sets up a streamed layer: its slot buffers, filled with its
+// first S experts.
+func (b *gpu) streamGLUs(name string, ws []nn.GLU) {
+	S, E := b.expertSlots, len(ws)
+	c := &expertCache{name: name, layer: len(b.streams), host: ws, slotOf: make([]int32, E), expOf: make([]int32, S),
+		used: make([]int64, S), pin: make([]int64, S), mark: make([]int64, E)}
+	w, gu, dn, err := c.pack(0)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	c.guWords, c.dnWords = len(gu), len(dn)
+	if S*c.guWords > maxBindingWords || S*c.dnWords > maxBindingWords {
+		b.fail(fmt.Errorf("wgsl: runner: %s: %d expert slots of %dx%d take more than one 128 MiB binding", name, S, w.I, w.In))
+		return
+	}
+	w.E = S
+	if w.GateUp, err = b.newBuf(S * c.guWords); err == nil {
+		w.Down, err = b.newBuf(S * c.dnWords)
+	}
+	if err != nil {
+		b.fail(fmt.Errorf("wgsl: runner: %s: expert slots: %w", name, err))
+		return
+	}
+	c.w = w
+	for e := range c.slotOf {
+		c.slotOf[e] = -1
+	}
+	for s := range c.expOf {
+		c.expOf[s] = -1
+		c.pin[s] = -1
+	}
+	for e := 0; e < S && b.err == nil; e++ {
+		b.fail(b.fill(c, e, e, false))
+	}
+	b.streams[&ws[0]] = c
+	b.xstats.Streaming, b.xstats.Slots, b.xstats.Experts = true, S, E
+	b.xstats.MoELayers++
+	b.maxE, b.maxOut = max(b.maxE, S), max(b.maxOut, w.Out)
+	b.maxI = max(b.maxI, b.topK*w.I)
+}
+
+// pack resolves expert e's matrices and packs them (PackGLU of one).
+func (c *expertCache) pack(e int) (*GLUWeights, []uint32, []uint32, error) {
+	x := &c.host[e]
+	var ms [3]*tensor.Mat
+	for i, p := range []struct {
+		m    *tensor.Mat
+		what string
+	}{{x.GateProj, "gate_proj"}, {x.UpProj, "up_proj"}, {x.DownProj, "down_proj"}} {
+		m, err := p.m.Resolve()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("wgsl: runner: read %s.%d.%s: %w", c.name, e, p.what, err)
+		}
+		ms[i] = m
+	}
+	w, gu, dn, err := PackGLU(ms[:1], ms[1:2], ms[2:])
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("wgsl: runner: %s.%d: %w", c.name, e, err)
+	}
+	return w, gu, dn, nil
+}
+
+// fill uploads expert e into slot s (counted in the stats when count).
+func (b *gpu) fill(c *expertCache, e, s int, count bool) error {
+	t0 := time.Now()
+	if b.uploadFault != nil {
+		if err := b.uploadFault(c.layer, e); err != nil {
+			return fmt.Errorf("wgsl: expert streaming: upload of %s.%d: %w", c.name, e, err)
+		}
+	}
+	_, gu, dn, err := c.pack(e)
+	if err != nil {
+		return err
+	}
+	if len(gu) != c.guWords || len(dn) != c.dnWords {
+		return fmt.Errorf("wgsl: expert streaming: %s.%d packs to %d+%d words, its slots hold %d+%d", c.name, e, len(gu), len(dn), c.guWords, c.dnWords)
+	}
+	if err := c.w.GateUp.WriteU32(s*c.guWords, gu); err != nil {
+		return fmt.Errorf("wgsl: expert streaming: upload of %s.%d: %w", c.name, e, err)
+	}
+	if err := c.w.Down.WriteU32(s*c.dnWords, dn); err != nil {
+		return fmt.Errorf("wgsl: expert streaming: upload of %s.%d: %w", c.name, e, err)
+	}
+	if old := c.expOf[s]; old >= 0 {
+		c.slotOf[old] = -1
+	}
+	c.expOf[s], c.slotOf[e] = int32(e), int32(s)
+	if count {
+		b.xstats.Misses++
+		b.xstats.UploadBytes += 4 * int64(len(gu)+len(dn))
+		b.xstats.UploadTime += time.Since(t0)
+	}
+	return nil
+}
+
+// slot returns expert e's slot for the current run, uploading it into the
+// least recently used slot no other expert of the run needs on a miss.
+func (b *gpu) slot(c *expertCache, e int) (int, error) {
+	if e < 0 || e >= len(c.slotOf) {
+		return 0, fmt.Errorf("wgsl: expert streaming: %s: the router chose expert %d of %d", c.name, e, len(c.slotOf))
+	}
+	c.tick++
+	if s := int(c.slotOf[e]); s >= 0 {
+		if c.pin[s] != c.run {
+			b.xstats.Hits++
+		}
+		c.used[s], c.pin[s] = c.tick, c.run
+		return s, nil
+	}
+	victim := -1
+	for s := range c.used {
+		if c.pin[s] != c.run && (victim < 0 || c.used[s] < c.used[victim]) {
+			victim = s
+		}
+	}
+	if victim < 0 { // runs are cut to fit the slots (streamExperts)
+		return 0, fmt.Errorf("wgsl: expert streaming: %s: no free slot of %d", c.name, len(c.used))
+	}
+	if err := b.fill(c, e, victim, true); err != nil {
+		return 0, err
+	}
+	c.used[victim], c.pin[victim] = c.tick, c.run
+	return victim, nil
+}
+
+// streamExperts is Experts for a streamed layer: the routed ids read back,
+// then per run of tokens whose distinct experts fit the slots, their
+// slots made resident, the id → slot table written and the experts run.
+func (b *gpu) streamExperts(c *expertCache, out, x *gt, T int, idx, wts View, K int, run func(out, x Strided, T int, w *GLUWeights, r Routing)) {
+	ids := b.idxHost[:T*K]
+	if err := b.d.ReadU32(idx, ids); err != nil {
+		b.fail(fmt.Errorf("wgsl: expert streaming: read the routing of %s: %w", c.name, err))
+		return
+	}
+	S := len(c.expOf)
+	for t0 := 0; t0 < T && b.err == nil; {
+		c.run++
+		need, t1 := 0, t0
+		for ; t1 < T; t1++ {
+			n := 0
+			for _, e := range ids[t1*K : (t1+1)*K] {
+				if int(e) < len(c.mark) && c.mark[e] != c.run {
+					n++
+				}
+			}
+			if t1 > t0 && need+n > S {
+				break
+			}
+			for _, e := range ids[t1*K : (t1+1)*K] {
+				if int(e) < len(c.mark) && c.mark[e] != c.run {
+					c.mark[e] = c.run
+					need++
+				}
+			}
+		}
+		for i := t0 * K; i < t1*K; i++ {
+			s, err := b.slot(c, int(ids[i]))
+			if err != nil {
+				b.fail(err)
+				return
+			}
+			b.slotHost[i] = uint32(s)
+		}
+		if err := b.slotIdx.WriteU32(t0*K, b.slotHost[t0*K:t1*K]); err != nil {
+			b.fail(fmt.Errorf("wgsl: expert streaming: %s: slot table: %w", c.name, err))
+			return
+		}
+		run(Strided{View{out.v.Buf, out.v.Off + t0*out.stride}, out.stride}, Strided{View{x.v.Buf, x.v.Off + t0*x.stride}, x.stride},
+			t1-t0, c.w, Routing{Idx: b.slotIdx.At(t0 * K), Wts: View{wts.Buf, wts.Off + t0*K}, K: K})
+		t0 = t1
+	}
+}
