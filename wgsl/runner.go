@@ -36,6 +36,11 @@ type RunnerOptions struct {
 	// MoE layer (at least top-k; the budget is not consulted), streaming
 	// the rest; ≥ the layer's experts keeps them all.
 	ExpertSlots int
+	// ExpertShare, when in (0, 1) and ExpertSlots is 0, keeps that share
+	// of each MoE layer's experts on the GPU (at least top-k): a budget
+	// given as a percentage of the experts (MemoryBudget is then not
+	// consulted).
+	ExpertShare float64
 	// UploadFault, if set (tests), is called before each expert upload;
 	// an error fails the upload as a device error would.
 	UploadFault func(layer, expert int) error
@@ -99,6 +104,9 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	opt = opt.withDefaults(m.Cfg)
 	need := EstimateMemory(m, opt)
 	slots := opt.ExpertSlots
+	if slots <= 0 && opt.ExpertShare > 0 && opt.ExpertShare < 1 {
+		slots = max(need.TopK, int(opt.ExpertShare*float64(need.Experts)))
+	}
 	if slots <= 0 {
 		slots = need.Slots(opt.MemoryBudget)
 		if need.Experts == 0 && opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {

@@ -73,6 +73,9 @@ type Engine struct {
 	// model runs there (Open with backend gpu or auto), else nil.
 	GPU *wgsl.Runner
 	Dev *wgsl.Device
+	// ExpertStats, when the model runs on a GPU runner, reads its
+	// routed-expert cache's counters (Stats.ExpertCache); nil on the CPU.
+	ExpertStats func() wgsl.ExpertStats
 
 	identity   [32]byte
 	tokFile    string

@@ -13,6 +13,7 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // Options describe one generation.
@@ -107,6 +108,36 @@ type Stats struct {
 	// vision tower (part of TTFT).
 	Images   []ImageStats `json:"images,omitempty"`
 	EncodeMs float64      `json:"encodeMs,omitempty"`
+	// ExpertCache: the GPU's routed-expert cache over this generation,
+	// when the GPU streams experts (a budget below the model's size).
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
+}
+
+// ExpertCacheStats describe the GPU's routed-expert cache (expert
+// streaming) over a generation, or since the engine was opened (Totals).
+type ExpertCacheStats struct {
+	Slots               int     `json:"slots"`   // experts per MoE layer kept on the GPU
+	Experts             int     `json:"experts"` // routed experts per MoE layer
+	Hits                int64   `json:"hits"`    // routed experts found on the GPU
+	Misses              int64   `json:"misses"`  // routed experts uploaded
+	HitRate             float64 `json:"hitRate"` // hits / (hits + misses)
+	UploadBytes         int64   `json:"uploadBytes"`
+	UploadBytesPerToken float64 `json:"uploadBytesPerToken"`
+	UploadMs            float64 `json:"uploadMs"` // time reading, packing and writing the misses
+}
+
+// expertCacheStats converts the runner's counters (nil when it does not
+// stream).
+func expertCacheStats(s wgsl.ExpertStats) *ExpertCacheStats {
+	if !s.Streaming {
+		return nil
+	}
+	c := &ExpertCacheStats{Slots: s.Slots, Experts: s.Experts, Hits: s.Hits, Misses: s.Misses, HitRate: s.HitRate(),
+		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime)}
+	if s.Tokens > 0 {
+		c.UploadBytesPerToken = float64(s.UploadBytes) / float64(s.Tokens)
+	}
+	return c
 }
 
 // counters are the engine's totals since it was opened.
@@ -121,6 +152,9 @@ type Totals struct {
 	PromptTokens int64      `json:"promptTokens"`
 	CachedTokens int64      `json:"cachedTokens"`
 	Cache        CacheStats `json:"cache"`
+	// ExpertCache: the GPU's routed-expert cache since the engine was
+	// opened, when it streams experts.
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
 }
 
 // Totals reports the engine's counters.
@@ -129,6 +163,9 @@ func (e *Engine) Totals() Totals {
 		PromptTokens: e.counters.promptTokens.Load(), CachedTokens: e.counters.cachedTokens.Load()}
 	if e.Cache != nil {
 		t.Cache = e.Cache.Stats()
+	}
+	if e.ExpertStats != nil {
+		t.ExpertCache = expertCacheStats(e.ExpertStats())
 	}
 	return t
 }
@@ -221,8 +258,8 @@ func countID(ids []int, id int) int {
 // end of turn for Messages), a stop string, MaxTokens, the end of the
 // context, when ctx is cancelled, or when emit returns false. Sampling is
 // restricted to ids the tokenizer knows, as in `tessera run`.
-func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) bool) (Stats, error) {
-	st := Stats{Backend: e.Backend}
+func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) bool) (st Stats, err error) {
+	st = Stats{Backend: e.Backend}
 	if e.Model == nil {
 		return st, errors.New("the engine was disposed; load the model again")
 	}
@@ -261,6 +298,14 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		return st, err
 	}
 	defer release()
+	if e.ExpertStats != nil {
+		x0 := e.ExpertStats()
+		defer func() {
+			if e.ExpertStats != nil {
+				st.ExpertCache = expertCacheStats(e.ExpertStats().Sub(x0))
+			}
+		}()
+	}
 	t0 := time.Now()
 	p, err := e.prepareImages(ids, opt.Images)
 	if err != nil {
