@@ -76,6 +76,11 @@ type Engine struct {
 	// ExpertStats, when the model runs on a GPU runner, reads its
 	// routed-expert cache's counters (Stats.ExpertCache); nil on the CPU.
 	ExpertStats func() wgsl.ExpertStats
+	// CPUFallback: a GPU step that fails mid-generation (a device out of
+	// memory while uploading experts, a lost device) moves the engine to
+	// the CPU and the generation goes on there, keeping the tokens
+	// generated so far (set under backend auto).
+	CPUFallback bool
 
 	identity   [32]byte
 	tokFile    string

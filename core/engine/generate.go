@@ -336,7 +336,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	if err != nil {
 		return st, err
 	}
-	defer free()
+	defer func() { free() }() // free changes when a failed GPU step moves to the CPU
 	if r := sess.Runner(); opt.RouteHook != nil && r != nil {
 		r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { opt.RouteHook(layer, experts, T, K) }
 		defer func() { r.RouteHook = nil }()
@@ -406,9 +406,10 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			err = sess.Prefill(ids[pos : pos+step])
 		}
 		if err != nil {
-			return st, err
+			break
 		}
 	}
+	prefillErr := err
 	gopt := generate.Options{Sampler: opt.Sampler, MaxTokens: opt.MaxTokens, Stop: stops, Vocab: e.codec.Vocab()}
 	// logits processing on the host: the grammar's mask, log-probabilities
 	var lp *logprobs
@@ -429,54 +430,95 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			}
 		}
 	}
+	// A GPU step that fails under backend auto (CPUFallback) moves the
+	// engine to the CPU, where the generation goes on from the prompt and
+	// the tokens emitted so far (text prompts: image features would have
+	// to be encoded again).
+	var emitted []int
+	onCPU := func(cause error) (func(func(int, error) bool), error) {
+		if !e.CPUFallback || ctx.Err() != nil || len(p.pxs) > 0 || errors.Is(cause, ErrContext) {
+			return nil, cause
+		}
+		e.CPUFallback = false
+		if err := e.UseCPU("the GPU failed mid-generation: " + cause.Error()); err != nil {
+			return nil, fmt.Errorf("%w (and moving to the CPU failed: %v)", cause, err)
+		}
+		free()
+		free = func() {}
+		s2, f2, err := e.NewSequence(e.Model, min(len(ids)+opt.MaxTokens, e.Cfg.MaxPositions))
+		if err != nil {
+			return nil, fmt.Errorf("%w (and the CPU sequence failed: %v)", cause, err)
+		}
+		sess, free = s2, f2
+		if err := sess.Reset(); err != nil {
+			return nil, err
+		}
+		st.Backend = e.Backend
+		g := gopt
+		g.MaxTokens = opt.MaxTokens - made
+		return sess.Generate(append(slices.Clone(ids), emitted...), g), nil
+	}
 	var seq func(func(int, error) bool)
-	if x := embAt(pos); x != nil {
+	switch x := embAt(pos); {
+	case prefillErr != nil:
+		if seq, err = onCPU(prefillErr); err != nil {
+			return st, err
+		}
+	case x != nil:
 		seq = sess.GenerateEmbedded(ids[pos:], x, gopt)
-	} else {
+	default:
 		seq = sess.Generate(ids[pos:], gopt)
 	}
 	stream := e.codec.Stream()
 	stopper, hitStop := newStopper(opt.Stop), false
 	var tFirst time.Time
 	st.Stopped = "stop"
-	for tok, err := range seq {
-		if err != nil {
-			return st, err
-		}
-		if st.Tokens == 0 {
-			tFirst = time.Now()
-			st.TTFTMs = ms(tFirst.Sub(t0))
-		}
-		st.Tokens++
-		made++
-		if con != nil {
-			if err := con.Accept(tok); err != nil {
+gen:
+	for {
+		for tok, err := range seq {
+			if err != nil {
+				if seq, err = onCPU(err); err != nil {
+					return st, err
+				}
+				continue gen
+			}
+			emitted = append(emitted, tok)
+			if st.Tokens == 0 {
+				tFirst = time.Now()
+				st.TTFTMs = ms(tFirst.Sub(t0))
+			}
+			st.Tokens++
+			made++
+			if con != nil {
+				if err := con.Accept(tok); err != nil {
+					return st, err
+				}
+			}
+			piece, err := stream.Add(tok)
+			if err != nil {
 				return st, err
 			}
+			text, hit := stopper.Push(piece)
+			hitStop = hit
+			pc := Piece{ID: tok, Text: text}
+			if lp != nil {
+				pc.Logprob, pc.Top = lp.of(tok, e)
+				pc.TokenText = e.TokenText(tok)
+			}
+			if opt.Probe != nil {
+				opt.Probe(sess, 1)
+			}
+			if hit {
+				emit(pc)
+				st.Stopped = "stop"
+				break gen
+			}
+			if !emit(pc) || ctx.Err() != nil {
+				st.Stopped = "cancelled"
+				break gen
+			}
 		}
-		piece, err := stream.Add(tok)
-		if err != nil {
-			return st, err
-		}
-		text, hit := stopper.Push(piece)
-		hitStop = hit
-		pc := Piece{ID: tok, Text: text}
-		if lp != nil {
-			pc.Logprob, pc.Top = lp.of(tok, e)
-			pc.TokenText = e.TokenText(tok)
-		}
-		if opt.Probe != nil {
-			opt.Probe(sess, 1)
-		}
-		if hit {
-			emit(pc)
-			st.Stopped = "stop"
-			break
-		}
-		if !emit(pc) || ctx.Err() != nil {
-			st.Stopped = "cancelled"
-			break
-		}
+		break
 	}
 	end := time.Now()
 	if st.Stopped == "stop" && !hitStop {

@@ -149,6 +149,7 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 		opt := budget.Options(wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, UploadFault: uploadFault})
 		if r, err = wgsl.NewRunner(d, e.Model, opt); err == nil {
 			e.attachGPU(d, r)
+			e.CPUFallback = o.Backend == "auto"
 			if s := r.ExpertStats(); s.Streaming && !quiet {
 				fmt.Fprintf(log, "tessera: GPU memory budget %s: %d of %d experts per MoE layer stay on the GPU, the others are uploaded when routed\n",
 					budget, s.Slots, s.Experts)
