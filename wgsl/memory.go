@@ -23,6 +23,9 @@ type Memory struct {
 	ExpertBytes        int64
 	Experts, MoELayers int
 	TopK               int
+	// BindingSlots is the most experts one layer's buffers hold within a
+	// storage binding: a layer with more experts streams them.
+	BindingSlots int
 }
 
 // Total is the sum of the parts.
@@ -47,15 +50,17 @@ func (m Memory) MinTotal() int64 { return m.WithSlots(m.TopK) }
 // Slots is the experts per MoE layer a budget holds: all of them when the
 // whole model fits (or budget ≤ 0: no budget), else as many as fit beside
 // the dense part, state and scratch; fewer than TopK (also 0 for a model
-// without experts that does not fit) means the budget is too small.
+// without experts that does not fit) means the budget is too small. It
+// never exceeds BindingSlots: a layer whose experts do not fit one
+// storage binding streams them whatever the budget.
 func (m Memory) Slots(budget int64) int {
 	if budget <= 0 || m.Total() <= budget {
-		return m.Experts
+		return min(m.Experts, m.BindingSlots)
 	}
 	if m.Experts == 0 || m.ExpertBytes == 0 {
 		return 0
 	}
-	return int(min(int64(m.Experts), max(0, budget-m.WithSlots(0))/(m.ExpertBytes*int64(m.MoELayers))))
+	return int(min(int64(min(m.Experts, m.BindingSlots)), max(0, budget-m.WithSlots(0))/(m.ExpertBytes*int64(m.MoELayers))))
 }
 
 // Budget is the budget holding frac (0…1) of the routed experts beside
@@ -103,6 +108,7 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 		}
 		I, w := c.MoEIntermediateSize, c.ExpertWidth()
 		mem.ExpertBytes = 4 * int64(2*MatWords(I, w, dt)+MatWords(w, I, dt))
+		mem.BindingSlots = maxBindingWords / max(2*MatWords(I, w, dt), MatWords(w, I, dt), 1)
 		mem.Experts, mem.TopK = c.NumExperts, c.TopK
 		for i := 0; i < c.NumHiddenLayers; i++ {
 			if c.IsMoE(i) {

@@ -105,7 +105,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	need := EstimateMemory(m, opt)
 	slots := opt.ExpertSlots
 	if slots <= 0 && opt.ExpertShare > 0 && opt.ExpertShare < 1 {
-		slots = max(need.TopK, int(opt.ExpertShare*float64(need.Experts)))
+		slots = max(need.TopK, min(int(opt.ExpertShare*float64(need.Experts)), need.BindingSlots))
 	}
 	if slots <= 0 {
 		slots = need.Slots(opt.MemoryBudget)
@@ -117,6 +117,9 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		}
 	} else if need.Experts > 0 && slots < need.TopK {
 		return nil, fmt.Errorf("wgsl: NewRunner: %d expert slots per MoE layer, fewer than the %d experts a token routes to", slots, need.TopK)
+	}
+	if need.Experts > 0 && need.BindingSlots < need.TopK {
+		return nil, fmt.Errorf("wgsl: NewRunner: one storage binding holds %d of a MoE layer's experts, fewer than the %d a token routes to", need.BindingSlots, need.TopK)
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
 	r.b.expertSlots, r.b.uploadFault = slots, opt.UploadFault

@@ -160,3 +160,25 @@ func TestExpertStreamingLimits(t *testing.T) {
 	}
 	t.Log(err2)
 }
+
+// The budget arithmetic: slots from a budget, a share, the minimum, and
+// the binding cap.
+func TestMemorySlots(t *testing.T) {
+	m := wgsl.Memory{Weights: 1000, State: 50, Scratch: 50, ExpertBytes: 10, Experts: 16, MoELayers: 4, TopK: 2, BindingSlots: 100}
+	// routed 640, the rest 460
+	for _, tc := range []struct {
+		budget int64
+		want   int
+	}{{0, 16}, {1100, 16}, {2000, 16}, {1099, 15}, {460 + 8*40, 8}, {460 + 2*40, 2}, {460 + 2*40 - 1, 1}, {100, 0}} {
+		if got := m.Slots(tc.budget); got != tc.want {
+			t.Errorf("Slots(%d) = %d, want %d", tc.budget, got, tc.want)
+		}
+	}
+	if m.MinTotal() != 540 || m.Budget(0.5) != 460+8*40 || m.Budget(1) != 1100 || m.WithSlots(16) != 1100 {
+		t.Errorf("MinTotal %d, Budget(0.5) %d, Budget(1) %d", m.MinTotal(), m.Budget(0.5), m.Budget(1))
+	}
+	m.BindingSlots = 6
+	if m.Slots(0) != 6 || m.Slots(2000) != 6 || m.Slots(460+8*40) != 6 {
+		t.Errorf("binding cap of 6: Slots %d, %d, %d", m.Slots(0), m.Slots(2000), m.Slots(460+8*40))
+	}
+}

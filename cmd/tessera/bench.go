@@ -71,8 +71,9 @@ type benchGPUArgs struct {
 	chunk                   int
 	weightBytes, readBytes  int64
 	jsonOut                 string
-	sweep                   []int  // --ctx-sweep context lengths
-	gpuMemory               string // --gpu-memory (one budget)
+	sweep                   []int   // --ctx-sweep context lengths
+	gpuMemory               string  // --gpu-memory (one budget)
+	bandwidth               float64 // the device's copy bandwidth (B/s) when measured before, else 0
 }
 
 // withModel fills in the weight sizes of e's model.

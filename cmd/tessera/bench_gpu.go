@@ -33,10 +33,13 @@ func benchGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) (bench
 
 func measureGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) (benchResult, error) {
 	r, c := e.GPU, e.GPU.Config()
-	fmt.Fprintf(stderr, "bench: measuring GPU copy bandwidth...\n")
-	bw, err := gpuCopyBandwidth(e.Dev)
-	if err != nil {
-		return benchResult{}, fmt.Errorf("GPU bandwidth: %w", err)
+	bw := a.bandwidth
+	if bw == 0 {
+		fmt.Fprintf(stderr, "bench: measuring GPU copy bandwidth...\n")
+		var err error
+		if bw, err = gpuCopyBandwidth(e.Dev); err != nil {
+			return benchResult{}, fmt.Errorf("GPU bandwidth: %w", err)
+		}
 	}
 	prompt := make([]int, a.promptLen)
 	for i := range prompt {
@@ -242,6 +245,7 @@ func benchMemorySweep(budgets []string, o engine.OpenOptions, a benchGPUArgs, pl
 		ga := a.withModel(e)
 		ga.jsonOut, ga.gpuMemory = "", o.GPUMemory
 		res, err := benchGPU(e, ga, stdout, stderr)
+		a.bandwidth = res.MachineGBPerS * 1e9 // the same device each time: measured once
 		if s := e.GPU.ExpertStats(); err == nil && !s.Streaming {
 			res.ExpertSlots, res.ExpertsPerLayer, res.ExpertHitRate = s.Slots, s.Experts, 1
 		}
