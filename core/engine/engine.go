@@ -356,6 +356,10 @@ type Info struct {
 	// WeightsDeferred: the weight matrices were uploaded to the GPU one at
 	// a time from the fetched files, never all held in the wasm heap.
 	WeightsDeferred bool `json:"weightsDeferred"`
+	// ExpertCache: when the GPU streams routed experts (a GPU memory
+	// budget below the model), its cache's counters since the model was
+	// loaded: slots per layer, hit rate, bytes and time uploaded.
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
 }
 
 // ImageTokens gives the prompt tokens of a sample image size and the
@@ -400,7 +404,7 @@ func (e *Engine) Info() Info {
 		VocabSize: c.VocabSize, Layers: c.NumHiddenLayers, HiddenSize: c.HiddenSize,
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
 		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
-		WeightsDeferred: e.Model != nil && e.Model.Deferred,
+		WeightsDeferred: e.Model != nil && e.Model.Deferred, ExpertCache: e.Totals().ExpertCache,
 	}
 }
 
