@@ -137,8 +137,14 @@ type testReport struct {
 		Lost             bool   `json:"lost"`
 		AfterLossIDs     []int  `json:"afterLossIds"`
 		AfterLossBackend string `json:"afterLossBackend"`
-		Error            string `json:"error"`
-		Adapter          struct {
+		StreamIDs        []int  `json:"streamIds"`
+		StreamCache      *struct {
+			Slots, Experts int
+			Misses         int64
+			HitRate        float64 `json:"hitRate"`
+		} `json:"streamCache"`
+		Error   string `json:"error"`
+		Adapter struct {
 			Errors []string `json:"errors"`
 		} `json:"adapter"`
 		Stats struct {
@@ -484,6 +490,13 @@ func TestBrowserE2E(t *testing.T) {
 		}
 		if !g.WeightsDeferred {
 			t.Errorf("the WebGPU engine loaded the weights into the wasm heap (weightsDeferred false)")
+		}
+		// gpuMemory 25%: experts streamed through 2 of 8 slots per layer
+		// (routing read back in js), the same ids
+		if c := g.StreamCache; c == nil || c.Slots != 2 || c.Misses == 0 || !slices.Equal(g.StreamIDs, native) {
+			t.Errorf("gpuMemory 25%% in the browser: ids %v, expert cache %+v; want ids %v and misses in 2 slots", g.StreamIDs, c, native)
+		} else {
+			t.Logf("gpuMemory 25%%: ids match native; expert cache %+v", *c)
 		}
 		// a lost GPU device: backend auto goes on on the CPU with the same ids
 		if !g.Lost || !slices.Equal(g.AfterLossIDs, native) || !strings.HasPrefix(g.AfterLossBackend, "cpu (wasm); the GPU device was lost") {
