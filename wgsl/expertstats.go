@@ -16,7 +16,12 @@ type ExpertStats struct {
 	Misses      int64         `json:"misses"`
 	UploadBytes int64         `json:"uploadBytes"` // bytes written into slots
 	UploadTime  time.Duration `json:"uploadNs"`    // resolving, packing and writing misses
-	Tokens      int64         `json:"tokens"`      // tokens run through the streamed layers
+	Tokens      int64         `json:"tokens"`      // tokens run (counted when streaming or with CPU layers)
+	// CPULayers MoE layers run their experts on the CPU
+	// (RunnerOptions.CPUMoELayers), taking CPUTime to compute and write
+	// back (the readbacks before, which wait for the GPU, not counted).
+	CPULayers int           `json:"cpuLayers"`
+	CPUTime   time.Duration `json:"cpuNs"`
 }
 
 // HitRate is Hits / (Hits + Misses) (1 with no lookups).
@@ -34,5 +39,6 @@ func (s ExpertStats) Sub(a ExpertStats) ExpertStats {
 	s.UploadBytes -= a.UploadBytes
 	s.UploadTime -= a.UploadTime
 	s.Tokens -= a.Tokens
+	s.CPUTime -= a.CPUTime
 	return s
 }

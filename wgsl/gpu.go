@@ -66,6 +66,10 @@ type gpu struct {
 	idxHost, slotHost []uint32
 	xstats            ExpertStats
 	uploadFault       func(layer, expert int) error
+	// experts on the CPU (cpumoe.go): the first cpuLayers MoE layers;
+	// moeSeen counts the MoE layers declared so far
+	cpuLayers, moeSeen int
+	cpuMoE             *cpuMoE
 }
 
 // stack is matrices declared together, uploaded as one of their rows
@@ -108,6 +112,8 @@ func (b *gpu) release() {
 		buf.Release()
 	}
 	b.bufs = nil
+	b.cpuMoE.close()
+	b.cpuMoE = nil
 }
 
 // fail keeps the first error of the pass.
@@ -410,6 +416,10 @@ func (b *gpu) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routing, 
 		if b.err == nil {
 			b.fail(b.d.GLUDown(out, b.hb.At(0), T, gw, r, accum))
 		}
+	}
+	if b.cpuMoE != nil && b.cpuMoE.layers[&experts[0]] {
+		b.cpuExperts(g(out), g(x), T, experts, rt, act, accum)
+		return
 	}
 	if c := b.streams[&experts[0]]; c != nil {
 		b.streamExperts(c, g(out), g(x), T, g(rt.Idx).v, g(rt.Wts).v, rt.K, run)

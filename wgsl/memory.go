@@ -16,8 +16,9 @@ type Memory struct {
 	State   int64 // KDA states and conv tails, MLA latent caches for MaxContext tokens
 	Scratch int64 // activations for MaxChunk tokens, attention and sampling scratch
 
-	// The routed experts, part of Weights: MoELayers layers of Experts
-	// experts of ExpertBytes each, TopK of them routed per token. A
+	// The routed experts on the GPU, part of Weights: MoELayers layers
+	// (not counting those run on the CPU) of Experts experts of
+	// ExpertBytes each, TopK of them routed per token. A
 	// runner under a budget below Total keeps Slots(budget) of each
 	// layer's experts on the GPU and streams the rest (stream.go).
 	ExpertBytes        int64
@@ -57,7 +58,7 @@ func (m Memory) Slots(budget int64) int {
 	if budget <= 0 || m.Total() <= budget {
 		return min(m.Experts, m.BindingSlots)
 	}
-	if m.Experts == 0 || m.ExpertBytes == 0 {
+	if m.Experts == 0 || m.ExpertBytes == 0 || m.MoELayers == 0 {
 		return 0
 	}
 	return int(min(int64(min(m.Experts, m.BindingSlots)), max(0, budget-m.WithSlots(0))/(m.ExpertBytes*int64(m.MoELayers))))
@@ -115,6 +116,10 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 				mem.MoELayers++
 			}
 		}
+		// the experts of the layers run on the CPU stay on the host
+		n := min(max(opt.CPUMoELayers, 0), mem.MoELayers)
+		mem.Weights -= int64(n*mem.Experts) * mem.ExpertBytes
+		mem.MoELayers -= n
 	}
 	return mem
 }

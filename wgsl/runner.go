@@ -41,6 +41,10 @@ type RunnerOptions struct {
 	// given as a percentage of the experts (MemoryBudget is then not
 	// consulted).
 	ExpertShare float64
+	// CPUMoELayers computes the routed experts of the first N MoE layers
+	// on the CPU (llama.cpp's --n-cpu-moe; cpumoe.go): their expert
+	// weights stay in host memory and do not count against the budget.
+	CPUMoELayers int
 	// UploadFault, if set (tests), is called before each expert upload;
 	// an error fails the upload as a device error would.
 	UploadFault func(layer, expert int) error
@@ -122,7 +126,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		return nil, fmt.Errorf("wgsl: NewRunner: one storage binding holds %d of a MoE layer's experts, fewer than the %d a token routes to", need.BindingSlots, need.TopK)
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
-	r.b.expertSlots, r.b.uploadFault = slots, opt.UploadFault
+	r.b.expertSlots, r.b.uploadFault, r.b.cpuLayers = slots, opt.UploadFault, opt.CPUMoELayers
 	r.b.maxContext = opt.MaxContext
 	if opt.MaxContext >= longWaitContext {
 		r.longWait = true
@@ -270,6 +274,9 @@ func (r *Runner) load(m *model.Model) error {
 	}
 	b.tok = alloc(T)
 	b.tokHost = make([]uint32, T)
+	if b.cpuMoE != nil {
+		b.cpuMoE.alloc(b, T, c.TopK, max(c.HiddenSize, c.ExpertWidth()))
+	}
 	if len(b.streams) > 0 {
 		b.slotIdx = alloc(T * c.TopK)
 		b.idxHost, b.slotHost = make([]uint32, T*c.TopK), make([]uint32, T*c.TopK)
@@ -453,7 +460,7 @@ func (r *Runner) checkPiece(T int) error {
 // the final-normed hidden states in r.hidden.
 func (r *Runner) start(in nn.Input, T int) error {
 	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
-	if r.b.xstats.Streaming {
+	if r.b.xstats.Streaming || r.b.xstats.CPULayers > 0 {
 		r.b.xstats.Tokens += int64(T)
 	}
 	pos := r.st.pos

@@ -83,6 +83,18 @@ func TestExpertStreamingMatchesResident(t *testing.T) {
 			if s := want.stats; s.Streaming || s.Slots != est.Experts || want.bytes > est.Budget(1)*5/4 {
 				t.Fatalf("100%%: %+v, %d bytes for a budget of %d", s, want.bytes, est.Budget(1))
 			}
+			// the first MoE layer's experts on the CPU (--n-cpu-moe 1), the
+			// others streamed through a quarter of the slots
+			o := opt
+			o.MemoryBudget, o.CPUMoELayers = 0, 1
+			o.ExpertShare = 0.25
+			got := runStreamed(t, d, m, o, prompt, 4)
+			if s := got.stats; s.CPULayers != 1 || s.CPUTime <= 0 || !s.Streaming || s.MoELayers != est.MoELayers {
+				t.Fatalf("one CPU layer: %+v", s)
+			}
+			if e := maxRelErr(got.logits, want.logits); e > wholeModelTol || fmt.Sprint(got.tokens) != fmt.Sprint(want.tokens) {
+				t.Fatalf("one CPU layer: logits differ by %.3g, tokens %v, resident %v", e, got.tokens, want.tokens)
+			}
 			for _, frac := range []float64{0.5, 0.25} {
 				o := opt
 				o.MemoryBudget = est.Budget(frac)

@@ -36,6 +36,7 @@ type RunnerOptions struct {
 	MemoryBudget         int64
 	ExpertSlots          int
 	ExpertShare          float64
+	CPUMoELayers         int
 	UploadFault          func(layer, expert int) error
 }
 

@@ -141,14 +141,22 @@ func (b *gpu) Vecs(names []string, vs ...[]float32) {
 
 // GLUs uploads a layer's experts (or one dense GLU) packed into two
 // buffers (UploadGLU), or, when the runner streams experts, sets up the
-// layer's expert slots (streamGLUs).
+// layer's expert slots (streamGLUs), or keeps them on the host for the
+// first CPUMoELayers MoE layers (cpuGLUs).
 func (b *gpu) GLUs(name string, ws []nn.GLU) {
 	if b.err != nil || len(ws) == 0 {
 		return
 	}
-	if len(ws) > 1 && b.expertSlots > 0 && b.expertSlots < len(ws) {
-		b.streamGLUs(name, ws)
-		return
+	if len(ws) > 1 {
+		b.moeSeen++
+		if b.moeSeen <= b.cpuLayers {
+			b.cpuGLUs(ws)
+			return
+		}
+		if b.expertSlots > 0 && b.expertSlots < len(ws) {
+			b.streamGLUs(name, ws)
+			return
+		}
 	}
 	var gs, us, ds []*tensor.Mat
 	for i, w := range ws {

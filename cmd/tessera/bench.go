@@ -62,6 +62,10 @@ type benchResult struct {
 	ExpertHitRate             float64 `json:"expert_hit_rate,omitempty"`
 	ExpertUploadBytesPerToken float64 `json:"expert_upload_bytes_per_token,omitempty"`
 	ExpertUploadMsPerToken    float64 `json:"expert_upload_ms_per_token,omitempty"`
+	// --n-cpu-moe: MoE layers whose experts run on the CPU, and the time
+	// they take per decoded token (readback, compute, write-back).
+	CPUMoELayers        int     `json:"cpu_moe_layers,omitempty"`
+	ExpertCPUMsPerToken float64 `json:"expert_cpu_ms_per_token,omitempty"`
 }
 
 // benchGPUArgs are the settings benchGPU measures with.
@@ -166,6 +170,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto (GPU when an adapter is found)")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	sweep := fs.String("ctx-sweep", "", "comma-separated context lengths (e.g. 1k,8k,64k,1M): decode speed and memory at each; the latent caches are filled with synthetic rows")
+	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
 	gpuMem := fs.String("gpu-memory", "", "GPU memory budget: bytes (512MiB, 6G) or a share of the routed experts (50%); a comma-separated list (100%,50%,25%) sweeps tok/s against budget (default "+engine.GPUMemEnv+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -186,8 +191,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--gpu-memory: %w", err)
 		}
 	}
-	if *gpuMem != "" && *backend == "cpu" {
-		return fmt.Errorf("--gpu-memory budgets the GPU: add --backend gpu")
+	if (*gpuMem != "" || *nCPUMoE != 0) && *backend == "cpu" {
+		return fmt.Errorf("--gpu-memory and --n-cpu-moe split a model between GPU and host: add --backend gpu")
 	}
 	if *backend != "cpu" && *plotDir != "" && len(budgets) < 2 {
 		return fmt.Errorf("--plot measures the CPU backend or a --gpu-memory sweep; drop it or use --backend cpu")
@@ -199,7 +204,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	oo := engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1, GPUMemory: budgets[0]}
+	oo := engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1, GPUMemory: budgets[0], CPUMoELayers: *nCPUMoE}
 	ga := benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk, jsonOut: *jsonOut, sweep: lens, gpuMemory: budgets[0]}
 	if len(budgets) > 1 {
 		return benchMemorySweep(budgets, oo, ga, *plotDir, stdout, stderr)

@@ -71,8 +71,8 @@ func measureGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) (ben
 			continue // warm-up (pipelines compiled, bind groups cached)
 		}
 		d := r.ExpertStats().Sub(x0)
-		xs.Hits, xs.Misses, xs.UploadBytes, xs.UploadTime, xs.Tokens =
-			xs.Hits+d.Hits, xs.Misses+d.Misses, xs.UploadBytes+d.UploadBytes, xs.UploadTime+d.UploadTime, xs.Tokens+d.Tokens
+		xs.Hits, xs.Misses, xs.UploadBytes, xs.UploadTime, xs.Tokens, xs.CPUTime =
+			xs.Hits+d.Hits, xs.Misses+d.Misses, xs.UploadBytes+d.UploadBytes, xs.UploadTime+d.UploadTime, xs.Tokens+d.Tokens, xs.CPUTime+d.CPUTime
 		prefill = append(prefill, float64(a.promptLen)/tPrefill.Seconds())
 		decode = append(decode, float64(a.gen)/tDecode.Seconds())
 		ttft = append(ttft, tPrefill.Seconds()*1000)
@@ -85,6 +85,10 @@ func measureGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) (ben
 		res.ExpertSlots, res.ExpertsPerLayer, res.ExpertHitRate = s.Slots, s.Experts, xs.HitRate()
 		res.ExpertUploadBytesPerToken = float64(xs.UploadBytes) / float64(xs.Tokens)
 		res.ExpertUploadMsPerToken = float64(xs.UploadTime.Microseconds()) / 1000 / float64(xs.Tokens)
+	}
+	if s := r.ExpertStats(); s.CPULayers > 0 && xs.Tokens > 0 {
+		res.CPUMoELayers = s.CPULayers
+		res.ExpertCPUMsPerToken = float64(xs.CPUTime.Microseconds()) / 1000 / float64(xs.Tokens)
 	}
 	res.DecodeGBPerS = float64(res.DecodeReadBytes) * res.DecodeTokPerS / 1e9
 	if res.MachineGBPerS > 0 {
@@ -105,6 +109,9 @@ func measureGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) (ben
 	if res.ExpertSlots > 0 {
 		fmt.Fprintf(w, "expert cache     %d of %d experts per MoE layer on the GPU: hit rate %.1f%%, %s uploaded per decoded token in %.2f ms\n",
 			res.ExpertSlots, res.ExpertsPerLayer, 100*res.ExpertHitRate, bytesStr(int64(res.ExpertUploadBytesPerToken)), res.ExpertUploadMsPerToken)
+	}
+	if res.CPUMoELayers > 0 {
+		fmt.Fprintf(w, "experts on CPU   %d MoE layers: %.2f ms per decoded token computing and writing back\n", res.CPUMoELayers, res.ExpertCPUMsPerToken)
 	}
 	fmt.Fprintf(w, "decode by op     not measured on the GPU backend (no timestamp queries in the binding); see --backend cpu\n")
 	if len(a.sweep) > 0 {

@@ -124,16 +124,20 @@ type ExpertCacheStats struct {
 	UploadBytes         int64   `json:"uploadBytes"`
 	UploadBytesPerToken float64 `json:"uploadBytesPerToken"`
 	UploadMs            float64 `json:"uploadMs"` // time reading, packing and writing the misses
+	// CPULayers MoE layers compute their experts on the CPU (--n-cpu-moe),
+	// taking CPUMs to compute and write back.
+	CPULayers int     `json:"cpuLayers,omitempty"`
+	CPUMs     float64 `json:"cpuMs,omitempty"`
 }
 
-// expertCacheStats converts the runner's counters (nil when it does not
-// stream).
+// expertCacheStats converts the runner's counters (nil when it neither
+// streams nor runs experts on the CPU).
 func expertCacheStats(s wgsl.ExpertStats) *ExpertCacheStats {
-	if !s.Streaming {
+	if !s.Streaming && s.CPULayers == 0 {
 		return nil
 	}
 	c := &ExpertCacheStats{Slots: s.Slots, Experts: s.Experts, Hits: s.Hits, Misses: s.Misses, HitRate: s.HitRate(),
-		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime)}
+		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime), CPULayers: s.CPULayers, CPUMs: ms(s.CPUTime)}
 	if s.Tokens > 0 {
 		c.UploadBytesPerToken = float64(s.UploadBytes) / float64(s.Tokens)
 	}

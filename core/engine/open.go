@@ -42,6 +42,10 @@ type OpenOptions struct {
 	// it streams its routed experts; one whose dense part does not fit
 	// is refused (backend gpu) or runs on the CPU (auto).
 	GPUMemory string
+	// CPUMoELayers computes the routed experts of the first N MoE layers
+	// on the CPU while the rest of the model runs on the GPU (llama.cpp's
+	// --n-cpu-moe; wgsl.RunnerOptions.CPUMoELayers).
+	CPUMoELayers int
 }
 
 // uploadFault, if set (tests), is the GPU runner's UploadFault.
@@ -146,13 +150,16 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 			return nil
 		}
 		var r *wgsl.Runner
-		opt := budget.Options(wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, UploadFault: uploadFault})
+		opt := budget.Options(wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, UploadFault: uploadFault, CPUMoELayers: o.CPUMoELayers})
 		if r, err = wgsl.NewRunner(d, e.Model, opt); err == nil {
 			e.attachGPU(d, r)
 			e.CPUFallback = o.Backend == "auto"
 			if s := r.ExpertStats(); s.Streaming && !quiet {
 				fmt.Fprintf(log, "tessera: GPU memory budget %s: %d of %d experts per MoE layer stay on the GPU, the others are uploaded when routed\n",
 					budget, s.Slots, s.Experts)
+			}
+			if s := r.ExpertStats(); s.CPULayers > 0 && !quiet {
+				fmt.Fprintf(log, "tessera: the routed experts of %d of %d MoE layers run on the CPU\n", s.CPULayers, s.MoELayers)
 			}
 			// the adapter, so a silent fallback to a CPU driver such as
 			// lavapipe is visible (after the upload: a failure is one line)
