@@ -27,8 +27,9 @@ func greedy(t *testing.T, e *Engine, prompt string, n int) ([]int, Stats, bool, 
 	return ids, st, onGPU, err
 }
 
-// With a GPU budget of 25 % of k3-micro's experts the engine generates
-// the all-resident engine's tokens and reports its expert cache.
+// With a GPU budget of 25 % of k3-micro's experts, and with its experts
+// computed on the CPU, the engine generates the all-resident engine's
+// tokens and reports its expert cache.
 func TestExpertStreamingEngine(t *testing.T) {
 	full := openMicroGPU(t, 0)
 	small := openMicroGPUWith(t, OpenOptions{GPUMemory: "25%"})
@@ -52,6 +53,18 @@ func TestExpertStreamingEngine(t *testing.T) {
 		t.Fatalf("totals %+v", tot)
 	}
 	t.Logf("25%%: %+v", *x)
+	// --n-cpu-moe over every MoE layer: the same tokens, the CPU's share reported
+	cpuMoE := openMicroGPUWith(t, OpenOptions{CPUMoELayers: 99})
+	got, cs, _, err := greedy(t, cpuMoE, "And God said", 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("experts on the CPU: %v, resident %v", got, want)
+	}
+	if c := cs.ExpertCache; c == nil || c.CPULayers != cpuMoE.Cfg.NumHiddenLayers-cpuMoE.Cfg.FirstKDenseReplace || c.CPUMs <= 0 {
+		t.Fatalf("experts on the CPU: stats %+v", c)
+	}
 }
 
 // A failed expert upload mid-generation (an injected device out of
