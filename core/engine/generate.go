@@ -383,37 +383,33 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		}
 		return emb[(i-st.CachedTokens)*d:]
 	}
+	var prefillErr error // a failed GPU prefill goes on on the CPU under CPUFallback (onCPU)
 	if cache != nil && boundary > pos && boundary < len(ids) {
 		if x := embAt(pos); x != nil {
-			err = sess.PrefillEmbeddings(ids[pos:boundary], x[:(boundary-pos)*d])
+			prefillErr = sess.PrefillEmbeddings(ids[pos:boundary], x[:(boundary-pos)*d])
 		} else {
-			err = sess.Prefill(ids[pos:boundary])
+			prefillErr = sess.Prefill(ids[pos:boundary])
 		}
-		if err != nil {
-			return st, err
+		if prefillErr == nil {
+			if snap, err := sess.Snapshot(); err == nil {
+				cache.Put(p.key[:boundary], ids[:boundary], snap)
+			}
+			pos = boundary
 		}
-		if snap, err := sess.Snapshot(); err == nil {
-			cache.Put(p.key[:boundary], ids[:boundary], snap)
-		}
-		pos = boundary
 	}
 	// Prefill all but the last piece here, in the pieces the session would
 	// cut, so that a cancelled request (a client that went away) stops
 	// between pieces of a long prompt.
-	for step := sess.B.MaxChunk(); len(ids)-pos > step; pos += step {
+	for step := sess.B.MaxChunk(); prefillErr == nil && len(ids)-pos > step; pos += step {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 		if x := embAt(pos); x != nil {
-			err = sess.PrefillEmbeddings(ids[pos:pos+step], x[:step*d])
+			prefillErr = sess.PrefillEmbeddings(ids[pos:pos+step], x[:step*d])
 		} else {
-			err = sess.Prefill(ids[pos : pos+step])
-		}
-		if err != nil {
-			break
+			prefillErr = sess.Prefill(ids[pos : pos+step])
 		}
 	}
-	prefillErr := err
 	gopt := generate.Options{Sampler: opt.Sampler, MaxTokens: opt.MaxTokens, Stop: stops, Vocab: e.codec.Vocab()}
 	// logits processing on the host: the grammar's mask, log-probabilities
 	var lp *logprobs
