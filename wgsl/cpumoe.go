@@ -86,13 +86,15 @@ func (b *gpu) cpuExperts(out, x *gt, T int, experts []nn.GLU, rt nn.Routing, act
 	c, K := b.cpuMoE, rt.K
 	in, outW := x.cols, out.cols
 	idx, wts := g(rt.Idx).v, g(rt.Wts).v
-	err := c.readRows(b.d, x.v, x.stride, in, T, c.x)
-	if err == nil {
-		err = b.d.ReadU32(idx, c.ids[:T*K])
-	}
-	if err == nil {
-		err = b.d.ReadF32(wts, c.wts[:T*K])
-	}
+	err := b.midRead(T, func() error {
+		if err := c.readRows(b.d, x.v, x.stride, in, T, c.x); err != nil {
+			return err
+		}
+		if err := b.d.ReadU32(idx, c.ids[:T*K]); err != nil {
+			return err
+		}
+		return b.d.ReadF32(wts, c.wts[:T*K])
+	})
 	if err != nil {
 		b.fail(fmt.Errorf("wgsl: experts on the CPU: read back the layer's input: %w", err))
 		return

@@ -200,7 +200,7 @@ func (b *gpu) slot(c *expertCache, e int) (int, error) {
 // slots made resident, the id → slot table written and the experts run.
 func (b *gpu) streamExperts(c *expertCache, out, x *gt, T int, idx, wts View, K int, run func(out, x Strided, T int, w *GLUWeights, r Routing)) {
 	ids := b.idxHost[:T*K]
-	if err := b.d.ReadU32(idx, ids); err != nil {
+	if err := b.midRead(T, func() error { return b.d.ReadU32(idx, ids) }); err != nil {
 		b.fail(fmt.Errorf("wgsl: expert streaming: read the routing of %s: %w", c.name, err))
 		return
 	}
@@ -241,4 +241,17 @@ func (b *gpu) streamExperts(c *expertCache, out, x *gt, T int, idx, wts View, K 
 			t1-t0, c.w, Routing{Idx: b.slotIdx.At(t0 * K), Wts: View{wts.Buf, wts.Off + t0*K}, K: K})
 		t0 = t1
 	}
+}
+
+// midRead runs a readback in the middle of a piece. A multi-token piece's
+// work since the last wait (a layer of prefill, several seconds on a CPU
+// driver) must not be waited for with the blocking poll, which gives up
+// after 5 s while the work still runs (bug 5: a later SIGSEGV in lavapipe,
+// seen with k3-mini's experts streamed): it polls instead.
+func (b *gpu) midRead(T int, read func() error) error {
+	if T > 1 {
+		b.d.longWaits++
+		defer func() { b.d.longWaits-- }()
+	}
+	return read()
 }
