@@ -52,7 +52,8 @@ type expertCache struct {
 // count (ties: least recently used). On routing traces of the trained
 // k3-micro (three texts, 128 decoded tokens each) it hit 3–15 points more
 // often than LRU with 16 of 64 slots and as often or more with 32
-// (BENCHMARKS.md, expert streaming); 0.98 and 0.995 did a little worse.
+// (BENCHMARKS.md, expert streaming); of the decays tried (0.9–0.995),
+// 0.98 did best on one text and 0.99–0.995 on the other two.
 const freqDecay = 0.99
 
 // count is expert e's decayed routing count at the current tick.
