@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
@@ -102,26 +103,50 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
 		Scratch: scratch,
 	}
-	if c.NumExperts > 0 {
-		dt := tensor.F16
-		if per == 4 {
-			dt = tensor.F32
-		}
-		I, w := c.MoEIntermediateSize, c.ExpertWidth()
-		mem.ExpertBytes = 4 * int64(2*MatWords(I, w, dt)+MatWords(w, I, dt))
-		mem.BindingSlots = maxBindingWords / max(2*MatWords(I, w, dt), MatWords(w, I, dt), 1)
-		mem.Experts, mem.TopK = c.NumExperts, c.TopK
-		for i := 0; i < c.NumHiddenLayers; i++ {
-			if c.IsMoE(i) {
-				mem.MoELayers++
-			}
-		}
+	var ex experts
+	m.Declare(&ex)
+	if ex.first != nil {
+		g, d := ex.first.GateProj, ex.first.DownProj
+		gw := MatWords(g.Rows, g.Cols, uploadDType(g.DType))
+		dw := MatWords(d.Rows, d.Cols, uploadDType(d.DType))
+		mem.ExpertBytes = 4 * int64(2*gw+dw)
+		mem.BindingSlots = maxBindingWords / max(2*gw, dw, 1)
+		mem.Experts, mem.TopK, mem.MoELayers = ex.n, c.TopK, ex.layers
 		// the experts of the layers run on the CPU stay on the host
 		n := min(max(opt.CPUMoELayers, 0), mem.MoELayers)
 		mem.Weights -= int64(n*mem.Experts) * mem.ExpertBytes
 		mem.MoELayers -= n
 	}
 	return mem
+}
+
+// experts is an nn.Uploader that notes the routed expert sets a model
+// declares (GLUs of more than one block): the first one's matrices, how
+// many experts, and how many layers.
+type experts struct {
+	first     *nn.GLU
+	n, layers int
+}
+
+func (x *experts) Mats([]string, ...*tensor.Mat) {}
+func (x *experts) Vecs([]string, ...[]float32)   {}
+func (x *experts) Err() error                    { return nil }
+
+func (x *experts) GLUs(_ string, ws []nn.GLU) {
+	if len(ws) > 1 {
+		if x.first == nil {
+			x.first, x.n = &ws[0], len(ws)
+		}
+		x.layers++
+	}
+}
+
+// uploadDType is the dtype a matrix of dt takes on the GPU (gpuWeights).
+func uploadDType(dt tensor.DType) tensor.DType {
+	if dt == tensor.Q8 || dt.Blocked() {
+		return tensor.F16
+	}
+	return dt
 }
 
 // MemoryError says a model does not fit the GPU: what it needs, and the
