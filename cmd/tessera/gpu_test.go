@@ -180,7 +180,8 @@ func TestBenchGPU(t *testing.T) {
 // `tessera bench --gpu-memory 100%,50%,25%` sweeps the expert budget of
 // a random model with 48 experts: one row per budget in the JSON (fewer experts resident, less GPU
 // memory, the expert cache's hit rate and uploads measured), a chart;
-// a budget below the dense part is refused naming the size needed.
+// --n-cpu-moe reports the layers and time on the CPU; a budget below the
+// dense part is refused naming the size needed.
 func TestCLIBenchGPUMemorySweep(t *testing.T) {
 	requireGPU(t)
 	dir := t.TempDir()
@@ -212,6 +213,20 @@ func TestCLIBenchGPUMemorySweep(t *testing.T) {
 	}
 	_, err = os.Stat(filepath.Join(dir, "gpu-memory-sweep.png"))
 	require.NoError(t, err)
+
+	// --n-cpu-moe with a budget for the other layers
+	one := filepath.Join(dir, "one.json")
+	code, out, errs = tessera(t, "bench", "--model", model, "--backend", "gpu", "--gpu-memory", "25%", "--n-cpu-moe", "1",
+		"--prompt-len", "4", "--gen", "6", "--repeats", "1", "--json", one)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "experts on CPU")
+	var r benchResult
+	b, err = os.ReadFile(one)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &r))
+	require.Equal(t, 1, r.CPUMoELayers)
+	require.Equal(t, 12, r.ExpertSlots)
+	require.Positive(t, r.ExpertCPUMsPerToken)
 
 	code, _, errs = tessera(t, "bench", "--model", model, "--backend", "gpu", "--gpu-memory", "100K", "--gen", "1", "--repeats", "1")
 	require.NotZero(t, code)
