@@ -269,13 +269,13 @@ func benchMemorySweep(budgets []string, o engine.OpenOptions, a benchGPUArgs, pl
 		best = max(best, r.DecodeTokPerS)
 	}
 	fmt.Fprintf(w, "\nGPU memory sweep: %s on %s (load %s)\n", a.dir, sw.Adapter, sw.Load)
-	fmt.Fprintf(w, "%-8s %10s %9s %9s %9s %8s %12s %10s  %s\n", "budget", "GPU", "experts", "prefill", "decode", "hits", "upload/tok", "upload ms", "decode tok/s")
+	fmt.Fprintf(w, "%-8s %12s %9s %9s %9s %8s %12s %10s  %s\n", "budget", "GPU", "experts", "prefill", "decode", "hits", "upload/tok", "upload ms", "decode tok/s")
 	for _, r := range sw.Budgets {
 		bar := ""
 		if best > 0 {
 			bar = strings.Repeat("#", int(40*r.DecodeTokPerS/best+0.5))
 		}
-		fmt.Fprintf(w, "%-8s %10s %4d/%-4d %9.1f %9.2f %7.1f%% %12s %10.2f  %s\n", r.GPUMemory, bytesStr(r.GPUBytes), r.ExpertSlots, r.ExpertsPerLayer,
+		fmt.Fprintf(w, "%-8s %12s %4d/%-4d %9.1f %9.2f %7.1f%% %12s %10.2f  %s\n", r.GPUMemory, bytesStr(r.GPUBytes), r.ExpertSlots, r.ExpertsPerLayer,
 			r.PrefillTokPerS, r.DecodeTokPerS, 100*r.ExpertHitRate, bytesStr(int64(r.ExpertUploadBytesPerToken)), r.ExpertUploadMsPerToken, bar)
 	}
 	if a.jsonOut != "" {
