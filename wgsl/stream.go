@@ -51,7 +51,7 @@ type expertCache struct {
 // slot evicted on a miss is the one whose expert has the smallest decayed
 // count (ties: least recently used). On routing traces of the trained
 // k3-micro (three texts, 128 decoded tokens each) it hit 3–15 points more
-// often than LRU with 16 of 64 slots and as often or more with 32
+// often than LRU with 16 of 64 slots and 0–15 more with 32
 // (BENCHMARKS.md, expert streaming); of the decays tried (0.9–0.995),
 // 0.98 did best on one text and 0.99–0.995 on the other two.
 const freqDecay = 0.99
