@@ -5,6 +5,7 @@ package wgsl
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
@@ -94,6 +95,9 @@ type Runner struct {
 	weights        *Buffer // [V] sampling scratch
 
 	last RunnerStats
+
+	xmu   sync.Mutex // guards xsnap, the expert counters as of the last step
+	xsnap ExpertStats
 }
 
 // NewRunner uploads m's weights to d and allocates every buffer the
@@ -140,6 +144,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		}
 		return nil, err
 	}
+	r.publish()
 	return r, nil
 }
 
@@ -232,8 +237,21 @@ func (r *Runner) MaxContext() int { return r.opt.MaxContext }
 func (r *Runner) Stats() RunnerStats { return r.last }
 
 // ExpertStats counts the routed-expert cache's work since the runner was
-// made (zero counters, Streaming false, when every expert is resident).
-func (r *Runner) ExpertStats() ExpertStats { return r.b.xstats }
+// made, as of the end of the last Forward or Sample call (zero counters,
+// Streaming false, when every expert is resident). Safe to call while
+// another goroutine runs the runner (a live view).
+func (r *Runner) ExpertStats() ExpertStats {
+	r.xmu.Lock()
+	defer r.xmu.Unlock()
+	return r.xsnap
+}
+
+// publish makes the expert counters visible to ExpertStats.
+func (r *Runner) publish() {
+	r.xmu.Lock()
+	r.xsnap = r.b.xstats
+	r.xmu.Unlock()
+}
 
 // Reset empties the sequence state (KDA states and conv tails zeroed,
 // latent caches emptied) for a new sequence.
@@ -480,6 +498,7 @@ func (r *Runner) hiddenRow(t int) View {
 }
 
 func (r *Runner) end() {
+	r.publish()
 	r.last.Dispatches = r.d.Dispatches - r.last.Dispatches
 	r.last.Submits = r.d.Submits - r.last.Submits
 }
