@@ -68,6 +68,14 @@ type benchResult struct {
 	ExpertCPUMsPerToken float64 `json:"expert_cpu_ms_per_token,omitempty"`
 }
 
+// memorySweep is what `tessera bench --gpu-memory A,B,… --json` writes.
+type memorySweep struct {
+	Model   string        `json:"model"`
+	Adapter string        `json:"adapter"`
+	Load    string        `json:"load,omitempty"` // /proc/loadavg when the sweep started
+	Budgets []benchResult `json:"gpu_memory_sweep"`
+}
+
 // benchGPUArgs are the settings benchGPU measures with.
 type benchGPUArgs struct {
 	dir                     string

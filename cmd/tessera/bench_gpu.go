@@ -223,14 +223,6 @@ func (a benchGPUArgs) budget() (engine.GPUMemory, error) {
 	return engine.GPUBudget()
 }
 
-// memorySweep is what `tessera bench --gpu-memory A,B,… --json` writes.
-type memorySweep struct {
-	Model   string        `json:"model"`
-	Adapter string        `json:"adapter"`
-	Load    string        `json:"load,omitempty"` // /proc/loadavg when the sweep started
-	Budgets []benchResult `json:"gpu_memory_sweep"`
-}
-
 // benchMemorySweep is --gpu-memory A,B,…: the GPU benchmark once per
 // budget, each on an engine opened with it (so a budget below the model
 // streams its experts), then decode and prefill tok/s, the expert cache's
