@@ -40,13 +40,20 @@ func runStreamed(t *testing.T, d *wgsl.Device, m *model.Model, opt wgsl.RunnerOp
 		out.logits = append(out.logits, buf[:len(piece)*V]...)
 	}
 	next := generate.Argmax(out.logits[len(out.logits)-V:])
+	objects := -1
 	for i := 0; i < steps; i++ {
+		if i == 2 {
+			objects = d.ObjectsForTest()
+		}
 		out.tokens = append(out.tokens, next)
 		if err := g.Forward([]int{next}, buf[:V]); err != nil {
 			t.Fatal(err)
 		}
 		out.logits = append(out.logits, buf[:V]...)
 		next = generate.Argmax(buf[:V])
+	}
+	if n := d.ObjectsForTest(); steps > 2 && n != objects {
+		t.Errorf("decoding created GPU objects: %d after step 2, %d after step %d", objects, n, steps)
 	}
 	out.stats, out.bytes = g.ExpertStats(), g.Bytes()
 	return out
@@ -58,7 +65,8 @@ func runStreamed(t *testing.T, d *wgsl.Device, m *model.Model, opt wgsl.RunnerOp
 // trained k3-micro (64 experts, top-4) and a random config with 48
 // experts; prefill pieces route to more experts than the slots hold, so
 // they run in several runs. Its weights are smaller by exactly the
-// experts left on the host, and the stats count what was uploaded. The
+// experts left on the host, the stats count what was uploaded, and
+// decoding creates no GPU objects (pipelines, bind groups). The
 // random model also runs its first MoE layer's experts on the CPU
 // (CPUMoELayers) with the others streamed: the same logits.
 func TestExpertStreamingMatchesResident(t *testing.T) {
