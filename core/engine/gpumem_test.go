@@ -36,7 +36,12 @@ func TestParseGPUMemory(t *testing.T) {
 		}
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, got, tc.in)
+		back, err := ParseGPUMemory(got.String()) // String reads back
+		require.NoError(t, err, tc.in)
+		require.Equal(t, got, back, tc.in)
 	}
+	require.Equal(t, "512M", GPUMemory{Bytes: 512 << 20}.String())
+	require.Equal(t, "50%", GPUMemory{Frac: 0.5}.String())
 	// a share below 1 budgets the experts; 100 % and bytes are budgets
 	o := GPUMemory{Frac: 0.5}.Options(wgsl.RunnerOptions{MaxChunk: 8})
 	require.Equal(t, 0.5, o.ExpertShare)

@@ -184,6 +184,14 @@ func (g GPUMemory) String() string {
 	case g.Frac > 0:
 		return strconv.FormatFloat(100*g.Frac, 'g', -1, 64) + "%"
 	case g.Bytes > 0:
+		for _, u := range []struct {
+			n int64
+			s string
+		}{{1 << 40, "T"}, {1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
+			if g.Bytes%u.n == 0 {
+				return strconv.FormatInt(g.Bytes/u.n, 10) + u.s
+			}
+		}
 		return strconv.FormatInt(g.Bytes, 10)
 	}
 	return ""
