@@ -62,8 +62,9 @@ type gpu struct {
 	// table with its host copies, the counters, and a test's fault.
 	expertSlots       int
 	streams           map[*nn.GLU]*expertCache
-	slotIdx           *Buffer
+	slotIdx, maskWts  *Buffer // the id → slot table; routing weights masked to one pass's experts
 	idxHost, slotHost []uint32
+	wtsHost, maskHost []float32
 	xstats            ExpertStats
 	uploadFault       func(layer, expert int) error
 	// experts on the CPU (cpumoe.go): the first cpuLayers MoE layers;
@@ -406,7 +407,7 @@ func (b *gpu) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routing, 
 	if b.err != nil {
 		return
 	}
-	run := func(out, x Strided, T int, gw *GLUWeights, r Routing) {
+	run := func(out, x Strided, T int, gw *GLUWeights, r Routing, accum bool) {
 		if groupExperts && T > 1 && b.gord != nil && GroupedFits(gw, T, r.K) {
 			sc := GroupScratch{Ord: b.gord.At(0), H: b.hb.At(0), Y: b.gy.At(0)}
 			b.fail(b.d.GLUGrouped(out, x, T, gw, r, act, accum, sc))
@@ -422,10 +423,10 @@ func (b *gpu) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routing, 
 		return
 	}
 	if c := b.streams[&experts[0]]; c != nil {
-		b.streamExperts(c, g(out), g(x), T, g(rt.Idx).v, g(rt.Wts).v, rt.K, run)
+		b.streamExperts(c, g(out), g(x), T, g(rt.Idx).v, g(rt.Wts).v, rt.K, accum, run)
 		return
 	}
-	run(g(out).s(), g(x).s(), T, b.glu(&experts[0]), Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K})
+	run(g(out).s(), g(x).s(), T, b.glu(&experts[0]), Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K}, accum)
 }
 
 // slots checks that srcs are consecutive slots of one token-major buffer

@@ -296,8 +296,9 @@ func (r *Runner) load(m *model.Model) error {
 		b.cpuMoE.alloc(b, T, c.TopK, max(c.HiddenSize, c.ExpertWidth()))
 	}
 	if len(b.streams) > 0 {
-		b.slotIdx = alloc(T * c.TopK)
+		b.slotIdx, b.maskWts = alloc(T*c.TopK), alloc(T*c.TopK)
 		b.idxHost, b.slotHost = make([]uint32, T*c.TopK), make([]uint32, T*c.TopK)
+		b.wtsHost, b.maskHost = make([]float32, T*c.TopK), make([]float32, T*c.TopK)
 	}
 	b.embIn = alloc(T * c.HiddenSize)
 	r.logits = alloc(T * c.VocabSize)

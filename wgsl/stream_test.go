@@ -64,7 +64,8 @@ func runStreamed(t *testing.T, d *wgsl.Device, m *model.Model, opt wgsl.RunnerOp
 // the all-resident runner's logits (≤ 1e-4) and greedy tokens, for the
 // trained k3-micro (64 experts, top-4) and a random config with 48
 // experts; prefill pieces route to more experts than the slots hold, so
-// they run in several runs. Its weights are smaller by exactly the
+// they run in expert-major passes (and, for the random model, also in
+// runs of tokens, which upload more). Its weights are smaller by exactly the
 // experts left on the host, the stats count what was uploaded, and
 // decoding creates no GPU objects (pipelines, bind groups). The
 // random model also runs its first MoE layer's experts on the CPU
@@ -124,14 +125,25 @@ func TestExpertStreamingMatchesResident(t *testing.T) {
 				if !s.Streaming || s.Slots != slots || s.MoELayers != est.MoELayers || s.Tokens != int64(len(prompt)+4) {
 					t.Fatalf("%.0f%%: stats %+v, want %d slots in %d layers, %d tokens", 100*frac, s, slots, est.MoELayers, len(prompt)+4)
 				}
-				// the experts left on the host, less the slot table, plus
-				// the smaller grouping scratch (E+1 offsets)
+				// the experts left on the host, less the slot table and the
+				// masked weights, plus the smaller grouping scratch (E+1 offsets)
 				saved, experts := want.bytes-got.bytes, int64((est.Experts-slots)*est.MoELayers)*est.ExpertBytes
-				if saved < experts-int64(4*o.MaxChunk*est.TopK) || saved > experts+int64(4*est.Experts) {
+				if saved < experts-int64(2*4*o.MaxChunk*est.TopK) || saved > experts+int64(4*est.Experts) {
 					t.Errorf("%.0f%%: %d bytes fewer than resident, want %d (± scratch)", 100*frac, saved, experts)
 				}
 				if s.Misses == 0 || s.Hits == 0 || s.UploadBytes != s.Misses*est.ExpertBytes || s.UploadTime <= 0 {
 					t.Errorf("%.0f%%: stats %+v: want hits, misses and %d bytes per miss", 100*frac, s, est.ExpertBytes)
+				}
+				if frac == 0.25 && tc.name != "k3-micro" { // prefill in runs of tokens instead of expert-major passes
+					restore := wgsl.SetExpertMajorForTest(false)
+					runs := runStreamed(t, d, m, o, prompt, 4)
+					restore()
+					if e := maxRelErr(runs.logits, want.logits); e > wholeModelTol || fmt.Sprint(runs.tokens) != fmt.Sprint(want.tokens) {
+						t.Fatalf("25%% in runs of tokens: logits differ by %.3g, tokens %v, resident %v", e, runs.tokens, want.tokens)
+					}
+					if runs.stats.Misses <= s.Misses {
+						t.Errorf("25%%: %d misses in runs of tokens, %d expert-major: want more", runs.stats.Misses, s.Misses)
+					}
 				}
 			}
 		})
