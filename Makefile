@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-vulkan bench-browser bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-vulkan bench-browser bench bench-gpu bench-experts support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -232,6 +232,21 @@ bench-serve: build
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl
+
+# Expert streaming: `tessera bench --backend gpu` on k3-mini with the GPU
+# memory budget at 100 %, 50 % and 25 % of its routed experts (lavapipe
+# without a GPU): tok/s, hit rate and upload traffic against budget as a
+# table with a text plot on stdout, JSON in out/bench/experts.json and a
+# chart in out/bench/experts/gpu-memory-sweep.png. Run it on a quiet machine.
+# Then the same with the experts of all 15 MoE layers on the CPU
+# (--n-cpu-moe, out/bench/experts-cpu.json).
+EXPERT_BUDGETS ?= 100%,50%,25%
+bench-experts: build
+	@mkdir -p $(OUT)/bench
+	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
+	$(BIN) bench --model $(OUT)/k3-mini --backend gpu --gpu-memory $(EXPERT_BUDGETS) --prompt-len 32 --gen 16 --repeats 2 \
+	  --json $(OUT)/bench/experts.json --plot $(OUT)/bench/experts
+	$(BIN) bench --model $(OUT)/k3-mini --backend gpu --n-cpu-moe 15 --prompt-len 32 --gen 16 --repeats 2 --json $(OUT)/bench/experts-cpu.json
 
 # Regenerates docs/support-matrix.md from the conformance harness.
 support-matrix: setup

@@ -25,7 +25,10 @@
 #   4. the PyTorch eager peer on CUDA on the same checkpoint when torch with
 #      CUDA is installed there (models/reference/bench_torch.py --device
 #      cuda; $OUT/bench-torch-cuda.json), and the ratio               (~2 min)
-#   5. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
+#   5. expert streaming: `tessera bench --gpu-memory 100%,50%,25%` and
+#      `--n-cpu-moe 99` on the same checkpoint ($OUT/bench-experts*.json)
+#                                                                     (~1 min)
+#   6. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
 #      experts grouped by expert (the default) and per slot          (~2 min)
 #   6. the llama.cpp Vulkan peer (@node-llama-cpp/linux-x64-vulkan@3.22.1,
 #      every layer offloaded) against tessera's WebGPU backend on the same
@@ -119,6 +122,11 @@ PY
 	else
 		echo "gpu-check: no PyTorch with CUDA on this machine; peer comparison skipped" | tee -a "$log"
 	fi
+	echo "== expert streaming ($preset BF16): GPU memory 100/50/25 % of the experts, then all on the CPU" | tee -a "$log"
+	timeout 150 "$tb" bench --model "$mdir" --backend gpu --gpu-memory 100%,50%,25% --prompt-len 64 --gen 64 --repeats 2 \
+		--json "$res/bench-experts.json" 2>&1 | tail -6 | tee -a "$log" || rc=1
+	timeout 90 "$tb" bench --model "$mdir" --backend gpu --n-cpu-moe 99 --prompt-len 64 --gen 64 --repeats 2 \
+		--json "$res/bench-experts-cpu.json" 2>&1 | grep -E '^(prefill|decode|experts on CPU|GPU memory)' | tee -a "$log" || rc=1
 	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
 	TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
 		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1

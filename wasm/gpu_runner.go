@@ -212,7 +212,7 @@ func loseGPUForTest(wait bool) any {
 // error saying so, and the next one runs on the CPU when fallback is set
 // (backend "auto"), else fails likewise. e must be nil-free; on failure
 // the caller reloads it for the CPU.
-func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
+func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, error) {
 	if e == nil {
 		return probeGPU(), errors.New("no engine")
 	}
@@ -252,7 +252,7 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 	}
 	var r *wgsl.Runner
 	err = scoped(jsDev, "model upload", func() (err error) {
-		r, err = wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: 64})
+		r, err = wgsl.NewRunner(d, e.Model, budget.Options(wgsl.RunnerOptions{MaxChunk: 64}))
 		return err
 	})
 	if err != nil {
@@ -329,6 +329,7 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 		return gpuEncoder{t: tower, dev: jsDev}, nil, nil
 	}
 	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
+	e.ExpertStats, e.CPUFallback = r.ExpertStats, fallback
 	testDevice = jsDev
 	e.OnClose = func() {
 		if tower != nil {
@@ -336,6 +337,7 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 		}
 		r.Close()
 		d.Close()
+		e.ExpertStats = nil
 		testDevice = js.Undefined()
 		onLost.Release()
 	}

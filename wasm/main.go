@@ -6,12 +6,17 @@
 // functions return Promises and do their work in goroutines:
 //
 //	load(baseURL, {fetchFile, backend,       fetch config.json,
-//	     allowSoftwareAdapter}) → info       tokenizer.json (if any) and the
-//	                                         safetensors files — or, when
+//	     allowSoftwareAdapter,               tokenizer.json (if any) and the
+//	     gpuMemory}) → info                  safetensors files — or, when
 //	                                         baseURL ends in .gguf, that one
 //	                                         GGUF file (engine.LoadGGUF);
 //	                                         backend "cpu" (default), "gpu"
-//	                                         or "auto"
+//	                                         or "auto"; gpuMemory ("512MiB",
+//	                                         "50%"): a GPU budget below the
+//	                                         model streams its routed experts
+//	                                         (info().expertCache and each
+//	                                         generation's stats.expertCache
+//	                                         report the cache)
 //	generate(request, onToken)      → stats  onToken(id, text) per token;
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
@@ -214,6 +219,13 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		if opts.Type() == js.TypeObject && opts.Get("backend").Type() == js.TypeString {
 			backend = opts.Get("backend").String()
 		}
+		var budget engine.GPUMemory
+		if v := opts.Get("gpuMemory"); opts.Type() == js.TypeObject && v.Type() == js.TypeString {
+			var err error
+			if budget, err = engine.ParseGPUMemory(v.String()); err != nil {
+				return nil, fmt.Errorf("load: gpuMemory: %w", err)
+			}
+		}
 		var e *engine.Engine
 		var err error
 		switch backend {
@@ -250,9 +262,9 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 				if e, err = loadModel(true); err != nil {
 					return nil, loadErr(err)
 				}
-				info, gerr = useGPU(e, backend == "auto")
+				info, gerr = useGPU(e, backend == "auto", budget)
 			} else {
-				info, gerr = useGPU(nil, false)
+				info, gerr = useGPU(nil, false, budget)
 			}
 			h.gpu = &info
 			if gerr == nil {

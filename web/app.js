@@ -401,6 +401,16 @@ async function gpuCheck() {
     const info = await e.info();
     out.adapter = info.adapter;
     out.weightsDeferred = info.weightsDeferred;
+    // a GPU budget of 25 % of the experts: the rest streamed (routing
+    // read back, misses uploaded), the same ids
+    const s = await Tessera.load(params.get('model') || new URL('model/', location.href).href,
+      { backend: 'gpu', gpuMemory: '25%', wasmUrl: params.get('gpuwasm') || undefined });
+    out.streamIds = [];
+    for await (const p of s.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
+      if (p.id >= 0) out.streamIds.push(p.id);
+    }
+    out.streamCache = s.lastStats && s.lastStats.expertCache;
+    s.dispose();
     // the GPU device is lost: backend 'auto' goes on on the CPU, same ids
     out.lost = await e._loseGPUForTest();
     out.afterLossIds = [];

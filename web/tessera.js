@@ -90,6 +90,11 @@ export class Tessera {
    * than the CPU path, unless allowSoftwareAdapter is true; the CPU when
    * there is no adapter or the GPU runner fails; what was chosen and why is
    * in info().backend);
+   * gpuMemory: the GPU memory budget ('512MiB', '2G', or '50%' of the
+   * routed experts): a model over it keeps its dense part and as many
+   * experts as fit on the GPU and uploads the others when routed
+   * (info().expertCache, lastStats.expertCache: slots, hitRate,
+   * uploadBytes, uploadBytesPerToken, uploadMs);
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
@@ -114,6 +119,7 @@ export class Tessera {
         cacheName: options.cacheName ?? 'tessera-models-v1',
         backend: options.backend || 'cpu',
         allowSoftwareAdapter: !!options.allowSoftwareAdapter,
+        gpuMemory: options.gpuMemory,
         storageFreeForTest: options.storageFreeForTest,
       });
       t.loadStats = r.cache;

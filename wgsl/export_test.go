@@ -60,3 +60,12 @@ type plainGPU struct{ nn.Backend }
 func (r *Runner) UnfusedForTest(m *model.Model) {
 	r.graph = m.Build(plainGPU{r.b}, r.opt.MaxChunk)
 }
+
+// SetExpertMajorForTest chooses how a prefill piece routing to more
+// experts than the slots runs (expert-major passes, or runs of tokens)
+// and returns a function restoring it.
+func SetExpertMajorForTest(v bool) func() {
+	old := expertMajor
+	expertMajor = v
+	return func() { expertMajor = old }
+}

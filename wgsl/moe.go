@@ -26,9 +26,31 @@ type GLUWeights struct {
 // into two buffers. Each buffer must fit one storage binding (128 MiB);
 // larger expert sets must be split by the caller.
 func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
+	w, gu, dn, err := PackGLU(gate, up, down)
+	if err != nil {
+		return nil, err
+	}
+	if len(gu) > maxBindingWords || len(dn) > maxBindingWords {
+		return nil, fmt.Errorf("wgsl: UploadGLU: %d experts of %dx%d take more than one 128 MiB binding", w.E, w.I, w.In)
+	}
+	if w.GateUp, err = d.UploadU32(gu); err != nil {
+		return nil, fmt.Errorf("wgsl: UploadGLU gate/up: %w", err)
+	}
+	if w.Down, err = d.UploadU32(dn); err != nil {
+		w.GateUp.Release()
+		return nil, fmt.Errorf("wgsl: UploadGLU down: %w", err)
+	}
+	return w, nil
+}
+
+// PackGLU is UploadGLU's host half: the blocks' shapes (w without
+// buffers) and the words of its two buffers, expert e's at e·len(gu)/E
+// and e·len(dn)/E. Expert streaming packs one expert at a time with it,
+// so a slot holds exactly what UploadGLU puts at an expert's place.
+func PackGLU(gate, up, down []*tensor.Mat) (w *GLUWeights, gu, dn []uint32, err error) {
 	E := len(gate)
 	if E == 0 || len(up) != E || len(down) != E {
-		return nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
+		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
 	}
 	widen := func(ms []*tensor.Mat) []*tensor.Mat {
 		out := make([]*tensor.Mat, len(ms))
@@ -40,43 +62,32 @@ func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
 	gate, up, down = widen(gate), widen(up), widen(down)
 	g0 := gate[0]
 	if g0 == nil || down[0] == nil {
-		return nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")
+		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")
 	}
-	w := &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType}
+	w = &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType}
 	if w.DType > tensor.BF16 {
-		return nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", w.DType)
+		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", w.DType)
 	}
 	for e := 0; e < E; e++ {
 		for _, m := range []*tensor.Mat{gate[e], up[e], down[e]} {
 			if m == nil || m.DType != w.DType {
-				return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix or mixed dtypes", e)
+				return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix or mixed dtypes", e)
 			}
 		}
 		if gate[e].Rows != w.I || gate[e].Cols != w.In || up[e].Rows != w.I || up[e].Cols != w.In ||
 			down[e].Rows != w.Out || down[e].Cols != w.I {
-			return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
+			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
 				e, gate[e].Rows, gate[e].Cols, up[e].Rows, up[e].Cols, down[e].Rows, down[e].Cols)
 		}
 	}
-	gu := make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
-	dn := make([]uint32, 0, E*MatWords(w.Out, w.I, w.DType))
+	gu = make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
+	dn = make([]uint32, 0, E*MatWords(w.Out, w.I, w.DType))
 	for e := 0; e < E; e++ {
 		gu = append(gu, PackMat(gate[e])...)
 		gu = append(gu, PackMat(up[e])...)
 		dn = append(dn, PackMat(down[e])...)
 	}
-	if len(gu) > maxBindingWords || len(dn) > maxBindingWords {
-		return nil, fmt.Errorf("wgsl: UploadGLU: %d experts of %dx%d take more than one 128 MiB binding", E, w.I, w.In)
-	}
-	var err error
-	if w.GateUp, err = d.UploadU32(gu); err != nil {
-		return nil, fmt.Errorf("wgsl: UploadGLU gate/up: %w", err)
-	}
-	if w.Down, err = d.UploadU32(dn); err != nil {
-		w.GateUp.Release()
-		return nil, fmt.Errorf("wgsl: UploadGLU down: %w", err)
-	}
-	return w, nil
+	return w, gu, dn, nil
 }
 
 // Release frees the weight buffers.

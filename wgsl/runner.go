@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
@@ -27,10 +28,28 @@ type RunnerOptions struct {
 	// multiple of 128); 0 chooses DefaultPageRows (pages of at most
 	// MaxCachePageBytes). Tests set small pages to cross page edges.
 	CachePageRows int
-	// MemoryBudget, when > 0, is the GPU memory the runner may use:
-	// NewRunner refuses a model whose estimate exceeds it (WebGPU does not
-	// tell how much memory a device has).
+	// MemoryBudget, when > 0, is the GPU memory the runner may use
+	// (WebGPU does not tell how much memory a device has). A model whose
+	// estimate exceeds it streams its routed experts through as many
+	// slots per MoE layer as the budget holds (stream.go); NewRunner
+	// refuses it when not even top-k slots fit beside the dense part.
 	MemoryBudget int64
+	// ExpertSlots, when > 0, sets the routed experts kept on the GPU per
+	// MoE layer (at least top-k; the budget is not consulted), streaming
+	// the rest; ≥ the layer's experts keeps them all.
+	ExpertSlots int
+	// ExpertShare, when in (0, 1) and ExpertSlots is 0, keeps that share
+	// of each MoE layer's experts on the GPU (at least top-k): a budget
+	// given as a percentage of the experts (MemoryBudget is then not
+	// consulted).
+	ExpertShare float64
+	// CPUMoELayers computes the routed experts of the first N MoE layers
+	// on the CPU (llama.cpp's --n-cpu-moe; cpumoe.go): their expert
+	// weights stay in host memory and do not count against the budget.
+	CPUMoELayers int
+	// UploadFault, if set (tests), is called before each expert upload;
+	// an error fails the upload as a device error would.
+	UploadFault func(layer, expert int) error
 }
 
 // RunnerStats describes the last Forward or Greedy call.
@@ -79,6 +98,9 @@ type Runner struct {
 	live liveState // the live routing/state view (live.go)
 
 	last RunnerStats
+
+	xmu   sync.Mutex // guards xsnap, the expert counters as of the last step
+	xsnap ExpertStats
 }
 
 // NewRunner uploads m's weights to d and allocates every buffer the
@@ -92,10 +114,26 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	}
 	opt = opt.withDefaults(m.Cfg)
 	need := EstimateMemory(m, opt)
-	if opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
-		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+	slots := opt.ExpertSlots
+	if slots <= 0 && opt.ExpertShare > 0 && opt.ExpertShare < 1 {
+		slots = max(need.TopK, min(int(opt.ExpertShare*float64(need.Experts)), need.BindingSlots))
+	}
+	if slots <= 0 {
+		slots = need.Slots(opt.MemoryBudget)
+		if need.Experts == 0 && opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
+			return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+		}
+		if need.Experts > 0 && slots < need.TopK {
+			return nil, &MemoryError{Need: need, Min: need.MinTotal(), Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+		}
+	} else if need.Experts > 0 && slots < need.TopK {
+		return nil, fmt.Errorf("wgsl: NewRunner: %d expert slots per MoE layer, fewer than the %d experts a token routes to", slots, need.TopK)
+	}
+	if need.Experts > 0 && need.BindingSlots < need.TopK {
+		return nil, fmt.Errorf("wgsl: NewRunner: one storage binding holds %d of a MoE layer's experts, fewer than the %d a token routes to", need.BindingSlots, need.TopK)
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
+	r.b.expertSlots, r.b.uploadFault, r.b.cpuLayers = slots, opt.UploadFault, opt.CPUMoELayers
 	r.b.maxContext = opt.MaxContext
 	if opt.MaxContext >= longWaitContext {
 		r.longWait = true
@@ -109,6 +147,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		}
 		return nil, err
 	}
+	r.publish()
 	return r, nil
 }
 
@@ -200,6 +239,23 @@ func (r *Runner) MaxContext() int { return r.opt.MaxContext }
 // Greedy call, Dispatches is the number of dispatches per decoded token.
 func (r *Runner) Stats() RunnerStats { return r.last }
 
+// ExpertStats counts the routed-expert cache's work since the runner was
+// made, as of the end of the last Forward or Sample call (zero counters,
+// Streaming false, when every expert is resident). Safe to call while
+// another goroutine runs the runner (a live view).
+func (r *Runner) ExpertStats() ExpertStats {
+	r.xmu.Lock()
+	defer r.xmu.Unlock()
+	return r.xsnap
+}
+
+// publish makes the expert counters visible to ExpertStats.
+func (r *Runner) publish() {
+	r.xmu.Lock()
+	r.xsnap = r.b.xstats
+	r.xmu.Unlock()
+}
+
 // Reset empties the sequence state (KDA states and conv tails zeroed,
 // latent caches emptied) for a new sequence.
 func (r *Runner) Reset() error { return r.st.Reset() }
@@ -239,6 +295,14 @@ func (r *Runner) load(m *model.Model) error {
 	}
 	b.tok = alloc(T)
 	b.tokHost = make([]uint32, T)
+	if b.cpuMoE != nil {
+		b.cpuMoE.alloc(b, T, c.TopK, max(c.HiddenSize, c.ExpertWidth()))
+	}
+	if len(b.streams) > 0 {
+		b.slotIdx, b.maskWts = alloc(T*c.TopK), alloc(T*c.TopK)
+		b.idxHost, b.slotHost = make([]uint32, T*c.TopK), make([]uint32, T*c.TopK)
+		b.wtsHost, b.maskHost = make([]float32, T*c.TopK), make([]float32, T*c.TopK)
+	}
 	b.embIn = alloc(T * c.HiddenSize)
 	r.logits = alloc(T * c.VocabSize)
 	r.outTok = alloc(1)
@@ -420,6 +484,9 @@ func (r *Runner) checkPiece(T int) error {
 func (r *Runner) start(in nn.Input, T int) error {
 	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
 	r.live.fresh = false
+	if r.b.xstats.Streaming || r.b.xstats.CPULayers > 0 {
+		r.b.xstats.Tokens += int64(T)
+	}
 	pos := r.st.pos
 	r.b.Begin()
 	defer r.b.end()
@@ -437,6 +504,7 @@ func (r *Runner) hiddenRow(t int) View {
 }
 
 func (r *Runner) end() {
+	r.publish()
 	r.last.Dispatches = r.d.Dispatches - r.last.Dispatches
 	r.last.Submits = r.d.Submits - r.last.Submits
 }

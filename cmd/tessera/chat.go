@@ -30,6 +30,8 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	system := fs.String("system", "", "system prompt (default: none, so the template's own default applies; the built-in Kimi format uses \""+tokenizer.DefaultKimiSystemPrompt+"\")")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto (as in run)")
+	gpuMem := fs.String("gpu-memory", "", gpuMemoryHelp)
+	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
 	session := fs.String("session", "", "conversation file: resumed (without prefilling it again) when it exists, saved after every reply")
 	cacheSize := fs.String("prefix-cache", "256M", "memory for the states of the conversation so far (bytes, K/M/G suffixes)")
 	sf := addSamplingFlags(fs, 0.7, 0.95)
@@ -48,7 +50,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil || budget <= 0 {
 		return fmt.Errorf("--prefix-cache %q: want a positive byte count such as 256M", *cacheSize)
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget, GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE}, stderr)
 	if err != nil {
 		return err
 	}

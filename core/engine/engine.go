@@ -75,6 +75,14 @@ type Engine struct {
 	// model runs there (Open with backend gpu or auto), else nil.
 	GPU *wgsl.Runner
 	Dev *wgsl.Device
+	// ExpertStats, when the model runs on a GPU runner, reads its
+	// routed-expert cache's counters (Stats.ExpertCache); nil on the CPU.
+	ExpertStats func() wgsl.ExpertStats
+	// CPUFallback: a GPU step that fails mid-generation (a device out of
+	// memory while uploading experts, a lost device) moves the engine to
+	// the CPU and the generation goes on there, keeping the tokens
+	// generated so far (set under backend auto).
+	CPUFallback bool
 
 	identity   [32]byte
 	tokFile    string
@@ -392,6 +400,10 @@ type Info struct {
 	// WeightsDeferred: the weight matrices were uploaded to the GPU one at
 	// a time from the fetched files, never all held in the wasm heap.
 	WeightsDeferred bool `json:"weightsDeferred"`
+	// ExpertCache: when the GPU streams routed experts (a GPU memory
+	// budget below the model), its cache's counters since the model was
+	// loaded: slots per layer, hit rate, bytes and time uploaded.
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
 }
 
 // ImageTokens gives the prompt tokens of a sample image size and the
@@ -436,7 +448,7 @@ func (e *Engine) Info() Info {
 		VocabSize: c.VocabSize, Layers: c.NumHiddenLayers, HiddenSize: c.HiddenSize,
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
 		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
-		WeightsDeferred: e.Model != nil && e.Model.Deferred,
+		WeightsDeferred: e.Model != nil && e.Model.Deferred, ExpertCache: e.Totals().ExpertCache,
 	}
 }
 

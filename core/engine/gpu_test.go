@@ -18,6 +18,11 @@ import (
 // openMicroGPU opens k3-micro on the native GPU (lavapipe on CI machines
 // without one), skipping without an adapter.
 func openMicroGPU(t *testing.T, cache int64) *Engine {
+	return openMicroGPUWith(t, OpenOptions{PrefixCache: cache})
+}
+
+// openMicroGPUWith is openMicroGPU with more options.
+func openMicroGPUWith(t *testing.T, o OpenOptions) *Engine {
 	t.Helper()
 	d, err := native.OpenQuiet()
 	if err != nil {
@@ -27,7 +32,8 @@ func openMicroGPU(t *testing.T, cache int64) *Engine {
 		t.Skipf("no GPU adapter: %v", err)
 	}
 	d.Close()
-	e, err := Open(microDir, OpenOptions{Backend: "gpu", PrefixCache: cache, MaxContext: 512, Quiet: true})
+	o.Backend, o.MaxContext, o.Quiet = "gpu", 512, true
+	e, err := Open(microDir, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,7 +275,7 @@ func hookRoutes(sess *generate.Session, h func(layer int, experts []int, T, K in
 	}
 	if b, ok := sess.B.(LiveBackend); ok {
 		if err := b.SetRouteHook(h); err != nil {
-			return nil, err
+			return func() {}, err
 		}
 		return func() { _ = b.SetRouteHook(nil) }, nil
 	}

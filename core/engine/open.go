@@ -37,7 +37,19 @@ type OpenOptions struct {
 	Log io.Writer
 	// Quiet leaves out the line naming the GPU adapter.
 	Quiet bool
+	// GPUMemory is the GPU memory budget (ParseGPUMemory: "6G", "512MiB",
+	// or "50%" of the routed experts); "" takes GPUMemEnv. A model over
+	// it streams its routed experts; one whose dense part does not fit
+	// is refused (backend gpu) or runs on the CPU (auto).
+	GPUMemory string
+	// CPUMoELayers computes the routed experts of the first N MoE layers
+	// on the CPU while the rest of the model runs on the GPU (llama.cpp's
+	// --n-cpu-moe; wgsl.RunnerOptions.CPUMoELayers).
+	CPUMoELayers int
 }
+
+// uploadFault, if set (tests), is the GPU runner's UploadFault.
+var uploadFault func(layer, expert int) error
 
 // CheckBackend validates a backend name.
 func CheckBackend(b string) error {
@@ -122,6 +134,11 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 		log = io.Discard
 	}
 	budget, err := GPUBudget()
+	if o.GPUMemory != "" {
+		if budget, err = ParseGPUMemory(o.GPUMemory); err != nil {
+			err = fmt.Errorf("--gpu-memory: %w", err)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -140,8 +157,17 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 			return nil
 		}
 		var r *wgsl.Runner
-		if r, err = wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, MemoryBudget: budget}); err == nil {
+		opt := budget.Options(wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, UploadFault: uploadFault, CPUMoELayers: o.CPUMoELayers})
+		if r, err = wgsl.NewRunner(d, e.Model, opt); err == nil {
 			e.attachGPU(d, r)
+			e.CPUFallback = o.Backend == "auto"
+			if s := r.ExpertStats(); s.Streaming && !quiet {
+				fmt.Fprintf(log, "tessera: GPU memory budget %s: %d of %d experts per MoE layer stay on the GPU, the others are uploaded when routed\n",
+					budget, s.Slots, s.Experts)
+			}
+			if s := r.ExpertStats(); s.CPULayers > 0 && !quiet {
+				fmt.Fprintf(log, "tessera: the routed experts of %d of %d MoE layers run on the CPU\n", s.CPULayers, s.MoELayers)
+			}
 			// the adapter, so a silent fallback to a CPU driver such as
 			// lavapipe is visible (after the upload: a failure is one line)
 			switch {
@@ -168,6 +194,7 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 // holds one sequence) with images encoded by the GPU vision tower.
 func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 	e.GPU, e.Dev = r, d
+	e.ExpertStats = r.ExpertStats
 	e.SetParallel(1)
 	e.Backend = "gpu (" + d.Info() + ")"
 	e.NewSequence = func(_ *model.Model, maxContext int) (*generate.Session, func(), error) {
@@ -196,7 +223,7 @@ func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 		}
 		r.Close()
 		d.Close()
-		e.GPU, e.Dev = nil, nil
+		e.GPU, e.Dev, e.ExpertStats = nil, nil, nil
 	}
 }
 
