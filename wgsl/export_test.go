@@ -60,3 +60,24 @@ type plainGPU struct{ nn.Backend }
 func (r *Runner) UnfusedForTest(m *model.Model) {
 	r.graph = m.Build(plainGPU{r.b}, r.opt.MaxChunk)
 }
+
+// ForceKDAChunkedForTest makes KDA pieces of more than one token run the
+// chunked kernels (on) or the recurrent kernel (off), whatever their
+// shape, and returns a function restoring the automatic choice.
+func ForceKDAChunkedForTest(on bool) func() {
+	old := kdaPrefill
+	kdaPrefill = kdaForceRecurrent
+	if on {
+		kdaPrefill = kdaForceChunked
+	}
+	return func() { kdaPrefill = old }
+}
+
+// SetKDAChunkRoundWordsForTest lowers the scratch of one round of
+// KDAChunked's chunks, so short pieces run in several rounds, and returns
+// a function restoring it.
+func SetKDAChunkRoundWordsForTest(n int) func() {
+	old := kdaChunkRoundWords
+	kdaChunkRoundWords = n
+	return func() { kdaChunkRoundWords = old }
+}
