@@ -181,4 +181,3 @@ func BenchmarkLinearGEMM(b *testing.B) {
 		b.Run(fmt.Sprintf("%v/1024x1024/T=64", dt), func(b *testing.B) { benchLinear(b, 1024, 1024, 64, 1, dt) })
 	}
 }
-
