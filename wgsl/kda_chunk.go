@@ -32,14 +32,17 @@ const (
 
 var kdaPrefill = kdaAuto
 
-// kdaUseChunked reports whether a piece of T tokens of H heads runs the
-// chunked kernels: measured on lavapipe (BENCHMARKS.md, "Chunked KDA
-// prefill"), RULE.
+// kdaUseChunked reports whether a piece of T tokens of H heads of DK×DV
+// runs the chunked kernels: on lavapipe (BENCHMARKS.md, "Chunked KDA
+// prefill") they take about half the recurrent kernel's time from 4
+// tokens up, for 8 heads of 64 and 32 heads of 128 alike (H·DV 512 and
+// 4,096), so the rule is T ≥ 4 and DK ≤ kdaChunkDKMax; a decode step (one
+// token) stays recurrent.
 func kdaUseChunked(T, H, dk, dv int) bool {
 	if T < 2 || dk > kdaChunkDKMax || kdaPrefill == kdaForceRecurrent {
 		return false
 	}
-	return kdaPrefill == kdaForceChunked || T >= 16
+	return kdaPrefill == kdaForceChunked || T >= 4
 }
 
 // KDA records the KDA recurrence of a's tokens with the kernel
