@@ -26,7 +26,10 @@
 #      CUDA is installed there (models/reference/bench_torch.py --device
 #      cuda; $OUT/bench-torch-cuda.json), and the ratio               (~2 min)
 #   5. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
-#      experts grouped by expert (the default) and per slot          (~2 min)
+#      experts grouped by expert (the default) and per slot; and KDA prefill
+#      pieces through the recurrent and the chunked kernels
+#      (BenchmarkKDA{Recurrent,Chunked}Prefill: wgsl.kdaUseChunked's rule
+#      was measured on lavapipe only)                                (~2 min)
 #   6. the llama.cpp Vulkan peer (@node-llama-cpp/linux-x64-vulkan@3.22.1,
 #      every layer offloaded) against tessera's WebGPU backend on the same
 #      adapter and the same F16 GGUF of that k3-mini: prefill 64/512,
@@ -119,9 +122,9 @@ PY
 	else
 		echo "gpu-check: no PyTorch with CUDA on this machine; peer comparison skipped" | tee -a "$log"
 	fi
-	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
+	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot; KDA recurrent vs chunked)" | tee -a "$log"
 	TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
-		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
+		-test.bench 'RunnerPrefill|KDA(Recurrent|Chunked)Prefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
 	echo "== llama.cpp Vulkan vs tessera WebGPU ($preset F16 GGUF, same adapter)" | tee -a "$log"
 	tp="$(dirname "$t")/tessera-peer"
 	lib=$(mktemp -d)
