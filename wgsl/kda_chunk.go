@@ -32,13 +32,13 @@ const (
 
 var kdaPrefill = kdaAuto
 
-// kdaUseChunked reports whether a piece of T tokens of H heads of DK×DV
+// kdaUseChunked reports whether a piece of T tokens with heads of dk
 // runs the chunked kernels: on lavapipe (BENCHMARKS.md, "Chunked KDA
-// prefill") they take about half the recurrent kernel's time from 4
-// tokens up, for 8 heads of 64 and 32 heads of 128 alike (H·DV 512 and
-// 4,096), so the rule is T ≥ 4 and DK ≤ kdaChunkDKMax; a decode step (one
-// token) stays recurrent.
-func kdaUseChunked(T, H, dk, dv int) bool {
+// prefill") they beat the recurrent kernel 1.1–2.3× from 4 tokens up, for
+// 8 heads of 64 and 32 heads of 128 alike (H·dv of 512 and 4,096 did not
+// change the winner), so the rule is T ≥ 4 and dk ≤ kdaChunkDKMax; a
+// decode step (one token) stays recurrent.
+func kdaUseChunked(T, dk int) bool {
 	if T < 2 || dk > kdaChunkDKMax || kdaPrefill == kdaForceRecurrent {
 		return false
 	}
@@ -49,7 +49,7 @@ func kdaUseChunked(T, H, dk, dv int) bool {
 // kdaUseChunked picks for its shape: KDAChunked with chunks of kdaChunk
 // tokens, or KDARecurrent (always for one token).
 func (d *Device) KDA(a *KDAArgs) error {
-	if a != nil && kdaUseChunked(a.T, a.H, a.DK, a.DV) {
+	if a != nil && kdaUseChunked(a.T, a.DK) {
 		return d.KDAChunked(a, kdaChunk)
 	}
 	return d.KDARecurrent(a)
