@@ -57,10 +57,10 @@ func (d *Device) KDA(a *KDAArgs) error {
 
 // kdaChunkScratch is the scratch KDAChunked uses for T tokens in chunks
 // of C: one block per (chunk, head), at most kdaChunkRoundWords' worth
-// (but one chunk of blocks at least).
+// and maxGroups chunks (the intra pass's grid), one chunk at least.
 func kdaChunkScratch(T, H, dk, dv, C int) int {
 	bs := newKDAChunkLayout(C, dk, dv).bs
-	return max(1, min(kdaChunkRoundWords/(H*bs), (T+C-1)/C)) * H * bs
+	return max(1, min(kdaChunkRoundWords/(H*bs), (T+C-1)/C, maxGroups)) * H * bs
 }
 
 // kdaChunkLayout is the scratch block of one (chunk, head) in words: QE

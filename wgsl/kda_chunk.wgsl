@@ -8,16 +8,18 @@
 //   QE_i = exp(G_i) ⊙ Q_i
 //   L_ij = β_i Σ_d K_i[d] K_j[d] exp(G_i[d] − G_j[d])      j < i
 //   A_ij =     Σ_d Q_i[d] K_j[d] exp(G_i[d] − G_j[d])      j ≤ i
-//   U = (I+L)^{-1} (β ⊙ V),  W = (I+L)^{-1} (β ⊙ exp(G) ⊙ K)  (forward substitution)
+//   U = (I+L)^{-1} (β ⊙ V),  W = (I+L)^{-1} (β ⊙ exp(G) ⊙ K)
+//   (by forward substitution)
 //   KD_j = exp(G_{n−1} − G_j) ⊙ K_j,  EL = exp(G_{n−1})
-// written to the scratch X, one block per (c, h) (kdaChunkLayout in kda_chunk.go).
+// written to the scratch X, one block per (c, h) (kdaChunkLayout in
+// kda_chunk.go).
 //
 // inter: one invocation per (head h, value column j), chunks in order (the
 // columns of S are independent, as in kda.wgsl):
 //   Vnew_i = U_i − W_i·S;  O_i = QE_i·S + Σ_{m≤i} A_im Vnew_m
 //   S ← EL ⊙ S + Σ_m KD_m Vnew_m
-// (S column and Vnew in private memory). A dispatch runs chunks [c0, c1) so no
-// invocation loops more than loopBudget (lavapipe's cap).
+// with the S column and Vnew in private memory. A dispatch runs chunks
+// [c0, c1), so no invocation loops more than loopBudget (lavapipe's cap).
 struct P {
   T: u32, H: u32, DK: u32, DV: u32, C: u32,
   // block layout (kdaChunkLayout): block size, then the offsets of W, KD,
