@@ -23,7 +23,8 @@ func kdaPrefillArgs(g *conformance.GPU, r *rand.Rand, T, H, dk int) *wgsl.KDAArg
 // k3-mini's KDA (8 heads of 64) and 32 heads of 128, pieces of 64 and 256
 // tokens: wall time (ms/piece) and the process's CPU time (cpu-ms/piece:
 // lavapipe's threads run in the process, so on a loaded machine this is
-// the steadier figure of a CPU driver's work).
+// the steadier figure of a CPU driver's work), after one untimed piece
+// (pipeline creation, scratch growth).
 func benchKDAPrefill(b *testing.B, run func(g *conformance.GPU, a *wgsl.KDAArgs) error) {
 	g := conformance.NewGPU(b, device(b))
 	defer g.Release()
@@ -33,6 +34,9 @@ func benchKDAPrefill(b *testing.B, run func(g *conformance.GPU, a *wgsl.KDAArgs)
 			H, dk := s[0], s[1]
 			b.Run(fmt.Sprintf("H=%d/dk=%d/T=%d", H, dk, T), func(b *testing.B) {
 				a := kdaPrefillArgs(g, r, T, H, dk)
+				if err := run(g, a); err != nil { // warm-up: pipelines, scratch
+					b.Fatal(err)
+				}
 				cpu0 := cpuTime(b)
 				for b.Loop() {
 					if err := run(g, a); err != nil {
