@@ -32,32 +32,24 @@ const (
 
 var kdaPrefill = kdaAuto
 
-// kdaUseChunked reports whether a piece of T tokens of H heads of dk×dv
+// kdaUseChunked reports whether a piece of T tokens with heads of dk
 // runs the chunked kernels. Measured on lavapipe (BENCHMARKS.md, "Chunked
-// KDA prefill"; four runs on a loaded machine): with H·dv = 4,096 (32
-// heads of 128) they beat the recurrent kernel at every piece length from
-// 4 tokens; with H·dv = 512 (k3-mini's 8 heads of 64) they won at 256
-// tokens in every run, but at 64 only in the two most loaded runs and
-// lost by 10 % in the two quieter ones. So: T ≥ 4 when H·dv ≥ 2,048, T ≥ 128 below that, and
+// KDA prefill"; runs on a loaded machine) they beat the recurrent kernel
+// for 8 heads of 64 and 32 heads of 128 (H·dv 512 and 4,096 did not
+// change the winner) from 4 tokens up, so the rule is T ≥ 4 and
 // dk ≤ kdaChunkDKMax; a decode step (one token) stays recurrent.
-func kdaUseChunked(T, H, dk, dv int) bool {
+func kdaUseChunked(T, dk int) bool {
 	if T < 2 || dk > kdaChunkDKMax || kdaPrefill == kdaForceRecurrent {
 		return false
 	}
-	if kdaPrefill == kdaForceChunked {
-		return true
-	}
-	if H*dv >= 2048 {
-		return T >= 4
-	}
-	return T >= 128
+	return kdaPrefill == kdaForceChunked || T >= 4
 }
 
 // KDA records the KDA recurrence of a's tokens with the kernel
 // kdaUseChunked picks for its shape: KDAChunked with chunks of kdaChunk
 // tokens, or KDARecurrent (always for one token).
 func (d *Device) KDA(a *KDAArgs) error {
-	if a != nil && kdaUseChunked(a.T, a.H, a.DK, a.DV) {
+	if a != nil && kdaUseChunked(a.T, a.DK) {
 		return d.KDAChunked(a, kdaChunk)
 	}
 	return d.KDARecurrent(a)

@@ -49,9 +49,9 @@ type RunnerStats struct {
 // created per token. The Runner holds the state of one sequence (State).
 // It is not safe for concurrent use.
 //
-// KDA prefill pieces run the chunked WY/UT form where it was measured
-// faster (Device.KDA, kdaUseChunked; doc.go), decode steps and other
-// pieces the recurrent kernel; prefill cost is O(T·H·dk·dv) per layer
+// KDA prefill pieces of 4 tokens or more run the chunked WY/UT form
+// (Device.KDA, kdaUseChunked; doc.go), decode steps and shorter pieces
+// the recurrent kernel; prefill cost is O(T·H·dk·dv) per layer
 // either way. Routed MoE experts of a decode step run per (token, slot)
 // with the ids the GPU router wrote; a prefill piece groups its slots by
 // expert on the GPU (GLUGrouped), reading each selected expert's weights
