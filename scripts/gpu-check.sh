@@ -11,7 +11,8 @@
 #
 # With the device tool (DIR under the ignored bin/, so carry it):
 #   scripts/gpu-check.sh build
-#   run(command="scripts/gpu-check.sh run", carry=["bin/gpu-check"], timeout_s=540)
+#   run(command="GPU_CHECK_STEPS='1 2 3 4' scripts/gpu-check.sh run", carry=["bin/gpu-check"], timeout_s=540)
+#   run(command="GPU_CHECK_STEPS='5 6 7' scripts/gpu-check.sh run", carry=["bin/gpu-check"], timeout_s=540)
 #
 # `run` unpacks the loader if libvulkan.so.1 is missing, points the Vulkan
 # loader at the NVIDIA ICD when present (VK_DRIVER_FILES / VK_ICD_FILENAMES),
@@ -29,15 +30,20 @@
 #      `--n-cpu-moe 99` on the same checkpoint ($OUT/bench-experts*.json)
 #                                                                     (~1 min)
 #   6. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
-#      experts grouped by expert (the default) and per slot          (~2 min)
-#   6. the llama.cpp Vulkan peer (@node-llama-cpp/linux-x64-vulkan@3.22.1,
+#      experts grouped by expert (the default) and per slot; and KDA prefill
+#      pieces through the recurrent and the chunked kernels
+#      (BenchmarkKDA{Recurrent,Chunked}Prefill: wgsl.kdaUseChunked's rule
+#      was measured on lavapipe only)                                (~2 min)
+#   7. the llama.cpp Vulkan peer (@node-llama-cpp/linux-x64-vulkan@3.22.1,
 #      every layer offloaded) against tessera's WebGPU backend on the same
 #      adapter and the same F16 GGUF of that k3-mini: prefill 64/512,
 #      decode 64, medians of 3 alternating ($OUT/bench-vulkan.json)  (~2 min)
-# Total under 10 minutes. `build` needs the Vulkan peer fetched
+# Up to ~12 minutes in all; GPU_CHECK_STEPS picks steps (e.g.
+# GPU_CHECK_STEPS="1 2 3 4" then "5 6 7", two device calls under the
+# 600 s limit each). `build` needs the Vulkan peer fetched
 # (scripts/peers/fetch.sh vulkan); the binaries are stripped and the
-# libraries packed with xz so the carry stays under 64 MiB. Results go to stdout and, when $OUT is set
-# (the device tool), to $OUT/gpu-check.log.
+# libraries packed with xz so the carry stays under 64 MiB. Results go
+# to stdout and, when $OUT is set (the device tool), to $OUT/gpu-check.log.
 set -eu
 mode=${1:-}
 dir=${2:-bin/gpu-check}
@@ -95,56 +101,75 @@ run)
 		fi ;;
 	esac
 	rc=0
-	echo "== conformance" | tee -a "$log"
-	timeout 180 "$t" -test.run 'TestConformance|TestReadback' -test.count=1 2>&1 | tail -20 | tee -a "$log" || rc=1
-	echo "== whole model vs CPU" | tee -a "$log"
-	timeout 180 "$t" -test.run 'TestRunnerMatchesCPU' -test.count=1 -test.v 2>&1 |
-		grep -E '^(---|    ---|PASS|FAIL|ok)|worst|Error|error' | tee -a "$log" || rc=1
+	want() { case " ${GPU_CHECK_STEPS:-1 2 3 4 5 6 7} " in *" $1 "*) return 0 ;; esac; return 1; }
+	if want 1; then
+		echo "== conformance" | tee -a "$log"
+		timeout 180 "$t" -test.run 'TestConformance|TestReadback' -test.count=1 2>&1 | tail -20 | tee -a "$log" || rc=1
+	fi
+	if want 2; then
+		echo "== whole model vs CPU" | tee -a "$log"
+		timeout 180 "$t" -test.run 'TestRunnerMatchesCPU' -test.count=1 -test.v 2>&1 |
+			grep -E '^(---|    ---|PASS|FAIL|ok)|worst|Error|error' | tee -a "$log" || rc=1
+	fi
 	preset=${GPU_CHECK_PRESET:-k3-mini} # k3-nano for a quick try on lavapipe
-	echo "== tessera bench --backend gpu ($preset BF16)" | tee -a "$log"
 	tb="$(dirname "$t")/tessera"
 	mdir=$(mktemp -d)/$preset
 	res=${OUT:-$(dirname "$mdir")}
-	timeout 120 "$tb" init-random --config "$preset" --dtype bf16 --out "$mdir" >/dev/null 2>&1 || rc=1
-	timeout 180 "$tb" bench --model "$mdir" --backend gpu --prompt-len 64 --gen 64 --repeats 3 \
-		--json "$res/bench-gpu.json" 2>&1 | tee -a "$log" || rc=1
-	echo "== PyTorch eager on CUDA (same checkpoint)" | tee -a "$log"
-	ref="$(cd "$(dirname "$0")/.." && pwd)/models/reference/bench_torch.py"
-	if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-		timeout 180 python3 "$ref" --model "$mdir" --prompt-len 64 --gen 64 --repeats 3 --device cuda \
-			--json "$res/bench-torch-cuda.json" 2>&1 | tee -a "$log" || rc=1
-		python3 - "$res/bench-gpu.json" "$res/bench-torch-cuda.json" <<'PY' 2>&1 | tee -a "$log" || true
+	if want 3 || want 4 || want 5 || want 7; then
+		timeout 120 "$tb" init-random --config "$preset" --dtype bf16 --out "$mdir" >/dev/null 2>&1 || rc=1
+	fi
+	if want 3; then
+		echo "== tessera bench --backend gpu ($preset BF16)" | tee -a "$log"
+		timeout 180 "$tb" bench --model "$mdir" --backend gpu --prompt-len 64 --gen 64 --repeats 3 \
+			--json "$res/bench-gpu.json" 2>&1 | tee -a "$log" || rc=1
+	fi
+	if want 4; then
+		echo "== PyTorch eager on CUDA (same checkpoint)" | tee -a "$log"
+		ref="$(cd "$(dirname "$0")/.." && pwd)/models/reference/bench_torch.py"
+		if python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+			timeout 180 python3 "$ref" --model "$mdir" --prompt-len 64 --gen 64 --repeats 3 --device cuda \
+				--json "$res/bench-torch-cuda.json" 2>&1 | tee -a "$log" || rc=1
+			python3 - "$res/bench-gpu.json" "$res/bench-torch-cuda.json" <<'PY' 2>&1 | tee -a "$log" || true
 import json, sys
 t, p = (json.load(open(f)) for f in sys.argv[1:3])
 print("tessera GPU / PyTorch eager CUDA: prefill %.2fx, decode %.2fx" % (
     t["prefill_tok_per_s"] / p["prefill_tok_per_s"], t["decode_tok_per_s"] / p["decode_tok_per_s"]))
 PY
-	else
-		echo "gpu-check: no PyTorch with CUDA on this machine; peer comparison skipped" | tee -a "$log"
+		else
+			echo "gpu-check: no PyTorch with CUDA on this machine; peer comparison skipped" | tee -a "$log"
+		fi
 	fi
-	echo "== expert streaming ($preset BF16): GPU memory 100/50/25 % of the experts, then all on the CPU" | tee -a "$log"
-	timeout 150 "$tb" bench --model "$mdir" --backend gpu --gpu-memory 100%,50%,25% --prompt-len 64 --gen 64 --repeats 2 \
-		--json "$res/bench-experts.json" 2>&1 | tail -6 | tee -a "$log" || rc=1
-	timeout 90 "$tb" bench --model "$mdir" --backend gpu --n-cpu-moe 99 --prompt-len 64 --gen 64 --repeats 2 \
-		--json "$res/bench-experts-cpu.json" 2>&1 | grep -E '^(prefill|decode|experts on CPU|GPU memory)' | tee -a "$log" || rc=1
-	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
-	TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
-		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
-	echo "== llama.cpp Vulkan vs tessera WebGPU ($preset F16 GGUF, same adapter)" | tee -a "$log"
-	tp="$(dirname "$t")/tessera-peer"
-	lib=$(mktemp -d)
-	if tar -C "$lib" -xJf "$(dirname "$t")/llama-vulkan.tar.xz" &&
-		timeout 120 "$tb" export --model "$mdir" --type f16 --out "$mdir.f16.gguf" >/dev/null 2>&1; then
-		timeout 300 "$tp" bench --gpu --gguf "$mdir.f16.gguf" --llamacpp-dir "$lib" --threads 4 --rounds 3 \
-			--prompt-lens 64,512 --gen 64 --run-timeout 90s --json "$res/bench-vulkan.json" 2>&1 | tee -a "$log" || rc=1
-	else
-		echo "gpu-check: could not unpack the llama.cpp Vulkan build or export the GGUF" | tee -a "$log"
-		rc=1
+	if want 5; then
+		echo "== expert streaming ($preset BF16): GPU memory 100/50/25 % of the experts, then all on the CPU" | tee -a "$log"
+		timeout 150 "$tb" bench --model "$mdir" --backend gpu --gpu-memory 100%,50%,25% --prompt-len 64 --gen 64 --repeats 2 \
+			--json "$res/bench-experts.json" 2>&1 | tail -6 | tee -a "$log" || rc=1
+		timeout 90 "$tb" bench --model "$mdir" --backend gpu --n-cpu-moe 99 --prompt-len 64 --gen 64 --repeats 2 \
+			--json "$res/bench-experts-cpu.json" 2>&1 | grep -E '^(prefill|decode|experts on CPU|GPU memory)' | tee -a "$log" || rc=1
+	fi
+	if want 6; then
+		echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot; KDA recurrent vs chunked)" | tee -a "$log"
+		TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
+			-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
+		timeout 180 "$t" -test.run NONE -test.bench 'KDA(Recurrent|Chunked)Prefill' -test.benchtime 5x 2>&1 |
+			grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
+	fi
+	if want 7; then
+		echo "== llama.cpp Vulkan vs tessera WebGPU ($preset F16 GGUF, same adapter)" | tee -a "$log"
+		tp="$(dirname "$t")/tessera-peer"
+		lib=$(mktemp -d)
+		if tar -C "$lib" -xJf "$(dirname "$t")/llama-vulkan.tar.xz" &&
+			timeout 120 "$tb" export --model "$mdir" --type f16 --out "$mdir.f16.gguf" >/dev/null 2>&1; then
+			timeout 300 "$tp" bench --gpu --gguf "$mdir.f16.gguf" --llamacpp-dir "$lib" --threads 4 --rounds 3 \
+				--prompt-lens 64,512 --gen 64 --run-timeout 90s --json "$res/bench-vulkan.json" 2>&1 | tee -a "$log" || rc=1
+		else
+			echo "gpu-check: could not unpack the llama.cpp Vulkan build or export the GGUF" | tee -a "$log"
+			rc=1
+		fi
 	fi
 	exit $rc
 	;;
 *)
-	sed -n '2,32p' "$0"
+	sed -n '2,45p' "$0"
 	exit 2
 	;;
 esac

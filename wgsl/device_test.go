@@ -13,7 +13,6 @@ import (
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/wgsl"
-	"github.com/tessera-llm/tessera/wgsl/conformance"
 )
 
 // TestReadbackUnderGCPressure guards the GC-off readback window (binding
@@ -180,34 +179,5 @@ func BenchmarkLinearGEMV(b *testing.B) {
 func BenchmarkLinearGEMM(b *testing.B) {
 	for _, dt := range dtypes[:2] {
 		b.Run(fmt.Sprintf("%v/1024x1024/T=64", dt), func(b *testing.B) { benchLinear(b, 1024, 1024, 64, 1, dt) })
-	}
-}
-
-// BenchmarkKDARecurrentPrefill measures the KDA recurrence over a 64-token
-// prefill piece (the GPU runs prefill through the recurrent kernel, not
-// the chunked WY form): k3-mini's 8 heads of 64, and 32 heads of 128.
-func BenchmarkKDARecurrentPrefill(b *testing.B) {
-	g := conformance.NewGPU(b, device(b))
-	defer g.Release()
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, s := range [][2]int{{8, 64}, {32, 128}} {
-		H, dk := s[0], s[1]
-		const T = 64
-		b.Run(fmt.Sprintf("H=%d/dk=%d/T=%d", H, dk, T), func(b *testing.B) {
-			n := T * H * dk
-			a := &wgsl.KDAArgs{T: T, H: H, DK: dk, DV: dk,
-				Q: g.Up(conformance.RandVec(r, n, 0.1)), K: g.Up(conformance.RandVec(r, n, 0.1)),
-				V: g.Up(conformance.RandVec(r, n, 1)), G: g.Up(conformance.RandVec(r, n, 0.01)),
-				Beta: g.Up(conformance.RandVec(r, T*H, 1)), O: g.Zeros(n), S: g.Zeros(H * dk * dk)}
-			for i := 0; i < b.N; i++ {
-				if err := g.D.KDARecurrent(a); err != nil {
-					b.Fatal(err)
-				}
-				if err := g.D.Sync(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/piece")
-		})
 	}
 }

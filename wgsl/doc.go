@@ -67,11 +67,21 @@
 //     fused) read the ids per (token, slot). Prefill uses the same
 //     per-token loop, so each selected expert's rows are read once per
 //     token, not once per piece (grouping by expert is left to do).
-//   - KDA prefill runs the recurrent kernel over the piece (one dispatch
-//     per layer for up to loopBudget/(2·dk+2) tokens): the same O(T·H·dk·dv)
-//     state work as the chunked WY/UT form, without its intra-chunk GEMMs
-//     and T×T buffers; parallelism is H·dv invocations, which limits
-//     prefill throughput on large GPUs.
+//   - KDA prefill pieces of 4 tokens or more run the chunked WY/UT form
+//     (ref.KDAChunked; kda_chunk.wgsl, kda_chunk_inter.wgsl; chunks of
+//     16): a workgroup per (chunk, head) computes every chunk's decays,
+//     L = β K Kᵀ and Aqk with decays, and U, W by forward substitution at
+//     once, then an invocation per (head, value column) carries the state
+//     across the chunks (Vnew = U − W S, O, S), with the column's state in
+//     private memory. Decays enter as exp of cumulative log-decay
+//     differences, all ≤ 0, never exp(−G). On lavapipe this beats the
+//     recurrent kernel (which spends dv exponentials per state row and
+//     token and rewrites the state in memory each token) for 8 heads of
+//     64 and 32 heads of 128 (BENCHMARKS.md; kdaUseChunked holds the
+//     rule). Decode steps and 2–3-token pieces run the recurrent kernel
+//     (one dispatch per ≤ loopBudget/(2·dk+2) tokens). The state pass has
+//     H·dv invocations, as the recurrent kernel has (the intra pass
+//     chunks·H workgroups), which still limits prefill on large GPUs.
 //   - The Block AttnRes sources of a token are slots [t][nslots][d] of one
 //     buffer (the family allocates them so), the running partial sum in
 //     slot nb, so closing a block is free and one AttnRes dispatch reads

@@ -69,3 +69,24 @@ func SetExpertMajorForTest(v bool) func() {
 	expertMajor = v
 	return func() { expertMajor = old }
 }
+
+// ForceKDAChunkedForTest makes KDA pieces of more than one token run the
+// chunked kernels (on) or the recurrent kernel (off), whatever their
+// shape, and returns a function restoring the automatic choice.
+func ForceKDAChunkedForTest(on bool) func() {
+	old := kdaPrefill
+	kdaPrefill = kdaForceRecurrent
+	if on {
+		kdaPrefill = kdaForceChunked
+	}
+	return func() { kdaPrefill = old }
+}
+
+// SetKDAChunkRoundWordsForTest lowers the scratch of one round of
+// KDAChunked's chunks, so short pieces run in several rounds, and returns
+// a function restoring it.
+func SetKDAChunkRoundWordsForTest(n int) func() {
+	old := kdaChunkRoundWords
+	kdaChunkRoundWords = n
+	return func() { kdaChunkRoundWords = old }
+}

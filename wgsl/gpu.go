@@ -350,7 +350,7 @@ func (b *gpu) KDAGate(gv nn.Tensor, T int, a nn.KDAGateArgs) {
 
 func (b *gpu) DeltaRule(a *nn.DeltaArgs) {
 	if b.err == nil {
-		b.fail(b.d.KDARecurrent(&KDAArgs{T: a.T, H: a.H, DK: a.DK, DV: a.DV, Q: g(a.Q).v, K: g(a.K).v, V: g(a.V).v,
+		b.fail(b.d.KDA(&KDAArgs{T: a.T, H: a.H, DK: a.DK, DV: a.DV, Q: g(a.Q).v, K: g(a.K).v, V: g(a.V).v,
 			G: g(a.G).v, Beta: g(a.Beta).v, O: g(a.O).v, S: g(a.S).v}))
 	}
 }

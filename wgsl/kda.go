@@ -2,10 +2,7 @@
 
 package wgsl
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Op wrappers of kda.wgsl.
 
@@ -23,28 +20,10 @@ type KDAArgs struct {
 // at most loopBudget/(2·DK) tokens, each continuing from the state the
 // previous one wrote.
 func (d *Device) KDARecurrent(a *KDAArgs) error {
-	if a == nil || a.T <= 0 || a.H <= 0 || a.DK <= 0 || a.DV <= 0 {
-		if a == nil {
-			return errors.New("wgsl: KDARecurrent: no arguments")
-		}
-		// the sizes one by one: passing a itself would move every call's
-		// arguments to the heap
-		return fmt.Errorf("wgsl: KDARecurrent: bad sizes T=%d H=%d DK=%d DV=%d", a.T, a.H, a.DK, a.DV)
+	if err := a.check("KDARecurrent"); err != nil {
+		return err
 	}
 	T, H, dk, dv := a.T, a.H, a.DK, a.DV
-	for _, c := range []struct {
-		v     View
-		words int
-		name  string
-	}{{a.Q, T * H * dk, "Q"}, {a.K, T * H * dk, "K"}, {a.G, T * H * dk, "G"}, {a.V, T * H * dv, "V"},
-		{a.O, T * H * dv, "O"}, {a.Beta, T * H, "Beta"}, {a.S, H * dk * dv, "S"}} {
-		if err := c.v.check(c.words, "KDARecurrent", c.name); err != nil {
-			return err
-		}
-	}
-	if H > maxGroups {
-		return fmt.Errorf("wgsl: KDARecurrent: %d heads", H)
-	}
 	k, err := d.kernel("kda.wgsl", "main", 7)
 	if err != nil {
 		return err
@@ -58,6 +37,31 @@ func (d *Device) KDARecurrent(a *KDAArgs) error {
 		if err := d.dispatchXY(k, p, bufs, (dv+63)/64, H); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// check validates a's sizes and views for the op named what.
+func (a *KDAArgs) check(what string) error {
+	if a == nil {
+		return fmt.Errorf("wgsl: %s: no arguments", what)
+	}
+	T, H, dk, dv := a.T, a.H, a.DK, a.DV
+	if T <= 0 || H <= 0 || dk <= 0 || dv <= 0 {
+		return fmt.Errorf("wgsl: %s: bad sizes T=%d H=%d DK=%d DV=%d", what, T, H, dk, dv)
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{a.Q, T * H * dk, "Q"}, {a.K, T * H * dk, "K"}, {a.G, T * H * dk, "G"}, {a.V, T * H * dv, "V"},
+		{a.O, T * H * dv, "O"}, {a.Beta, T * H, "Beta"}, {a.S, H * dk * dv, "S"}} {
+		if err := c.v.check(c.words, what, c.name); err != nil {
+			return err
+		}
+	}
+	if H > maxGroups {
+		return fmt.Errorf("wgsl: %s: %d heads", what, H)
 	}
 	return nil
 }

@@ -68,15 +68,13 @@ type RunnerStats struct {
 // created per token. The Runner holds the state of one sequence (State).
 // It is not safe for concurrent use.
 //
-// KDA prefill runs the recurrent kernel over the piece (one dispatch per
-// ≤ loopBudget/(2·dk+2) tokens per layer), not the chunked WY/UT form:
-// the recurrence touches each state element once per token, as the
-// chunked form does, and at MaxChunk ≤ 64 the chunked form's extra
-// intra-chunk GEMMs do not pay off; prefill cost is O(T·H·dk·dv) per
-// layer either way. Routed MoE experts of a decode step run per (token,
-// slot) with the ids the GPU router wrote; a prefill piece groups its
-// slots by expert on the GPU (GLUGrouped), reading each selected expert's
-// weights once per 8 of its tokens instead of once per token.
+// KDA prefill pieces of 4 tokens or more run the chunked WY/UT form
+// (Device.KDA, kdaUseChunked; doc.go), decode steps and shorter pieces
+// the recurrent kernel; prefill cost is O(T·H·dk·dv) per layer
+// either way. Routed MoE experts of a decode step run per (token, slot)
+// with the ids the GPU router wrote; a prefill piece groups its slots by
+// expert on the GPU (GLUGrouped), reading each selected expert's weights
+// once per 8 of its tokens instead of once per token.
 type Runner struct {
 	d   *Device
 	cfg *config.Config

@@ -91,97 +91,127 @@ const wholeModelTol = 1e-4
 // GPU (only token ids read back) must give the CPU's greedy tokens.
 func TestRunnerMatchesCPU(t *testing.T) {
 	d := device(t)
-	prompt := make([]int, 37)
-	for i := range prompt {
-		prompt[i] = (i*97 + 13) % 512
-	}
+	prompt := matchPrompt()
 	for _, tc := range []struct {
 		preset string
 		dt     safetensors.DType
 	}{{"k3-nano", "F32"}, {"kimi-linear-nano", "F32"}, {"k3-nano", "BF16"}, {"qwen3-next-nano", "F32"}, {"deepseek-v3-nano", "F32"},
 		{"../models/reference/configs/qwen3-next-variant.json", "F32"}, {"../models/reference/configs/deepseek-v3-variant.json", "F32"}} {
 		m := presetModel(t, tc.preset, 1, tc.dt)
-		V := m.Cfg.VocabSize
 		chunks := []int{64, 7, 1}
 		if tc.dt != "F32" {
 			chunks = []int{64, 1}
 		}
 		for _, chunk := range chunks {
 			t.Run(fmt.Sprintf("%s/%s/chunk=%d", strings.TrimSuffix(filepath.Base(tc.preset), ".json"), tc.dt, chunk), func(t *testing.T) {
-				t0 := time.Now()
-				cpu := model.NewRunner(m, model.Options{MaxChunk: chunk})
-				defer cpu.Close()
-				st := m.NewState()
-				g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: 256})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Close()
-				want, got := make([]float32, chunk*V), make([]float32, chunk*V)
-				worst := 0.0
-				for p0 := 0; p0 < len(prompt); p0 += chunk {
-					piece := prompt[p0:min(p0+chunk, len(prompt))]
-					n := len(piece) * V
-					if err := cpu.Forward(st, piece, want[:n]); err != nil {
-						t.Fatal(err)
-					}
-					if err := g.Forward(piece, got[:n]); err != nil {
-						t.Fatal(err)
-					}
-					e := maxRelErr(got[:n], want[:n])
-					worst = max(worst, e)
-					if e > wholeModelTol {
-						t.Fatalf("prefill piece at %d: max relative error %.3g > %g", p0, e, wholeModelTol)
-					}
-				}
-				var cpuTokens []int
-				next := generate.Argmax(want[(min(chunk, len(prompt)-(len(prompt)-1)/chunk*chunk)-1)*V:][:V])
-				for step := 0; step < 64; step++ {
-					cpuTokens = append(cpuTokens, next)
-					if err := cpu.Forward(st, []int{next}, want[:V]); err != nil {
-						t.Fatal(err)
-					}
-					if err := g.Forward([]int{next}, got[:V]); err != nil {
-						t.Fatal(err)
-					}
-					e := maxRelErr(got[:V], want[:V])
-					worst = max(worst, e)
-					if e > wholeModelTol {
-						t.Fatalf("decode step %d: max relative error %.3g > %g", step, e, wholeModelTol)
-					}
-					next = generate.Argmax(want[:V])
-				}
-				// Greedy on the GPU from a reset state.
-				if err := g.Reset(); err != nil {
-					t.Fatal(err)
-				}
-				var tok int
-				for p0 := 0; p0 < len(prompt); p0 += chunk {
-					if tok, err = g.Greedy(prompt[p0:min(p0+chunk, len(prompt))]); err != nil {
-						t.Fatal(err)
-					}
-				}
-				objects := -1
-				for step := 0; step < 64; step++ {
-					if step == 2 {
-						objects = d.ObjectsForTest()
-					}
-					if tok != cpuTokens[step] {
-						t.Fatalf("greedy step %d: GPU token %d, CPU %d", step, tok, cpuTokens[step])
-					}
-					if tok, err = g.Greedy([]int{tok}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if n := d.ObjectsForTest(); n != objects {
-					t.Errorf("decoding created GPU objects: %d cached objects after step 2, %d after step 64", objects, n)
-				}
-				s := g.Stats()
-				t.Logf("worst max relative error %.2g; decode: %d dispatches, %d submits per token; %v",
-					worst, s.Dispatches, s.Submits, time.Since(t0).Round(time.Millisecond))
+				matchesCPU(t, d, m, prompt, chunk)
 			})
 		}
 	}
+}
+
+// TestRunnerMatchesCPUChunkedKDA is TestRunnerMatchesCPU's check with
+// every KDA piece of more than one token forced through the chunked
+// kernels (kda_chunk.wgsl), whatever the automatic choice: one piece of
+// 37 tokens (two chunks and a partial one), or pieces of 7 and a last of 2.
+func TestRunnerMatchesCPUChunkedKDA(t *testing.T) {
+	d := device(t)
+	defer wgsl.ForceKDAChunkedForTest(true)()
+	for _, preset := range []string{"k3-nano", "kimi-linear-nano"} {
+		m := presetModel(t, preset, 1, "F32")
+		for _, chunk := range []int{64, 7} {
+			t.Run(fmt.Sprintf("%s/chunk=%d", preset, chunk), func(t *testing.T) {
+				matchesCPU(t, d, m, matchPrompt(), chunk)
+			})
+		}
+	}
+}
+
+// matchPrompt is the 37-token prompt of TestRunnerMatchesCPU.
+func matchPrompt() []int {
+	prompt := make([]int, 37)
+	for i := range prompt {
+		prompt[i] = (i*97 + 13) % 512
+	}
+	return prompt
+}
+
+// matchesCPU runs TestRunnerMatchesCPU's checks for one model and chunk:
+// prefill pieces and 64 decode steps against the CPU, then greedy decoding
+// on the GPU from a reset state, creating no GPU object per token.
+func matchesCPU(t *testing.T, d *wgsl.Device, m *model.Model, prompt []int, chunk int) {
+	V := m.Cfg.VocabSize
+	t0 := time.Now()
+	cpu := model.NewRunner(m, model.Options{MaxChunk: chunk})
+	defer cpu.Close()
+	st := m.NewState()
+	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: chunk, MaxContext: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	want, got := make([]float32, chunk*V), make([]float32, chunk*V)
+	worst := 0.0
+	for p0 := 0; p0 < len(prompt); p0 += chunk {
+		piece := prompt[p0:min(p0+chunk, len(prompt))]
+		n := len(piece) * V
+		if err := cpu.Forward(st, piece, want[:n]); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Forward(piece, got[:n]); err != nil {
+			t.Fatal(err)
+		}
+		e := maxRelErr(got[:n], want[:n])
+		worst = max(worst, e)
+		if e > wholeModelTol {
+			t.Fatalf("prefill piece at %d: max relative error %.3g > %g", p0, e, wholeModelTol)
+		}
+	}
+	var cpuTokens []int
+	next := generate.Argmax(want[(min(chunk, len(prompt)-(len(prompt)-1)/chunk*chunk)-1)*V:][:V])
+	for step := 0; step < 64; step++ {
+		cpuTokens = append(cpuTokens, next)
+		if err := cpu.Forward(st, []int{next}, want[:V]); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Forward([]int{next}, got[:V]); err != nil {
+			t.Fatal(err)
+		}
+		e := maxRelErr(got[:V], want[:V])
+		worst = max(worst, e)
+		if e > wholeModelTol {
+			t.Fatalf("decode step %d: max relative error %.3g > %g", step, e, wholeModelTol)
+		}
+		next = generate.Argmax(want[:V])
+	}
+	// Greedy on the GPU from a reset state.
+	if err := g.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	var tok int
+	for p0 := 0; p0 < len(prompt); p0 += chunk {
+		if tok, err = g.Greedy(prompt[p0:min(p0+chunk, len(prompt))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objects := -1
+	for step := 0; step < 64; step++ {
+		if step == 2 {
+			objects = d.ObjectsForTest()
+		}
+		if tok != cpuTokens[step] {
+			t.Fatalf("greedy step %d: GPU token %d, CPU %d", step, tok, cpuTokens[step])
+		}
+		if tok, err = g.Greedy([]int{tok}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.ObjectsForTest(); n != objects {
+		t.Errorf("decoding created GPU objects: %d cached objects after step 2, %d after step 64", objects, n)
+	}
+	s := g.Stats()
+	t.Logf("worst max relative error %.2g; decode: %d dispatches, %d submits per token; %v",
+		worst, s.Dispatches, s.Submits, time.Since(t0).Round(time.Millisecond))
 }
 
 // TestSessionSamplesOnGPU pins seeded sampling on the GPU (only token ids

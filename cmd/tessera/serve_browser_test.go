@@ -742,7 +742,7 @@ func TestBrowserE2E(t *testing.T) {
 			ops[strings.SplitN(cs.Op, "/", 2)[0]] = true
 		}
 		for _, op := range []string{"Linear", "RMSNorm", "RMSNormGated", "L2Norm", "GLU", "Add", "Axpy", "ShortConv", "KDAGate",
-			"KDARecurrent", "MLAAbsorbed", "MLANaive", "Router", "AttnRes", "Embed", "Argmax", "Sample", "GLUBlock"} {
+			"KDARecurrent", "KDAChunked", "MLAAbsorbed", "MLANaive", "Router", "AttnRes", "Embed", "Argmax", "Sample", "GLUBlock"} {
 			if !ops[op] {
 				t.Errorf("browser conformance covers no %s case", op)
 			}
