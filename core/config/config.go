@@ -645,4 +645,3 @@ func (c *Config) Marshal(layout Layout) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
-

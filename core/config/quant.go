@@ -24,7 +24,8 @@ const (
 //     in the config group, as Kimi K3 ships it): weights {"num_bits": 4,
 //     "type": "float", "group_size": 32} (strategy "group", symmetric,
 //     uint8 scales where given); tensors NAME.weight_packed U8 [out, in/2]
-//     + NAME.weight_scale U8 [out, in/32], kept as MXFP4 (tensor.MXFP4FromPacked).
+//     and NAME.weight_scale U8 [out, in/32], kept as MXFP4
+//     (tensor.MXFP4FromPacked).
 //
 // The groups' "targets" and the "ignore" list say which modules are
 // quantized (QuantTargets). Anything else is refused by field.
