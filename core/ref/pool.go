@@ -91,8 +91,11 @@ type Pool struct {
 }
 
 // spinWait is how long an idle worker polls for the next job before it
-// parks.
-const spinWait = 20 * time.Microsecond
+// parks: longer than the serial stretches between a decode step's regions
+// (up to ~40 µs on k3-mini: short convolutions, gates, norms, sampling),
+// so a worker stays awake through a step instead of waiting for a wake-up
+// (tens of microseconds on a VM) at the next region.
+const spinWait = 100 * time.Microsecond
 
 // spinBusy is how long the caller polls for chunks still running on
 // workers before it parks.
