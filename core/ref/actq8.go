@@ -117,20 +117,38 @@ func (a *actQ8) meta(t, u int) []uint32 {
 // quantize sets a to the T rows x[t·n : (t+1)·n] in layout kind (n a
 // multiple of the block length), growing its storage as needed.
 func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
+	a.prepare(kind, n, T, 1)
+	a.quantizeRows(x, 0, T, a.s16)
+}
+
+// prepare sizes a for T rows of n values in layout kind, with sums
+// scratch for workers quantizing rows at once (quantizeRows).
+func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.kind, a.n, a.T = kind, n, T
 	bl := 32
 	if kind == act256 {
 		bl = 256
 	}
-	nb := n / bl
 	a.q = grow(a.q, T*n)
-	a.d = grow(a.d, T*nb)
+	a.d = grow(a.d, T*(n/bl))
 	a.lm = a.metaUnits() * a.metaWords()
 	a.units = a.metaUnits()
 	a.m = grow(a.m, T*a.lm)
-	a.s16 = grow(a.s16, n/16)
-	for t := 0; t < T; t++ {
-		xr, qr, dr, s16 := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb], a.s16
+	a.s16 = grow(a.s16, workers*n/16)
+}
+
+// quantizeRows quantizes rows [t0, t1) of x into a (sized by prepare);
+// s16 is scratch of n/16 int32 private to the caller.
+func (a *actQ8) quantizeRows(x []float32, t0, t1 int, s16 []int32) {
+	kind, n := a.kind, a.n
+	bl := 32
+	if kind == act256 {
+		bl = 256
+	}
+	nb := n / bl
+	s16 = s16[:n/16]
+	for t := t0; t < t1; t++ {
+		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
 		quantBlocks(xr, bl, qr, dr, s16)
 		if kind == act256 {
 			for b := 0; b < nb; b++ {
@@ -414,12 +432,36 @@ func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32) {
 // every token, with the sums decode gives each token.
 func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	a := &p.act
-	a.quantize(kind, x[:T*W.Cols], W.Cols, T)
+	if T < quantParallelT || p.n == 1 {
+		a.quantize(kind, x[:T*W.Cols], W.Cols, T)
+	} else {
+		// A prefill piece's tokens are quantized in parallel too (the
+		// same bits: each token on its own).
+		a.prepare(kind, W.Cols, T, p.n)
+		p.quant = quantJob{a: a, x: x[:T*W.Cols]}
+		p.For(T, 4, &p.quant)
+		p.quant = quantJob{}
+	}
 	j := &p.q8
 	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	p.For(W.Rows, max(grain, 4), j)
 	*j = q8Job{}
+}
+
+// quantParallelT is the fewest tokens linearQ8 quantizes in parallel.
+const quantParallelT = 8
+
+// quantJob quantizes the tokens of a prefill piece (actQ8.quantizeRows),
+// each worker with its own slice of the sums scratch.
+type quantJob struct {
+	a *actQ8
+	x []float32
+}
+
+func (j *quantJob) Run(w, lo, hi int) {
+	s := j.a.n / 16
+	j.a.quantizeRows(j.x, lo, hi, j.a.s16[w*s:(w+1)*s])
 }
 
 type q8Job struct {

@@ -155,15 +155,16 @@ func TestInt8KernelsMatchReference(t *testing.T) {
 }
 
 // TestInt8LinearTokensMatchDecode: a prefill of T tokens through the
-// integer path gives each token the bits of decoding it alone, for any
-// number of workers.
+// integer path (its activations quantized by one worker, or in parallel
+// from quantParallelT tokens on) gives each token the bits of decoding it
+// alone, for any number of workers.
 func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 8))
-	for _, workers := range []int{1, 2} {
+	for _, workers := range []int{1, 2, 3} {
 		p := NewPool(workers)
 		defer p.Close()
 		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
-			rows, cols, T := 37, 3*dt.BlockLen(), 7
+			rows, cols, T := 37, 3*dt.BlockLen(), 7+workers*quantParallelT
 			W, _ := randomBlocked(rng, dt, rows, cols)
 			x := make([]float32, T*cols)
 			for i := range x {

@@ -85,6 +85,7 @@ type Pool struct {
 	lin   linearJob
 	batch batchJob
 	q8    q8Job
+	quant quantJob
 	attn  attnJob
 	kda   kdaJob
 	gqa   gqaJob
