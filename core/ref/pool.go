@@ -86,6 +86,7 @@ type Pool struct {
 	batch batchJob
 	q8    q8Job
 	quant quantJob
+	conv  convJob
 	attn  attnJob
 	kda   kdaJob
 	gqa   gqaJob
