@@ -477,17 +477,22 @@ func (j *q8Job) Run(w, lo, hi int) {
 		rowsDotQ8(W, lo, hi, a, 0, j.out[lo:hi])
 		return
 	}
-	// Prefill: 2×4 tiles (2×N for the last N < 4 tokens, the last row on
-	// its own), each (row, token) with the operations of decode.
+	// Prefill: 2×8 tiles (32-value formats) or 2×4 (K-quants), 2×N for
+	// the last N < 4 tokens, the last row on its own; each (row, token)
+	// with the operations of decode.
 	nb, kb := a.blocks(), a.kernelBlocks()
-	var s [8]float32
+	wide := tileTokens(W)
+	var s [16]float32
 	for o := lo; o < hi; o += 2 {
 		nr, ldwRows := 2, 1
 		if o+2 > hi {
 			nr, ldwRows = 1, 0
 		}
-		for t := 0; t < a.T; t += 4 {
+		for t := 0; t < a.T; {
 			n := min(4, a.T-t)
+			if a.T-t >= wide {
+				n = wide
+			}
 			tileQ8(W, o, ldwRows, a, t, n, &s)
 			for u := range n {
 				for r := range nr {
@@ -498,6 +503,7 @@ func (j *q8Job) Run(w, lo, hi int) {
 					j.out[(t+u)*N+o+r] = v
 				}
 			}
+			t += n
 		}
 	}
 }

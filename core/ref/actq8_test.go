@@ -105,7 +105,8 @@ func TestQuantBlocksMatchGeneric(t *testing.T) {
 // (through rowsDotQ8 and Linear) against rowDotQ8 row by row, and the
 // integer path against the float32 path within the activation rounding
 // bound Σ|w_i|·d_b(i)/2, for every cut: row counts not a multiple of four,
-// one to five blocks (odd 32-value block counts), one and several tokens.
+// one to five blocks (odd 32-value block counts), one and several tokens
+// (2×4 and 2×8 tiles and their remainders).
 func TestInt8KernelsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 7))
 	ran := 0
@@ -115,7 +116,7 @@ func TestInt8KernelsMatchReference(t *testing.T) {
 			cols := blocks * dt.BlockLen()
 			for _, rows := range []int{1, 3, 4, 5, 9} {
 				W, F := randomBlocked(rng, dt, rows, cols)
-				for _, T := range []int{1, 2, 3, 5} {
+				for _, T := range []int{1, 2, 3, 5, 8, 13} {
 					name := fmt.Sprintf("%v/%dx%d/T%d", dt, rows, cols, T)
 					x := make([]float32, T*cols)
 					for i := range x {

@@ -101,22 +101,35 @@ func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n in
 //go:noescape
 func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
+//go:noescape
+func gemm2x8Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm2x8Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm2x8MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm2x8Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
 // q8Kern is one of the kernels above.
 type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
-// The kernels of each format: gemv4, then gemm2x1 … gemm2x4.
+// The kernels of each format: gemv4, then gemm2x1 … gemm2x4, then
+// gemm2x8 (the 32-value formats; nil for the K-quants).
 var (
-	kernQ40   = [5]q8Kern{gemv4Q40VNNI, gemm2x1Q40VNNI, gemm2x2Q40VNNI, gemm2x3Q40VNNI, gemm2x4Q40VNNI}
-	kernQ50   = [5]q8Kern{gemv4Q50VNNI, gemm2x1Q50VNNI, gemm2x2Q50VNNI, gemm2x3Q50VNNI, gemm2x4Q50VNNI}
-	kernMXFP4 = [5]q8Kern{gemv4MXFP4VNNI, gemm2x1MXFP4VNNI, gemm2x2MXFP4VNNI, gemm2x3MXFP4VNNI, gemm2x4MXFP4VNNI}
-	kernQ80   = [5]q8Kern{gemv4Q80VNNI, gemm2x1Q80VNNI, gemm2x2Q80VNNI, gemm2x3Q80VNNI, gemm2x4Q80VNNI}
-	kernQ4K   = [5]q8Kern{gemv4Q4KVNNI, gemm2x1Q4KVNNI, gemm2x2Q4KVNNI, gemm2x3Q4KVNNI, gemm2x4Q4KVNNI}
-	kernQ6K   = [5]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
+	kernQ40   = [6]q8Kern{gemv4Q40VNNI, gemm2x1Q40VNNI, gemm2x2Q40VNNI, gemm2x3Q40VNNI, gemm2x4Q40VNNI, gemm2x8Q40VNNI}
+	kernQ50   = [6]q8Kern{gemv4Q50VNNI, gemm2x1Q50VNNI, gemm2x2Q50VNNI, gemm2x3Q50VNNI, gemm2x4Q50VNNI, gemm2x8Q50VNNI}
+	kernMXFP4 = [6]q8Kern{gemv4MXFP4VNNI, gemm2x1MXFP4VNNI, gemm2x2MXFP4VNNI, gemm2x3MXFP4VNNI, gemm2x4MXFP4VNNI, gemm2x8MXFP4VNNI}
+	kernQ80   = [6]q8Kern{gemv4Q80VNNI, gemm2x1Q80VNNI, gemm2x2Q80VNNI, gemm2x3Q80VNNI, gemm2x4Q80VNNI, gemm2x8Q80VNNI}
+	kernQ4K   = [6]q8Kern{gemv4Q4KVNNI, gemm2x1Q4KVNNI, gemm2x2Q4KVNNI, gemm2x3Q4KVNNI, gemm2x4Q4KVNNI}
+	kernQ6K   = [6]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
 )
 
 // q8Kernels holds the kernels of each format with an integer path, by
 // dtype.
-var q8Kernels = func() (k [tensor.Q5_1 + 1]*[5]q8Kern) {
+var q8Kernels = func() (k [tensor.Q5_1 + 1]*[6]q8Kern) {
 	k[tensor.Q4_0], k[tensor.Q5_0], k[tensor.MXFP4] = &kernQ40, &kernQ50, &kernMXFP4
 	k[tensor.Q8_0], k[tensor.Q4K], k[tensor.Q6K] = &kernQ80, &kernQ4K, &kernQ6K
 	return k
@@ -180,7 +193,21 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 }
 
 // tileQ8 sets s[u·2 + r] to the kernel part of rowDotQ8 of row
-// o + r·ldwRows (r < 2) with token t0+u (u < N ≤ 4).
-func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
-	runQ8(q8Kernels[W.DType][N], W, o, 2, ldwRows, 1, a, t0, N, s[:])
+// o + r·ldwRows (r < 2) with token t0+u (u < N, N ≤ 4 or N = 8 where
+// tileTokens allows it).
+func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
+	k := N
+	if N == 8 {
+		k = 5
+	}
+	runQ8(q8Kernels[W.DType][k], W, o, 2, ldwRows, 1, a, t0, N, s[:])
+}
+
+// tileTokens is the most tokens one prefill tile of W's format takes:
+// 8 for the 32-value formats, 4 for the K-quants.
+func tileTokens(W *tensor.Mat) int {
+	if q8Kernels[W.DType][5] != nil {
+		return 8
+	}
+	return 4
 }
