@@ -65,6 +65,10 @@ func (b *Binder) Lookup(name string, shape ...int) *safetensors.Tensor {
 	full := b.Prefix + name
 	t, ok := b.CK.Tensor(full)
 	if !ok {
+		if _, packed := b.CK.Tensor(full + "_packed"); packed {
+			b.Err = fmt.Errorf("tensor %s_packed: compressed-tensors MXFP4 weights need their quantization_config (mxfp4-pack-quantized) in config.json", full)
+			return nil
+		}
 		b.Err = fmt.Errorf("tensor %s: missing from checkpoint (expected shape %v)", full, shape)
 		return nil
 	}

@@ -378,3 +378,63 @@ func TestQ8Checkpoint(t *testing.T) {
 		require.ErrorContains(t, err, "dtype I8 needs a quantization_config")
 	}
 }
+
+// A compressed-tensors MXFP4 checkpoint (QuantizeMXFP4) loads its routed
+// experts as MXFP4 matrices holding ggml's blocks of the float weights
+// (tensor.QuantizeMXFP4), eagerly and deferred alike, everything else as
+// it was; without its quantization_config the packed tensors are refused.
+func TestMXFP4Checkpoint(t *testing.T) {
+	raw, _ := presets.Read("k3-nano")
+	cfg, err := config.Parse(raw)
+	require.NoError(t, err)
+	ts := RandomTensors(cfg, 5, "F32")
+	qcfg, err := config.Parse(raw)
+	require.NoError(t, err)
+	qts, err := QuantizeMXFP4(qcfg, ts)
+	require.NoError(t, err)
+	require.Equal(t, "mxfp4", qcfg.Quant)
+	var qb bytes.Buffer
+	require.NoError(t, safetensors.Write(&qb, qts, nil))
+	ck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": qb.Bytes()}))
+	require.NoError(t, err)
+	m, err := Load(qcfg, ck)
+	require.NoError(t, err)
+	md, err := LoadDeferred(qcfg, ck)
+	require.NoError(t, err)
+	float := map[string][]float32{}
+	for _, tt := range ts {
+		float[tt.Name] = tt.Data
+	}
+	n := 0
+	for l, layer := range m.Layers {
+		if layer.MoE == nil {
+			continue
+		}
+		require.Equal(t, tensor.F32, layer.MoE.SharedExperts.GateProj.DType)
+		for e := range layer.MoE.Experts {
+			for _, p := range []struct {
+				name string
+				got  *tensor.Mat
+				def  *tensor.Mat
+			}{
+				{"w1", layer.MoE.Experts[e].GateProj, md.Layers[l].MoE.Experts[e].GateProj},
+				{"w2", layer.MoE.Experts[e].DownProj, md.Layers[l].MoE.Experts[e].DownProj},
+				{"w3", layer.MoE.Experts[e].UpProj, md.Layers[l].MoE.Experts[e].UpProj},
+			} {
+				name := fmt.Sprintf("model.layers.%d.block_sparse_moe.experts.%d.%s.weight", l, e, p.name)
+				want, err := tensor.QuantizeMXFP4(float[name])
+				require.NoError(t, err)
+				require.Equal(t, tensor.MXFP4, p.got.DType, name)
+				require.Equal(t, want, p.got.Q, name)
+				require.Equal(t, tensor.MXFP4, p.def.DType, name)
+				f, err := p.def.Fetch()
+				require.NoError(t, err)
+				require.Equal(t, want, f.Q, name+" (deferred)")
+				n++
+			}
+		}
+	}
+	require.NotZero(t, n)
+	_, err = Load(cfg, ck)
+	require.ErrorContains(t, err, "weight_packed: compressed-tensors MXFP4 weights need their quantization_config")
+}
