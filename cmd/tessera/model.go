@@ -265,7 +265,11 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	for _, n := range ck.Names() {
 		t, _ := ck.Tensor(n)
 		weightBytes += t.Size
-		dtypes[string(t.DType)] += t.Size
+		dt := string(t.DType)
+		if cfg.Quant == "mxfp4" && (strings.HasSuffix(n, ".weight_packed") || strings.HasSuffix(n, ".weight_scale")) {
+			dt = "MXFP4" // compressed-tensors codes and scales
+		}
+		dtypes[dt] += t.Size
 	}
 	s := model.ComputeStats(cfg)
 	bytesPerParam := float64(weightBytes) / float64(s.TotalParams)

@@ -101,6 +101,9 @@ func TestQuantizeMXFP4Safetensors(t *testing.T) {
 		require.Equal(t, ms.Layers[l].MoE.SharedExperts.GateProj.U16, sh.U16, "shared experts keep their values")
 	}
 	require.NotZero(t, experts)
+	code, out, errs = tessera(t, "inspect", ct)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "MXFP4:")
 	code, out, errs = tessera(t, "run", "--model", ct, "--tokens", "1,2,3,4", "--max-tokens", "6", "--ids", "--backend", "cpu")
 	require.Zero(t, code, errs)
 	require.Len(t, strings.Fields(out), 6)
