@@ -97,7 +97,7 @@ type Pool struct {
 // (up to ~40 µs on k3-mini: short convolutions, gates, norms, sampling),
 // so a worker stays awake through a step instead of waiting for a wake-up
 // (tens of microseconds on a VM) at the next region.
-const spinWait = 100 * time.Microsecond
+const spinWait = 50 * time.Microsecond
 
 // spinBusy is how long the caller polls for chunks still running on
 // workers before it parks.
