@@ -245,8 +245,26 @@ func (b *Binder) packedMXFP4(name string, shape []int) (m *tensor.Mat, ok bool) 
 	return m, true
 }
 
-// Vec binds a small tensor of the given shape as float32 (a copy).
+// Vec binds a small tensor of the given shape as float32 (a copy); a
+// [1, n] or [m, n] one stored as compressed-tensors MXFP4 (a linear layer
+// with one output, such as an AttnRes pseudo-query, that a
+// quantization_config targeting every Linear packs) is dequantized.
 func (b *Binder) Vec(name string, shape ...int) []float32 {
+	if m, ok := b.packedMXFP4(name, shape); ok {
+		if m == nil {
+			return nil
+		}
+		if m.Fetch != nil {
+			var err error
+			if m, err = m.Fetch(); err != nil {
+				b.Err = err
+				return nil
+			}
+		}
+		v := make([]float32, m.Rows*m.Cols)
+		tensor.Dequantize(tensor.MXFP4, v, m.Q)
+		return v
+	}
 	if b.Lookup(name, shape...) == nil {
 		return nil
 	}

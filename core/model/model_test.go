@@ -437,4 +437,46 @@ func TestMXFP4Checkpoint(t *testing.T) {
 	require.NotZero(t, n)
 	_, err = Load(cfg, ck)
 	require.ErrorContains(t, err, "weight_packed: compressed-tensors MXFP4 weights need their quantization_config")
+
+	// A config that targets more linear layers (K3's targets every Linear
+	// but an ignore list): a packed AttnRes pseudo-query ([1, d], bound as
+	// a vector) loads dequantized.
+	const res = "model.layers.1.self_attention_res_proj.weight"
+	q := config.MXFP4Config()
+	g := q["config_groups"].(map[string]any)["group_0"].(map[string]any)
+	g["targets"] = []string{"re:" + config.MXFP4ExpertPattern, "re:.*self_attention_res_proj$"}
+	require.NoError(t, qcfg.SetQuant(q))
+	var rts []safetensors.WriteTensor
+	var want []float32
+	for _, tt := range qts {
+		if tt.Name != res {
+			rts = append(rts, tt)
+			continue
+		}
+		blocks, err := tensor.QuantizeMXFP4(tt.Data)
+		require.NoError(t, err)
+		want = make([]float32, len(tt.Data))
+		tensor.Dequantize(tensor.MXFP4, want, blocks)
+		packed, scale, err := tensor.MXFP4ToPacked(blocks, tt.Shape[0], tt.Shape[1])
+		require.NoError(t, err)
+		for _, x := range []struct {
+			suffix string
+			b      []byte
+			cols   int
+		}{{"_packed", packed, tt.Shape[1] / 2}, {"_scale", scale, tt.Shape[1] / 32}} {
+			v := make([]float32, len(x.b))
+			for i, c := range x.b {
+				v[i] = float32(c)
+			}
+			rts = append(rts, safetensors.WriteTensor{Name: res + x.suffix, DType: safetensors.U8, Shape: []int{tt.Shape[0], x.cols}, Data: v})
+		}
+	}
+	require.NotNil(t, want)
+	var rb bytes.Buffer
+	require.NoError(t, safetensors.Write(&rb, rts, nil))
+	rck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": rb.Bytes()}))
+	require.NoError(t, err)
+	rm, err := Load(qcfg, rck)
+	require.NoError(t, err)
+	require.Equal(t, want, rm.Layers[1].SelfAttentionResProj)
 }
