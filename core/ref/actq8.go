@@ -10,7 +10,9 @@ import (
 // Integer block dot products: the activations of a product with a 4-, 5-,
 // 6- or 8-bit block-format matrix are quantized to int8 once per token, and
 // the packed weights are multiplied with them in integer arithmetic
-// (AVX-512 VNNI), the way ggml's vec_dot kernels do: Q4_K and Q6_K with
+// (AVX-512 VNNI; on CPUs with AVX2 but not VNNI, Q4_0, MXFP4 and Q8_0 with
+// AVX2 kernels that give the VNNI kernels' bits), the way ggml's vec_dot
+// kernels do: Q4_K and Q6_K with
 // 256-value activation blocks (ggml's Q8_K), Q4_0, Q5_0, MXFP4 and Q8_0
 // with 32-value blocks (ggml's Q8_0, with a float32 scale). The functions
 // below are the definition of that path; the SIMD kernels compute the
@@ -382,15 +384,15 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 }
 
 // int8Blocks selects the integer path for the block formats that have
-// one (actKindOf): on where this build and CPU have its kernels (AVX-512
-// VNNI), so a product's result depends on the CPU as ggml's does. Tests
-// switch it to check both paths.
+// one (actKindOf) and a kernel on this CPU (hasInt8Kernel: AVX-512 VNNI,
+// or AVX2 for Q4_0, MXFP4 and Q8_0), so a product's result depends on the
+// CPU as ggml's does. Tests switch it to check both paths.
 var int8Blocks = hasInt8Kernels()
 
 // intKind is the activation layout of W's integer path, or 0 when W's
 // product runs in float32.
 func intKind(W *tensor.Mat) actKind {
-	if !int8Blocks || W.Cols < 32 {
+	if !int8Blocks || W.Cols < 32 || !hasInt8Kernel(W.DType) {
 		return 0
 	}
 	return actKindOf(W.DType)

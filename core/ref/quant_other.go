@@ -37,6 +37,10 @@ func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) 
 	}
 }
 
+// hasInt8Kernel is true: the generic kernels above take every format of
+// actKindOf.
+func hasInt8Kernel(dt tensor.DType) bool { return true }
+
 // tileTokens is the most tokens one tile takes (as on amd64, whose
 // kernels take 8 for the 32-value formats).
 func tileTokens(W *tensor.Mat) int {
