@@ -18,11 +18,31 @@ func gemv2MXFP4AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n in
 //go:noescape
 func gemv2Q80AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
-// avx2Kernels holds the two-row AVX2 kernel of each format that has one.
-var avx2Kernels = func() (k [tensor.Q5_1 + 1]q8Kern) {
-	k[tensor.Q4_0], k[tensor.MXFP4], k[tensor.Q8_0] = gemv2Q40AVX2, gemv2MXFP4AVX2, gemv2Q80AVX2
-	return k
-}()
+// gemm1x{4,2}*AVX2 take one row against four (Q4_0, MXFP4) or two (Q8_0)
+// tokens for prefill, each token with gemv2's operations.
+
+//go:noescape
+func gemm1x4Q40AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm1x4MXFP4AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm1x2Q80AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+// avx2Kernels holds the two-row AVX2 kernel of each format that has one,
+// avx2Tiles its one-row tile kernel and avx2TileTokens that tile's tokens.
+var (
+	avx2Kernels    [tensor.Q5_1 + 1]q8Kern
+	avx2Tiles      [tensor.Q5_1 + 1]q8Kern
+	avx2TileTokens [tensor.Q5_1 + 1]int
+)
+
+func init() {
+	avx2Kernels[tensor.Q4_0], avx2Tiles[tensor.Q4_0], avx2TileTokens[tensor.Q4_0] = gemv2Q40AVX2, gemm1x4Q40AVX2, 4
+	avx2Kernels[tensor.MXFP4], avx2Tiles[tensor.MXFP4], avx2TileTokens[tensor.MXFP4] = gemv2MXFP4AVX2, gemm1x4MXFP4AVX2, 4
+	avx2Kernels[tensor.Q8_0], avx2Tiles[tensor.Q8_0], avx2TileTokens[tensor.Q8_0] = gemv2Q80AVX2, gemm1x2Q80AVX2, 2
+}
 
 // int8AVX2 selects the AVX2 kernels for the integer path: on a CPU with
 // AVX2 and FMA but without AVX-512 VNNI. Tests switch it on to run them on

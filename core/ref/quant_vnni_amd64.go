@@ -203,11 +203,23 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 // tileTokens allows it).
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
 	if int8AVX2 {
-		// One token at a time: the two-row kernel decode runs.
+		// Each row against tiles of avx2TileTokens tokens, the last
+		// tokens one at a time with decode's two-row kernel (row twice).
 		var one [4]float32
-		for u := range N {
-			runQ8(avx2Kernels[W.DType], W, o, 2, ldwRows, 1, a, t0+u, 1, one[:])
-			s[2*u], s[2*u+1] = one[0], one[1]
+		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
+		for r := range 2 {
+			row := o + r*ldwRows
+			u := 0
+			for ; u+tn <= N; u += tn {
+				runQ8(tile, W, row, 1, 0, 1, a, t0+u, tn, one[:])
+				for i := range tn {
+					s[2*(u+i)+r] = one[i]
+				}
+			}
+			for ; u < N; u++ {
+				runQ8(avx2Kernels[W.DType], W, row, 2, 0, 1, a, t0+u, 1, one[:])
+				s[2*u+r] = one[0]
+			}
 		}
 		return
 	}

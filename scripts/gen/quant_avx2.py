@@ -114,5 +114,93 @@ def gen(dt):
     return "\n".join(w) + "\n"
 
 
+def xa(t, off):
+    # Token t's activation values (ldx in R12, 3·ldx in R15).
+    return [f"{off}(DI)", f"{off}(DI)(R12*1)", f"{off}(DI)(R12*2)", f"{off}(DI)(R15*1)"][t]
+
+
+def ma(t, off):
+    # Token t's metadata (ldm in R14, 3·ldm in BX).
+    return [f"{off}(R13)", f"{off}(R13)(R14*1)", f"{off}(R13)(R14*2)", f"{off}(R13)(BX*1)"][t]
+
+
+def gen_tile(dt, N):
+    # One row against N tokens (prefill): the row's pair is unpacked once
+    # for N tokens; each token gets gen's operations, so its bits.
+    bb = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34}[dt]
+    corr = {"Q4_0": 64, "MXFP4": 128, "Q8_0": 192}[dt]
+    name = f"gemm1x{N}{dt.replace('_', '')}AVX2"
+    lbl = name.lower()
+    w = [f"\n// func {name}{SIG}",
+         f"// out[t] for t < {N}: one row (w) against tokens x, x+ldx, … (metadata m, m+ldm, …).",
+         f"TEXT ·{name}(SB), NOSPLIT, $0-88"]
+    L = ["MOVQ w+0(FP), SI", "MOVQ x+16(FP), DI", "MOVQ ldx+24(FP), R12", "LEAQ (R12)(R12*2), R15",
+         "MOVQ m+32(FP), R13", "MOVQ ldm+40(FP), R14", "LEAQ (R14)(R14*2), BX",
+         "MOVQ n+48(FP), CX", "MOVQ out+56(FP), DX", "MOVQ tab+64(FP), R8",
+         "VPBROADCASTD aone16<>(SB), Y14"]
+    if dt == "Q8_0":
+        L.append("VPBROADCASTD aone8<>(SB), Y13")
+    else:
+        L.append("VPBROADCASTD anib4<>(SB), Y15")
+    if dt == "MXFP4":
+        L.append("VBROADCASTI128 amxfp4u<>(SB), Y13")
+    L += [f"VPXOR Y{f}, Y{f}, Y{f}" for f in range(2 * N)]
+    w += ["\t" + l for l in L]
+    w += [f"{lbl}loop:", "\tTESTQ CX, CX", f"\tJZ   {lbl}done"]
+    if dt == "Q8_0":
+        # Registers: F Y0-Y3, w Y4/Y5, |w| Y6/Y7, s Y8, x Y9, x·sign(w) Y10,
+        # sums Y11, Σx then the activation scales Y12.
+        L = ["VMOVDQU 2(SI), X4", f"VINSERTI128 $1, {bb + 2}(SI), Y4, Y4",
+             "VMOVDQU 18(SI), X5", f"VINSERTI128 $1, {bb + 18}(SI), Y5, Y5",
+             "VPABSB Y4, Y6", "VPABSB Y5, Y7",
+             "VPBROADCASTW (SI), X8", f"VPBROADCASTW {bb}(SI), X9", "VPUNPCKLQDQ X9, X8, X8", "VCVTPH2PS X8, Y8"]
+        S, A, T = 8, 11, 12
+        for t in range(N):
+            for h, (Wr, Ab, off) in enumerate([(4, 6, 0), (5, 7, 32)]):
+                L += [f"VMOVDQU {xa(t, off)}, Y9", f"VPSIGNB Y{Wr}, Y9, Y10", f"VPMADDUBSW Y10, Y{Ab}, Y{A}",
+                      f"VPMADDWD Y14, Y{A}, Y{A}", f"VPMADDUBSW Y9, Y13, Y{T}", f"VPMADDWD Y14, Y{T}, Y{T}",
+                      f"VPSLLD $7, Y{T}, Y{T}", f"VPADDD Y{T}, Y{A}, Y{A}",
+                      f"VCVTDQ2PS Y{A}, Y{A}", f"VMOVUPS {ma(t, off)}, Y{T}",
+                      f"VFMADD213PS {ma(t, corr + off)}, Y{T}, Y{A}", f"VFMADD231PS Y{S}, Y{A}, Y{2 * t + h}"]
+    else:
+        # Registers: F Y0-Y7, w lo/hi Y8/Y9, s Y10, sums Y11, scales Y12.
+        q = {"Q4_0": 2, "MXFP4": 1}[dt]
+        L = [f"VMOVDQU {q}(SI), X8", f"VINSERTI128 $1, {bb + q}(SI), Y8, Y8",
+             "VPSRLW $4, Y8, Y9", "VPAND Y15, Y8, Y8", "VPAND Y15, Y9, Y9"]
+        if dt == "MXFP4":
+            L += ["VPSHUFB Y8, Y13, Y8", "VPSHUFB Y9, Y13, Y9",
+                  "MOVBLZX (SI), AX", "VBROADCASTSS (R8)(AX*4), X10",
+                  f"MOVBLZX {bb}(SI), AX", "VBROADCASTSS (R8)(AX*4), X11",
+                  "VINSERTF128 $1, X11, Y10, Y10"]
+        else:
+            L += ["VPBROADCASTW (SI), X10", f"VPBROADCASTW {bb}(SI), X11", "VPUNPCKLQDQ X11, X10, X10",
+                  "VCVTPH2PS X10, Y10"]
+        for t in range(N):
+            for h, (Wr, off) in enumerate([(8, 0), (9, 32)]):
+                L += [f"VPMADDUBSW {xa(t, off)}, Y{Wr}, Y11", "VPMADDWD Y14, Y11, Y11", "VCVTDQ2PS Y11, Y11",
+                      f"VMOVUPS {ma(t, off)}, Y12", f"VFMADD213PS {ma(t, corr + off)}, Y12, Y11",
+                      f"VFMADD231PS Y10, Y11, Y{2 * t + h}"]
+    w += ["\t" + l for l in L]
+    w += [f"\tADDQ ${2 * bb}, SI", "\tADDQ $64, DI", "\tADDQ $256, R13", "\tDECQ CX", f"\tJMP  {lbl}loop", f"{lbl}done:"]
+    # Per token Y(2t) + Y(2t+1), then red4's lane tree.
+    R = [f"VADDPS Y{2 * t + 1}, Y{2 * t}, Y{2 * t}" for t in range(N)]
+    if N == 4:
+        R += ["VSHUFPS $0x88, Y2, Y0, Y8", "VSHUFPS $0xDD, Y2, Y0, Y9", "VADDPS Y9, Y8, Y0",
+              "VSHUFPS $0x88, Y6, Y4, Y8", "VSHUFPS $0xDD, Y6, Y4, Y9", "VADDPS Y9, Y8, Y4",
+              "VSHUFPS $0x88, Y4, Y0, Y8", "VSHUFPS $0xDD, Y4, Y0, Y9", "VADDPS Y9, Y8, Y0",
+              "VEXTRACTF128 $1, Y0, X8", "VADDPS X8, X0, X0", "VMOVUPS X0, (DX)"]
+    else:
+        R += ["VSHUFPS $0x88, Y2, Y0, Y8", "VSHUFPS $0xDD, Y2, Y0, Y9", "VADDPS Y9, Y8, Y0",
+              "VSHUFPS $0x88, Y0, Y0, Y8", "VSHUFPS $0xDD, Y0, Y0, Y9", "VADDPS Y9, Y8, Y0",
+              "VEXTRACTF128 $1, Y0, X8", "VADDPS X8, X0, X0", "VMOVQ X0, (DX)"]
+    w += ["\t" + l for l in R] + ["\tVZEROUPPER", "\tRET"]
+    return "\n".join(w) + "\n"
+
+
+# Prefill tiles: four tokens per row for the nibble formats, two for Q8_0
+# (its sign handling needs more registers).
+TILE = {"Q4_0": 4, "MXFP4": 4, "Q8_0": 2}
+
 if __name__ == "__main__":
-    sys.stdout.write(HEADER + "".join(gen(dt) for dt in ("Q4_0", "MXFP4", "Q8_0")))
+    fmts = ("Q4_0", "MXFP4", "Q8_0")
+    sys.stdout.write(HEADER + "".join(gen(dt) for dt in fmts) + "".join(gen_tile(dt, TILE[dt]) for dt in fmts))
