@@ -267,7 +267,11 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	for _, n := range ck.Names() {
 		t, _ := ck.Tensor(n)
 		weightBytes += t.Size
-		dtypes[string(t.DType)] += t.Size
+		dt := string(t.DType)
+		if cfg.Quant == "mxfp4" && (strings.HasSuffix(n, ".weight_packed") || strings.HasSuffix(n, ".weight_scale")) {
+			dt = "MXFP4" // compressed-tensors codes and scales
+		}
+		dtypes[dt] += t.Size
 	}
 	s := model.ComputeStats(cfg)
 	bytesPerParam := float64(weightBytes) / float64(s.TotalParams)
@@ -378,7 +382,7 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	layoutArg := fs.String("layout", "", "kimi_linear or kimi_k3 (default: as the config says)")
 	dtArg := fs.String("dtype", "f32", "weight dtype: f32, f16 or bf16")
 	shard := fs.Int64("shard-bytes", 0, "split into shards of at most this many bytes (0: one file)")
-	quant := fs.String("quant", "", "q8: int8 linear weights with per-row scales (compressed-tensors format); q8_0, q4_0, q4_k or mxfp4: a GGUF file in llama.cpp's layout at --out")
+	quant := fs.String("quant", "", "q8: int8 linear weights with per-row scales (compressed-tensors format); mxfp4 into a directory: MXFP4 routed experts (compressed-tensors, as Kimi K3 ships them); q8_0, q4_0, q4_k or mxfp4 with --out FILE.gguf: a GGUF file in llama.cpp's layout")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -421,7 +425,15 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--quant q8: int8 (compressed-tensors) checkpoints are supported for the Kimi family only, not %s; use a GGUF type (q8_0, q4_0, q4_k)", cfg.Layout)
 		}
 	case "":
-	case "q8_0", "q4_0", "q4_k", "mxfp4":
+	case "mxfp4":
+		if !strings.HasSuffix(strings.ToLower(*out), ".gguf") {
+			if !cfg.Layout.Kimi() {
+				return fmt.Errorf("--quant mxfp4 into a directory: compressed-tensors MXFP4 checkpoints are supported for the Kimi family only, not %s; --out FILE.gguf writes a GGUF", cfg.Layout)
+			}
+			break // compressed-tensors MXFP4 experts (model.QuantizeMXFP4)
+		}
+		ggufType = q
+	case "q8_0", "q4_0", "q4_k":
 		ggufType = q
 	default:
 		return fmt.Errorf("--quant %q: want q8, q8_0, q4_0, q4_k or mxfp4", *quant)
@@ -453,8 +465,13 @@ func cmdInitRandom(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *quant == "q8" {
+	switch strings.ToLower(*quant) {
+	case "q8":
 		ts = model.QuantizeQ8(cfg, ts)
+	case "mxfp4":
+		if ts, err = model.QuantizeMXFP4(cfg, ts); err != nil {
+			return err
+		}
 	}
 	js, err := cfg.Marshal(layout)
 	if err != nil {

@@ -10,6 +10,7 @@ package bind
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/tessera-llm/tessera/core/safetensors"
@@ -25,6 +26,10 @@ type Binder struct {
 	Spec   []TensorSpec
 	// Q8: int8 weights with per-row scales are allowed.
 	Q8 bool
+	// MXFP4, when set, allows compressed-tensors MXFP4 matrices
+	// (NAME_packed + NAME_scale in place of NAME) for the modules it
+	// reports quantized (config.Config.QuantTargets).
+	MXFP4 func(module string) bool
 	// Deferred binds matrices without their data.
 	Deferred bool
 }
@@ -60,6 +65,10 @@ func (b *Binder) Lookup(name string, shape ...int) *safetensors.Tensor {
 	full := b.Prefix + name
 	t, ok := b.CK.Tensor(full)
 	if !ok {
+		if _, packed := b.CK.Tensor(full + "_packed"); packed {
+			b.Err = fmt.Errorf("tensor %s_packed: compressed-tensors MXFP4 weights need their quantization_config (mxfp4-pack-quantized) in config.json", full)
+			return nil
+		}
 		b.Err = fmt.Errorf("tensor %s: missing from checkpoint (expected shape %v)", full, shape)
 		return nil
 	}
@@ -107,6 +116,9 @@ func (b *Binder) Mat(name string, rows, cols int) *tensor.Mat { return b.MatShap
 // MatShape binds a tensor of shape [rows, d1, d2, …] as a matrix of rows
 // rows of d1·d2·… columns (a conv weight [D, 3, p, p] as [D, 3·p·p]).
 func (b *Binder) MatShape(name string, shape ...int) *tensor.Mat {
+	if m, ok := b.packedMXFP4(name, shape); ok {
+		return m
+	}
 	t := b.Lookup(name, shape...)
 	if t == nil {
 		return nil
@@ -164,8 +176,95 @@ func (b *Binder) MatShape(name string, shape ...int) *tensor.Mat {
 	return m
 }
 
-// Vec binds a small tensor of the given shape as float32 (a copy).
+// packedMXFP4 binds matrix name from its compressed-tensors MXFP4 tensors
+// (name_packed: uint8 [rows, cols/2], two E2M1 codes a byte; name_scale:
+// uint8 [rows, cols/32] E8M0 exponents) as an MXFP4 matrix, repacked into
+// ggml's blocks (tensor.MXFP4FromPacked: the same codes and scales, the
+// same size). ok is false when the checkpoint stores name itself (or the
+// binder does not allow MXFP4); errors go to b.Err.
+func (b *Binder) packedMXFP4(name string, shape []int) (m *tensor.Mat, ok bool) {
+	if b.Err != nil || b.CK == nil || b.MXFP4 == nil {
+		return nil, false
+	}
+	full := b.Prefix + name
+	pname, sname := full+"_packed", full+"_scale"
+	if _, plain := b.CK.Tensor(full); plain {
+		return nil, false
+	}
+	pk, has := b.CK.Tensor(pname)
+	if !has {
+		return nil, false
+	}
+	b.Used[pname], b.Used[sname] = true, true
+	fail := func(format string, args ...any) (*tensor.Mat, bool) {
+		b.Err = fmt.Errorf(format, args...)
+		return nil, true
+	}
+	module := strings.TrimSuffix(full, ".weight")
+	if !b.MXFP4(module) {
+		return fail("tensor %s: quantization_config does not quantize %s (its targets or ignore list leave it in float), but the checkpoint stores it packed", pname, module)
+	}
+	if len(shape) != 2 || shape[1]%32 != 0 {
+		return fail("tensor %s: MXFP4 needs a matrix whose columns are a multiple of 32, the config expects shape %v", pname, shape)
+	}
+	rows, cols := shape[0], shape[1]
+	if pk.DType != safetensors.U8 || !slices.Equal(pk.Shape, []int{rows, cols / 2}) {
+		return fail("tensor %s: expected U8 [%d %d] (two E2M1 codes a byte of a %d×%d matrix), found %s %v", pname, rows, cols/2, rows, cols, pk.DType, pk.Shape)
+	}
+	sc, has := b.CK.Tensor(sname)
+	if !has {
+		return fail("tensor %s: missing from checkpoint (the E8M0 scales of %s)", sname, pname)
+	}
+	if (sc.DType != safetensors.U8 && sc.DType != safetensors.F8E8M0) || !slices.Equal(sc.Shape, []int{rows, cols / 32}) {
+		return fail("tensor %s: expected U8 [%d %d] (one E8M0 scale per 32 values), found %s %v", sname, rows, cols/32, sc.DType, sc.Shape)
+	}
+	ck := b.CK
+	fetch := func() (*tensor.Mat, error) {
+		p, err := ck.Bytes(pname)
+		if err != nil {
+			return nil, err
+		}
+		s, err := ck.Bytes(sname)
+		if err != nil {
+			return nil, err
+		}
+		q, err := tensor.MXFP4FromPacked(p, s, rows, cols)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", pname, err)
+		}
+		return tensor.NewBlocked(rows, cols, tensor.MXFP4, q)
+	}
+	if b.Deferred {
+		return &tensor.Mat{Rows: rows, Cols: cols, DType: tensor.MXFP4, Fetch: fetch}, true
+	}
+	m, err := fetch()
+	if err != nil {
+		b.Err = err
+		return nil, true
+	}
+	return m, true
+}
+
+// Vec binds a small tensor of the given shape as float32 (a copy); a
+// [1, n] or [m, n] one stored as compressed-tensors MXFP4 (a linear layer
+// with one output, such as an AttnRes pseudo-query, that a
+// quantization_config targeting every Linear packs) is dequantized.
 func (b *Binder) Vec(name string, shape ...int) []float32 {
+	if m, ok := b.packedMXFP4(name, shape); ok {
+		if m == nil {
+			return nil
+		}
+		if m.Fetch != nil {
+			var err error
+			if m, err = m.Fetch(); err != nil {
+				b.Err = err
+				return nil
+			}
+		}
+		v := make([]float32, m.Rows*m.Cols)
+		tensor.Dequantize(tensor.MXFP4, v, m.Q)
+		return v
+	}
 	if b.Lookup(name, shape...) == nil {
 		return nil
 	}

@@ -181,10 +181,15 @@ type Config struct {
 	// checkpoint can be written back in either layout.
 	Text map[string]any
 	// Quant is "q8" for int8 per-row weights (compressed-tensors
-	// int-quantized, channel strategy), "" for float weights.
+	// int-quantized, channel strategy), "mxfp4" for MXFP4 weights
+	// (compressed-tensors mxfp4-pack-quantized, group 32: Kimi K3's routed
+	// experts), "" for float weights.
 	Quant string
 	// QuantConfig is the quantization_config object as read.
 	QuantConfig map[string]any
+	// quantTargets and quantIgnore are the config's module patterns
+	// (QuantTargets).
+	quantTargets, quantIgnore []modulePattern
 
 	// Vision is the kimi_k3 vision_config object as read (nil: text only);
 	// package vision parses it.
@@ -639,56 +644,4 @@ func (c *Config) Marshal(layout Layout) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
-}
-
-// parseQuant accepts the one quantization scheme tessera runs: symmetric
-// int8 weights with one scale per output channel, as compressed-tensors
-// writes it ("quant_method": "compressed-tensors", every config group's
-// weights {"num_bits": 8, "type": "int", "symmetric": true, "strategy":
-// "channel"}; tensors NAME.weight I8 + NAME.weight_scale [out, 1]).
-// Anything else (MXFP4, group-wise, activation quantization) is refused by
-// field.
-func (c *Config) parseQuant(field string, v any) error {
-	q, ok := v.(map[string]any)
-	if !ok {
-		return fieldErr(field, "want an object")
-	}
-	if m, _ := q["quant_method"].(string); m != "compressed-tensors" {
-		return fieldErr(field+".quant_method", "%v is not supported (tessera runs compressed-tensors int8 per-channel weights; convert other checkpoints to F32/F16/BF16)", q["quant_method"])
-	}
-	groups, ok := q["config_groups"].(map[string]any)
-	if !ok || len(groups) == 0 {
-		return fieldErr(field+".config_groups", "missing")
-	}
-	for name, g := range groups {
-		gm, _ := g.(map[string]any)
-		w, _ := gm["weights"].(map[string]any)
-		f := fmt.Sprintf("%s.config_groups.%s.weights", field, name)
-		if w == nil {
-			return fieldErr(f, "missing")
-		}
-		bits, _ := w["num_bits"].(json.Number)
-		if bits.String() != "8" || w["type"] != "int" || w["symmetric"] != true || w["strategy"] != "channel" {
-			return fieldErr(f, "only {num_bits: 8, type: int, symmetric: true, strategy: channel} is supported, got %v", w)
-		}
-		if a, ok := gm["input_activations"]; ok && a != nil {
-			return fieldErr(fmt.Sprintf("%s.config_groups.%s.input_activations", field, name), "activation quantization is not supported")
-		}
-	}
-	c.Quant, c.QuantConfig = "q8", q
-	return nil
-}
-
-// Q8Config is the quantization_config tessera writes for int8 per-channel
-// weights (lm_head, embeddings, routers and the vision tower stay float).
-func Q8Config() map[string]any {
-	return map[string]any{
-		"quant_method": "compressed-tensors",
-		"format":       "int-quantized",
-		"config_groups": map[string]any{"group_0": map[string]any{
-			"targets": []string{"Linear"},
-			"weights": map[string]any{"num_bits": 8, "type": "int", "symmetric": true, "strategy": "channel"},
-		}},
-		"ignore": []string{"lm_head", "re:.*embed_tokens", "re:.*block_sparse_moe.gate$", "re:vision_tower.*", "re:mm_projector.*"},
-	}
 }

@@ -180,3 +180,64 @@ func TestQ8ConfigRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "q8", d.Quant)
 }
+
+// k3MXFP4Quant is a quantization_config as Kimi K3 ships it (format in
+// the group, targets by class, an ignore list).
+const k3MXFP4Quant = `{"quant_method": "compressed-tensors", "quantization_status": "compressed",
+ "config_groups": {"group_0": {"format": "mxfp4-pack-quantized", "targets": ["Linear"], "input_activations": null,
+   "weights": {"num_bits": 4, "type": "float", "symmetric": true, "group_size": 32, "strategy": "group",
+     "dynamic": false, "observer": "minmax", "scale_dtype": "torch.uint8"}}},
+ "ignore": ["re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*", "re:.*lm_head.*",
+   "re:.*vision_tower.*", "re:.*mm_projector.*"]}`
+
+func TestMXFP4QuantConfig(t *testing.T) {
+	parse := func(q string) (*Config, error) {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(preset(t, "k3-nano"), &m))
+		var qv any
+		d := json.NewDecoder(strings.NewReader(q))
+		d.UseNumber()
+		require.NoError(t, d.Decode(&qv))
+		m["quantization_config"] = qv
+		b, _ := json.Marshal(m)
+		return Parse(b)
+	}
+	c, err := parse(k3MXFP4Quant)
+	require.NoError(t, err)
+	require.Equal(t, "mxfp4", c.Quant)
+	for module, want := range map[string]bool{
+		"language_model.model.layers.1.block_sparse_moe.experts.7.w1": true,
+		"model.layers.3.block_sparse_moe.experts.0.w2":                true,
+		"model.layers.3.block_sparse_moe.shared_experts.down_proj":    false,
+		"model.layers.0.mlp.gate_proj":                                false,
+		"model.layers.4.self_attn.q_proj":                             false,
+		"lm_head":                                                     false,
+	} {
+		require.Equal(t, want, c.QuantTargets(module), module)
+	}
+	// What tessera writes parses back to the same scheme and targets.
+	w := &Config{}
+	require.NoError(t, w.SetQuant(MXFP4Config()))
+	require.Equal(t, "mxfp4", w.Quant)
+	require.True(t, w.QuantTargets("model.layers.1.block_sparse_moe.experts.12.w3"))
+	require.False(t, w.QuantTargets("model.layers.1.block_sparse_moe.routed_expert_down_proj"))
+	out, err := c.Marshal(LayoutKimiK3)
+	require.NoError(t, err)
+	d, err := Parse(out)
+	require.NoError(t, err)
+	require.Equal(t, "mxfp4", d.Quant)
+
+	for _, bad := range []struct{ edit, field string }{
+		{`"group_size": 32`, `"group_size": 16`},
+		{`"num_bits": 4`, `"num_bits": 8`},
+		{`"type": "float"`, `"type": "int"`},
+		{`"strategy": "group"`, `"strategy": "channel"`},
+		{`"format": "mxfp4-pack-quantized"`, `"format": "nvfp4-pack-quantized"`},
+		{`"input_activations": null`, `"input_activations": {"num_bits": 8}`},
+		{`"re:.*lm_head.*"`, `"re:(["`},
+	} {
+		_, err := parse(strings.Replace(k3MXFP4Quant, bad.edit, bad.field, 1))
+		require.Error(t, err, bad.field)
+		require.ErrorContains(t, err, "quantization_config", bad.field)
+	}
+}

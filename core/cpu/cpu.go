@@ -81,19 +81,20 @@ type Backend struct {
 	Pool *ref.Pool
 	Opt  Options
 
-	mla   ref.MLAScratch
-	tmp   []float32 // strided operands gathered
-	tmp2  []float32
-	res   []float32 // a result added or copied into a strided output
-	h1    []float32 // GLU hidden activations
-	h2    []float32
-	one   []float32 // one expert's output row
-	route []float32 // Route's scratch
-	srcs  [][]float32
-	score []float32
-	gemvs []ref.GEMV
-	ridx  []int // Route's ids
-	gqa   ref.GQAArgs
+	mla     ref.MLAScratch
+	tmp     []float32 // strided operands gathered
+	tmp2    []float32
+	res     []float32 // a result added or copied into a strided output
+	h1      []float32 // GLU hidden activations
+	h2      []float32
+	one     []float32 // one expert's output row
+	route   []float32 // Route's scratch
+	srcs    [][]float32
+	score   []float32
+	attnRes attnResJob
+	gemvs   []ref.GEMV
+	ridx    []int // Route's ids
+	gqa     ref.GQAArgs
 
 	// views made during a forward pass come from this arena, reused by
 	// the next pass (Begin), so decoding allocates nothing
@@ -249,7 +250,7 @@ func (b *Backend) SigmoidGate(x, g nn.Tensor, T int) {
 
 func (b *Backend) ShortConv(out, x nn.Tensor, T int, w []float32, tail nn.Tensor, K int) {
 	xs := ct(x)
-	ref.ShortConv(ct(out).flat(T), xs.flat(T), w, ct(tail).d, T, xs.cols, K)
+	ref.ShortConvRows(b.Pool, ct(out).flat(T), xs.flat(T), w, ct(tail).d, T, xs.cols, K)
 }
 
 func (b *Backend) KDAGate(g nn.Tensor, T int, a nn.KDAGateArgs) {
@@ -366,17 +367,45 @@ func (b *Backend) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routi
 	}
 }
 
+// AttnRes runs ref.AttnRes for each token, the tokens of a prefill piece
+// split over the workers.
 func (b *Backend) AttnRes(out nn.Tensor, srcs []nn.Tensor, T int, w, gamma []float32, eps float32) {
-	o := ct(out)
-	if len(b.score) < len(srcs) {
-		b.score = make([]float32, len(srcs))
+	nw := 1
+	if b.Pool != nil {
+		nw = b.Pool.Workers()
 	}
-	for t := 0; t < T; t++ {
-		b.srcs = b.srcs[:0]
-		for _, s := range srcs {
-			b.srcs = append(b.srcs, ct(s).row(t))
+	if len(b.srcs) < nw*len(srcs) {
+		b.srcs = make([][]float32, nw*len(srcs))
+		b.score = make([]float32, nw*len(srcs))
+	}
+	j := &b.attnRes
+	*j = attnResJob{b: b, out: ct(out), srcs: srcs, w: w, gamma: gamma, eps: eps}
+	if T == 1 || nw == 1 {
+		j.Run(0, 0, T)
+	} else {
+		b.Pool.For(T, 1, j)
+	}
+	*j = attnResJob{}
+}
+
+// attnResJob is AttnRes over tokens [lo, hi), with worker w's slices of
+// the backend's row list and score scratch.
+type attnResJob struct {
+	b        *Backend
+	out      cten
+	srcs     []nn.Tensor
+	w, gamma []float32
+	eps      float32
+}
+
+func (j *attnResJob) Run(w, lo, hi int) {
+	n := len(j.srcs)
+	rows, score := j.b.srcs[w*n:(w+1)*n], j.b.score[w*n:(w+1)*n]
+	for t := lo; t < hi; t++ {
+		for i, s := range j.srcs {
+			rows[i] = ct(s).row(t)
 		}
-		ref.AttnRes(o.row(t), b.srcs, w, gamma, eps, b.score)
+		ref.AttnRes(j.out.row(t), rows, j.w, j.gamma, j.eps, score)
 	}
 }
 

@@ -124,7 +124,7 @@ func chooseArch(c *config.Config) (string, error) {
 	}
 	switch {
 	case c.Quant != "":
-		return "", refuse("quantization_config", "int8 (%s) checkpoints are not exported; export the float model", c.Quant)
+		return "", refuse("quantization_config", "quantized (%s) checkpoints are not exported; export the float model", c.Quant)
 	case c.KDAHeads != c.NumHeads:
 		return "", refuse("linear_attn_config.num_heads", "%d KDA heads differ from num_attention_heads %d; llama.cpp has one head count for KDA and MLA", c.KDAHeads, c.NumHeads)
 	case c.NumExperts == 0:

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/tensor"
 )
 
 // Q8_0 stores blocks of 32 values as one fp16 scale d followed by 32 int8
@@ -58,7 +59,7 @@ func DequantizeQ8_0(dst []float32, src []byte) {
 
 // Encode converts float32 values to the bytes of a tensor of type t: F32,
 // F16 and BF16 (rounded to nearest even), Q8_0, Q4_0, MXFP4 or Q4_K
-// (ggml's reference quantizers: QuantizeQ8_0, QuantizeQ4_0, QuantizeMXFP4,
+// (ggml's reference quantizers: QuantizeQ8_0, QuantizeQ4_0, tensor.QuantizeMXFP4,
 // QuantizeQ4K).
 func Encode(t GGMLType, x []float32) ([]byte, error) {
 	switch t {
@@ -83,7 +84,7 @@ func Encode(t GGMLType, x []float32) ([]byte, error) {
 	case TypeQ4_0:
 		return QuantizeQ4_0(x)
 	case TypeMXFP4:
-		return QuantizeMXFP4(x)
+		return tensor.QuantizeMXFP4(x)
 	case TypeQ4_K:
 		return QuantizeQ4K(x)
 	}

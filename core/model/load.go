@@ -38,6 +38,9 @@ func LoadDeferred(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error
 func load(cfg *config.Config, ck *safetensors.Checkpoint, deferred bool) (*Model, error) {
 	b := &binder{bind.New(ck)}
 	b.Q8, b.Deferred = cfg.Quant == "q8", deferred
+	if cfg.Quant == "mxfp4" {
+		b.MXFP4 = cfg.QuantTargets
+	}
 	if cfg.Layout == config.LayoutKimiK3 {
 		b.Prefix = "language_model."
 	}

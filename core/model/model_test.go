@@ -378,3 +378,105 @@ func TestQ8Checkpoint(t *testing.T) {
 		require.ErrorContains(t, err, "dtype I8 needs a quantization_config")
 	}
 }
+
+// A compressed-tensors MXFP4 checkpoint (QuantizeMXFP4) loads its routed
+// experts as MXFP4 matrices holding ggml's blocks of the float weights
+// (tensor.QuantizeMXFP4), eagerly and deferred alike, everything else as
+// it was; without its quantization_config the packed tensors are refused.
+func TestMXFP4Checkpoint(t *testing.T) {
+	raw, _ := presets.Read("k3-nano")
+	cfg, err := config.Parse(raw)
+	require.NoError(t, err)
+	ts := RandomTensors(cfg, 5, "F32")
+	qcfg, err := config.Parse(raw)
+	require.NoError(t, err)
+	qts, err := QuantizeMXFP4(qcfg, ts)
+	require.NoError(t, err)
+	require.Equal(t, "mxfp4", qcfg.Quant)
+	var qb bytes.Buffer
+	require.NoError(t, safetensors.Write(&qb, qts, nil))
+	ck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": qb.Bytes()}))
+	require.NoError(t, err)
+	m, err := Load(qcfg, ck)
+	require.NoError(t, err)
+	md, err := LoadDeferred(qcfg, ck)
+	require.NoError(t, err)
+	float := map[string][]float32{}
+	for _, tt := range ts {
+		float[tt.Name] = tt.Data
+	}
+	n := 0
+	for l, layer := range m.Layers {
+		if layer.MoE == nil {
+			continue
+		}
+		require.Equal(t, tensor.F32, layer.MoE.SharedExperts.GateProj.DType)
+		for e := range layer.MoE.Experts {
+			for _, p := range []struct {
+				name string
+				got  *tensor.Mat
+				def  *tensor.Mat
+			}{
+				{"w1", layer.MoE.Experts[e].GateProj, md.Layers[l].MoE.Experts[e].GateProj},
+				{"w2", layer.MoE.Experts[e].DownProj, md.Layers[l].MoE.Experts[e].DownProj},
+				{"w3", layer.MoE.Experts[e].UpProj, md.Layers[l].MoE.Experts[e].UpProj},
+			} {
+				name := fmt.Sprintf("model.layers.%d.block_sparse_moe.experts.%d.%s.weight", l, e, p.name)
+				want, err := tensor.QuantizeMXFP4(float[name])
+				require.NoError(t, err)
+				require.Equal(t, tensor.MXFP4, p.got.DType, name)
+				require.Equal(t, want, p.got.Q, name)
+				require.Equal(t, tensor.MXFP4, p.def.DType, name)
+				f, err := p.def.Fetch()
+				require.NoError(t, err)
+				require.Equal(t, want, f.Q, name+" (deferred)")
+				n++
+			}
+		}
+	}
+	require.NotZero(t, n)
+	_, err = Load(cfg, ck)
+	require.ErrorContains(t, err, "weight_packed: compressed-tensors MXFP4 weights need their quantization_config")
+
+	// A config that targets more linear layers (K3's targets every Linear
+	// but an ignore list): a packed AttnRes pseudo-query ([1, d], bound as
+	// a vector) loads dequantized.
+	const res = "model.layers.1.self_attention_res_proj.weight"
+	q := config.MXFP4Config()
+	g := q["config_groups"].(map[string]any)["group_0"].(map[string]any)
+	g["targets"] = []string{"re:" + config.MXFP4ExpertPattern, "re:.*self_attention_res_proj$"}
+	require.NoError(t, qcfg.SetQuant(q))
+	var rts []safetensors.WriteTensor
+	var want []float32
+	for _, tt := range qts {
+		if tt.Name != res {
+			rts = append(rts, tt)
+			continue
+		}
+		blocks, err := tensor.QuantizeMXFP4(tt.Data)
+		require.NoError(t, err)
+		want = make([]float32, len(tt.Data))
+		tensor.Dequantize(tensor.MXFP4, want, blocks)
+		packed, scale, err := tensor.MXFP4ToPacked(blocks, tt.Shape[0], tt.Shape[1])
+		require.NoError(t, err)
+		for _, x := range []struct {
+			suffix string
+			b      []byte
+			cols   int
+		}{{"_packed", packed, tt.Shape[1] / 2}, {"_scale", scale, tt.Shape[1] / 32}} {
+			v := make([]float32, len(x.b))
+			for i, c := range x.b {
+				v[i] = float32(c)
+			}
+			rts = append(rts, safetensors.WriteTensor{Name: res + x.suffix, DType: safetensors.U8, Shape: []int{tt.Shape[0], x.cols}, Data: v})
+		}
+	}
+	require.NotNil(t, want)
+	var rb bytes.Buffer
+	require.NoError(t, safetensors.Write(&rb, rts, nil))
+	rck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{"model.safetensors": rb.Bytes()}))
+	require.NoError(t, err)
+	rm, err := Load(qcfg, rck)
+	require.NoError(t, err)
+	require.Equal(t, want, rm.Layers[1].SelfAttentionResProj)
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
@@ -47,4 +48,50 @@ func QuantizeQ8(cfg *config.Config, ts []safetensors.WriteTensor) []safetensors.
 	}
 	cfg.Quant, cfg.QuantConfig = "q8", config.Q8Config()
 	return out
+}
+
+// QuantizeMXFP4 converts the routed experts' matrices of a checkpoint
+// (config.MXFP4ExpertPattern, the part Kimi K3 ships as MXFP4) to
+// compressed-tensors MXFP4: NAME.weight_packed U8 [rows, cols/2] and
+// NAME.weight_scale U8 [rows, cols/32], with ggml's reference rounding
+// (tensor.QuantizeMXFP4), so the experts hold the bytes a GGUF MXFP4 export
+// of the same weights holds. cfg's quantization_config becomes
+// config.MXFP4Config(); other tensors are returned unchanged.
+func QuantizeMXFP4(cfg *config.Config, ts []safetensors.WriteTensor) ([]safetensors.WriteTensor, error) {
+	if err := cfg.SetQuant(config.MXFP4Config()); err != nil {
+		return nil, err
+	}
+	out := make([]safetensors.WriteTensor, 0, len(ts)+len(ts)/2)
+	for _, t := range ts {
+		module, ok := strings.CutSuffix(t.Name, ".weight")
+		if !ok || !cfg.QuantTargets(module) {
+			out = append(out, t)
+			continue
+		}
+		if len(t.Shape) != 2 || t.Shape[1]%32 != 0 {
+			return nil, fmt.Errorf("tensor %s: shape %v: MXFP4 needs a matrix whose columns are a multiple of 32", t.Name, t.Shape)
+		}
+		rows, cols := t.Shape[0], t.Shape[1]
+		blocks, err := tensor.QuantizeMXFP4(t.Data)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+		}
+		packed, scale, err := tensor.MXFP4ToPacked(blocks, rows, cols)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+		}
+		out = append(out,
+			safetensors.WriteTensor{Name: t.Name + "_packed", DType: safetensors.U8, Shape: []int{rows, cols / 2}, Data: bytesAsValues(packed)},
+			safetensors.WriteTensor{Name: t.Name + "_scale", DType: safetensors.U8, Shape: []int{rows, cols / 32}, Data: bytesAsValues(scale)})
+	}
+	return out, nil
+}
+
+// bytesAsValues is b as the float32 values safetensors.WriteTensor takes.
+func bytesAsValues(b []byte) []float32 {
+	v := make([]float32, len(b))
+	for i, x := range b {
+		v[i] = float32(x)
+	}
+	return v
 }

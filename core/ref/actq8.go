@@ -10,7 +10,9 @@ import (
 // Integer block dot products: the activations of a product with a 4-, 5-,
 // 6- or 8-bit block-format matrix are quantized to int8 once per token, and
 // the packed weights are multiplied with them in integer arithmetic
-// (AVX-512 VNNI), the way ggml's vec_dot kernels do: Q4_K and Q6_K with
+// (AVX-512 VNNI; on CPUs with AVX2 but not VNNI, Q4_0, MXFP4 and Q8_0 with
+// AVX2 kernels that give the VNNI kernels' bits), the way ggml's vec_dot
+// kernels do: Q4_K and Q6_K with
 // 256-value activation blocks (ggml's Q8_K), Q4_0, Q5_0, MXFP4 and Q8_0
 // with 32-value blocks (ggml's Q8_0, with a float32 scale). The functions
 // below are the definition of that path; the SIMD kernels compute the
@@ -117,20 +119,38 @@ func (a *actQ8) meta(t, u int) []uint32 {
 // quantize sets a to the T rows x[t·n : (t+1)·n] in layout kind (n a
 // multiple of the block length), growing its storage as needed.
 func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
+	a.prepare(kind, n, T, 1)
+	a.quantizeRows(x, 0, T, a.s16)
+}
+
+// prepare sizes a for T rows of n values in layout kind, with sums
+// scratch for workers quantizing rows at once (quantizeRows).
+func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.kind, a.n, a.T = kind, n, T
 	bl := 32
 	if kind == act256 {
 		bl = 256
 	}
-	nb := n / bl
 	a.q = grow(a.q, T*n)
-	a.d = grow(a.d, T*nb)
+	a.d = grow(a.d, T*(n/bl))
 	a.lm = a.metaUnits() * a.metaWords()
 	a.units = a.metaUnits()
 	a.m = grow(a.m, T*a.lm)
-	a.s16 = grow(a.s16, n/16)
-	for t := 0; t < T; t++ {
-		xr, qr, dr, s16 := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb], a.s16
+	a.s16 = grow(a.s16, workers*n/16)
+}
+
+// quantizeRows quantizes rows [t0, t1) of x into a (sized by prepare);
+// s16 is scratch of n/16 int32 private to the caller.
+func (a *actQ8) quantizeRows(x []float32, t0, t1 int, s16 []int32) {
+	kind, n := a.kind, a.n
+	bl := 32
+	if kind == act256 {
+		bl = 256
+	}
+	nb := n / bl
+	s16 = s16[:n/16]
+	for t := t0; t < t1; t++ {
+		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
 		quantBlocks(xr, bl, qr, dr, s16)
 		if kind == act256 {
 			for b := 0; b < nb; b++ {
@@ -364,15 +384,15 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 }
 
 // int8Blocks selects the integer path for the block formats that have
-// one (actKindOf): on where this build and CPU have its kernels (AVX-512
-// VNNI), so a product's result depends on the CPU as ggml's does. Tests
-// switch it to check both paths.
+// one (actKindOf) and a kernel on this CPU (hasInt8Kernel: AVX-512 VNNI,
+// or AVX2 for Q4_0, MXFP4 and Q8_0), so a product's result depends on the
+// CPU as ggml's does. Tests switch it to check both paths.
 var int8Blocks = hasInt8Kernels()
 
 // intKind is the activation layout of W's integer path, or 0 when W's
 // product runs in float32.
 func intKind(W *tensor.Mat) actKind {
-	if !int8Blocks || W.Cols < 32 {
+	if !int8Blocks || W.Cols < 32 || !hasInt8Kernel(W.DType) {
 		return 0
 	}
 	return actKindOf(W.DType)
@@ -414,12 +434,36 @@ func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32) {
 // every token, with the sums decode gives each token.
 func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	a := &p.act
-	a.quantize(kind, x[:T*W.Cols], W.Cols, T)
+	if T < quantParallelT || p.n == 1 {
+		a.quantize(kind, x[:T*W.Cols], W.Cols, T)
+	} else {
+		// A prefill piece's tokens are quantized in parallel too (the
+		// same bits: each token on its own).
+		a.prepare(kind, W.Cols, T, p.n)
+		p.quant = quantJob{a: a, x: x[:T*W.Cols]}
+		p.For(T, 4, &p.quant)
+		p.quant = quantJob{}
+	}
 	j := &p.q8
 	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	p.For(W.Rows, max(grain, 4), j)
 	*j = q8Job{}
+}
+
+// quantParallelT is the fewest tokens linearQ8 quantizes in parallel.
+const quantParallelT = 8
+
+// quantJob quantizes the tokens of a prefill piece (actQ8.quantizeRows),
+// each worker with its own slice of the sums scratch.
+type quantJob struct {
+	a *actQ8
+	x []float32
+}
+
+func (j *quantJob) Run(w, lo, hi int) {
+	s := j.a.n / 16
+	j.a.quantizeRows(j.x, lo, hi, j.a.s16[w*s:(w+1)*s])
 }
 
 type q8Job struct {
@@ -435,17 +479,22 @@ func (j *q8Job) Run(w, lo, hi int) {
 		rowsDotQ8(W, lo, hi, a, 0, j.out[lo:hi])
 		return
 	}
-	// Prefill: 2×4 tiles (2×N for the last N < 4 tokens, the last row on
-	// its own), each (row, token) with the operations of decode.
+	// Prefill: 2×8 tiles (32-value formats) or 2×4 (K-quants), 2×N for
+	// the last N < 4 tokens, the last row on its own; each (row, token)
+	// with the operations of decode.
 	nb, kb := a.blocks(), a.kernelBlocks()
-	var s [8]float32
+	wide := tileTokens(W)
+	var s [16]float32
 	for o := lo; o < hi; o += 2 {
 		nr, ldwRows := 2, 1
 		if o+2 > hi {
 			nr, ldwRows = 1, 0
 		}
-		for t := 0; t < a.T; t += 4 {
+		for t := 0; t < a.T; {
 			n := min(4, a.T-t)
+			if a.T-t >= wide {
+				n = wide
+			}
 			tileQ8(W, o, ldwRows, a, t, n, &s)
 			for u := range n {
 				for r := range nr {
@@ -456,6 +505,7 @@ func (j *q8Job) Run(w, lo, hi int) {
 					j.out[(t+u)*N+o+r] = v
 				}
 			}
+			t += n
 		}
 	}
 }

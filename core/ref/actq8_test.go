@@ -105,17 +105,21 @@ func TestQuantBlocksMatchGeneric(t *testing.T) {
 // (through rowsDotQ8 and Linear) against rowDotQ8 row by row, and the
 // integer path against the float32 path within the activation rounding
 // bound Σ|w_i|·d_b(i)/2, for every cut: row counts not a multiple of four,
-// one to five blocks (odd 32-value block counts), one and several tokens.
+// one to five blocks (odd 32-value block counts), one and several tokens
+// (2×4 and 2×8 tiles and their remainders).
 func TestInt8KernelsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 7))
 	ran := 0
 	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
+		if !hasInt8Kernel(dt) {
+			continue // no kernel on this path (AVX2: the K-quants and Q5_0 stay float32)
+		}
 		kind := actKindOf(dt)
 		for _, blocks := range []int{1, 2, 3, 4, 5} {
 			cols := blocks * dt.BlockLen()
 			for _, rows := range []int{1, 3, 4, 5, 9} {
 				W, F := randomBlocked(rng, dt, rows, cols)
-				for _, T := range []int{1, 2, 3, 5} {
+				for _, T := range []int{1, 2, 3, 5, 8, 13} {
 					name := fmt.Sprintf("%v/%dx%d/T%d", dt, rows, cols, T)
 					x := make([]float32, T*cols)
 					for i := range x {
@@ -155,15 +159,19 @@ func TestInt8KernelsMatchReference(t *testing.T) {
 }
 
 // TestInt8LinearTokensMatchDecode: a prefill of T tokens through the
-// integer path gives each token the bits of decoding it alone, for any
-// number of workers.
+// integer path (its activations quantized by one worker, or in parallel
+// from quantParallelT tokens on) gives each token the bits of decoding it
+// alone, for any number of workers.
 func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 8))
-	for _, workers := range []int{1, 2} {
+	for _, workers := range []int{1, 2, 3} {
 		p := NewPool(workers)
 		defer p.Close()
 		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
-			rows, cols, T := 37, 3*dt.BlockLen(), 7
+			if !hasInt8Kernel(dt) {
+				continue
+			}
+			rows, cols, T := 37, 3*dt.BlockLen(), 7+workers*quantParallelT
 			W, _ := randomBlocked(rng, dt, rows, cols)
 			x := make([]float32, T*cols)
 			for i := range x {

@@ -13,8 +13,36 @@ package ref
 // size give the same result as one call over the whole sequence.
 // out is [T, C] and must not alias x.
 func ShortConv(out, x, w, state []float32, T, C, K int) {
+	convTokens(out, x, w, state, 0, T, C, K)
+	convShift(x, state, T, C, K)
+}
+
+// ShortConvRows is ShortConv with the tokens split over p's workers (each
+// token's output reads only the inputs and the incoming state, so the
+// values are ShortConv's).
+func ShortConvRows(p *Pool, out, x, w, state []float32, T, C, K int) {
+	p = poolOr(p)
+	if T < 2 || p.n == 1 {
+		ShortConv(out, x, w, state, T, C, K)
+		return
+	}
+	p.conv = convJob{out: out, x: x, w: w, state: state, C: C, K: K}
+	p.For(T, max(1, 16384/(C*K)), &p.conv)
+	p.conv = convJob{}
+	convShift(x, state, T, C, K)
+}
+
+type convJob struct {
+	out, x, w, state []float32
+	C, K             int
+}
+
+func (j *convJob) Run(_, lo, hi int) { convTokens(j.out, j.x, j.w, j.state, lo, hi, j.C, j.K) }
+
+// convTokens writes ShortConv's outputs of tokens [lo, hi).
+func convTokens(out, x, w, state []float32, lo, hi, C, K int) {
 	hist := K - 1
-	for t := 0; t < T; t++ {
+	for t := lo; t < hi; t++ {
 		o := out[t*C : (t+1)*C]
 		for c := 0; c < C; c++ {
 			wc := w[c*K : (c+1)*K]
@@ -33,7 +61,12 @@ func ShortConv(out, x, w, state []float32, T, C, K int) {
 		}
 		siluVec(o, o)
 	}
-	// Shift the state: keep the last K−1 inputs of [state; x].
+}
+
+// convShift moves state on past T tokens of x: it keeps the last K−1
+// inputs of [state; x].
+func convShift(x, state []float32, T, C, K int) {
+	hist := K - 1
 	if T >= hist {
 		copy(state, x[(T-hist)*C:T*C])
 		return

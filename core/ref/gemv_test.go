@@ -174,3 +174,43 @@ func TestPoolBacksOffSpinning(t *testing.T) {
 		require.EqualValues(t, 1, hits[i].Load())
 	}
 }
+
+// TestPoolCallerTakesLateWorkersChunks: the caller claims the chunks a
+// worker does not get to, so a worker that stalls in a chunk holds the
+// region up by that chunk only, never by a fixed share: with worker 1
+// stalling 50 ms per chunk and worker 0 taking 1 ms, worker 0 runs most
+// chunks (a fixed split would give it half; the margin allows the caller
+// to lose its core for a while on a busy machine), and every index runs
+// once.
+func TestPoolCallerTakesLateWorkersChunks(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	stalled := 0
+	for round := range 6 {
+		j := &stallJob{}
+		p.For(64, 1, j)
+		for i := range 64 {
+			require.EqualValues(t, 1, j.hits[i].Load(), "round %d index %d", round, i)
+		}
+		chunks := 2 * chunksPerWorker
+		require.Greater(t, int(j.byWorker[0].Load()), chunks/2, "round %d: worker 0 ran %d of %d chunks", round, j.byWorker[0].Load(), chunks)
+		stalled += int(j.byWorker[1].Load())
+	}
+	t.Logf("worker 1 stalled in %d of 6 regions", stalled)
+}
+
+// stallJob counts each index and each worker's chunks; worker 1 sleeps
+// 50 ms in every chunk it runs, worker 0 1 ms (so worker 1 wakes while
+// chunks are left).
+type stallJob struct {
+	hits     [64]atomic.Int32
+	byWorker [2]atomic.Int32
+}
+
+func (j *stallJob) Run(w, lo, hi int) {
+	j.byWorker[w].Add(1)
+	time.Sleep(time.Duration(1+49*w) * time.Millisecond)
+	for i := lo; i < hi; i++ {
+		j.hits[i].Add(1)
+	}
+}

@@ -25,37 +25,48 @@ type Job interface {
 // Pool runs Jobs on a fixed set of goroutines. A Pool is used by one
 // sequence of ops at a time (it is not safe for concurrent For calls).
 //
+// A region's range is cut into chunks (a few per worker) that the caller
+// and the workers claim one at a time from a shared ticket; the caller
+// returns when every chunk is done. So a region whose rows cost unequal
+// work (a batch of matrices of several formats and widths) stays balanced,
+// and a worker that is late (parked, or waiting for a core) only takes
+// fewer chunks: the caller never waits for a worker to start, only for
+// chunks already running. A worker that wakes after its region has ended
+// finds nothing to claim (or claims the next region's chunks).
+//
 // A decode step is a few hundred short parallel regions, so waking workers
-// through the scheduler (tens of microseconds each) would cost more than
-// the work: workers spin on a generation counter for up to spinWait after
-// their last job and only then park on a channel, and the caller spins as
-// long for the workers to finish before it parks too. An idle pool parks
+// through the scheduler (tens of microseconds each) would lose most of
+// them: workers spin on a generation counter for up to spinWait after
+// their last chunk and only then park on a channel. An idle pool parks
 // within spinWait and burns no CPU.
 //
 // On a busy machine spinning loses: a spinning thread takes the core a
-// descheduled worker needs. The caller counts the regions in which a
-// worker had not even started its part when the spin ran out (a worker that
-// has started is just busy, and the caller keeps polling for it); when more
-// than a quarter of a window of regions did,
-// the pool stops spinning (park at once, as a plain channel pool) for a
-// number of windows that doubles with each failed retry, then tries
-// spinning again.
+// descheduled thread needs. The caller counts the regions of several
+// chunks in which no worker claimed any (the workers were not running);
+// when more than a quarter of a window of regions were such, the pool
+// stops spinning (park at once, as a plain channel pool) for a number of
+// windows that doubles with each failed retry, then tries spinning again.
 type Pool struct {
 	n int
-	// gen is bumped once per dispatched For; spans[w] is worker w's part.
-	gen   atomic.Uint32
-	spans []span
-	// left counts the workers that have not finished the current For.
-	left atomic.Int32
+	// gen is bumped once per dispatched For (what idle workers wait on).
+	gen atomic.Uint32
+	// ticket is the current region's generation (high 32 bits), its
+	// number of chunks (16 bits) and the next chunk to claim (low 16
+	// bits); done counts its finished chunks, helped those the workers
+	// claimed. job, size and chunk describe it: job over [0, size) in
+	// chunks of chunk indices (read only by holders of a claim).
+	ticket      atomic.Uint64
+	done        atomic.Int32
+	helped      atomic.Int32
+	job         Job
+	size, chunk int
 	// parked[w] is set while worker w sleeps on wake[w].
 	parked []atomic.Bool
 	wake   []chan struct{}
 	quit   atomic.Bool
-	// started counts the workers that have picked up the current For.
-	started atomic.Int32
-	// callerParked is set while the caller of For sleeps on done.
+	// callerParked is set while the caller of For sleeps on doneCh.
 	callerParked atomic.Bool
-	done         chan struct{}
+	doneCh       chan struct{}
 	// spin is the current spin budget (0: park at once); the rest is the
 	// caller's bookkeeping of it (see the type's doc).
 	spin                   atomic.Int64
@@ -74,27 +85,31 @@ type Pool struct {
 	lin   linearJob
 	batch batchJob
 	q8    q8Job
+	quant quantJob
+	conv  convJob
 	attn  attnJob
 	kda   kdaJob
 	gqa   gqaJob
 }
 
-type span struct {
-	job    Job
-	lo, hi int
-}
-
 // spinWait is how long an idle worker polls for the next job before it
-// parks (and how long the caller polls before yielding its thread).
-const spinWait = 20 * time.Microsecond
+// parks: longer than the serial stretches between a decode step's regions
+// (up to ~40 µs on k3-mini: short convolutions, gates, norms, sampling),
+// so a worker stays awake through a step instead of waiting for a wake-up
+// (tens of microseconds on a VM) at the next region.
+const spinWait = 50 * time.Microsecond
 
-// spinBusy is how long the caller polls while every worker is running its
-// part (a large, slightly unbalanced region) before it parks.
+// spinBusy is how long the caller polls for chunks still running on
+// workers before it parks.
 const spinBusy = 2 * time.Millisecond
 
 // spinWindow is the number of regions over which the caller judges
 // whether spinning pays.
 const spinWindow = 64
+
+// chunksPerWorker is how many chunks a region's range is cut into per
+// worker (when grain allows).
+const chunksPerWorker = 4
 
 // NewPool starts a pool of n workers (n ≤ 0: GOMAXPROCS). Worker 0 is the
 // calling goroutine, so a pool of one worker runs everything inline.
@@ -102,7 +117,7 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{n: n, spans: make([]span, n), parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n), done: make(chan struct{}, 1)}
+	p := &Pool{n: n, parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n), doneCh: make(chan struct{}, 1)}
 	p.spin.Store(int64(spinWait))
 	for w := 1; w < n; w++ {
 		p.wake[w] = make(chan struct{}, 1)
@@ -111,7 +126,7 @@ func NewPool(n int) *Pool {
 	return p
 }
 
-// worker runs worker w's span of each generation until the pool closes.
+// worker claims chunks of each region until the pool closes.
 func (p *Pool) worker(w int) {
 	var seen uint32 // generation 0: no job yet (For may run before we start)
 	for {
@@ -119,15 +134,46 @@ func (p *Pool) worker(w int) {
 			return
 		}
 		seen = p.gen.Load()
-		p.started.Add(1)
-		if s := p.spans[w]; s.lo < s.hi {
-			s.job.Run(w, s.lo, s.hi)
+		p.runChunks(w)
+	}
+}
+
+// claim takes the next chunk of the current region: its index range, or
+// ok false when every chunk is taken. Once a chunk is claimed its region
+// cannot end before the claimer reports it done, so job, size and chunk
+// stay those of the claimed region.
+func (p *Pool) claim() (lo, hi int, ok bool) {
+	for {
+		t := p.ticket.Load()
+		next, chunks := t&0xffff, t>>16&0xffff
+		if next >= chunks {
+			return 0, 0, false
 		}
-		// The last one out wakes a parked caller (same protocol as await:
-		// the caller sets callerParked before it re-reads left).
-		if p.left.Add(-1) == 0 && p.callerParked.Load() {
+		if p.ticket.CompareAndSwap(t, t+1) {
+			lo = int(next) * p.chunk
+			return lo, min(lo+p.chunk, p.size), true
+		}
+	}
+}
+
+// runChunks runs chunks of the current region on worker w until none is
+// left; worker w runs its chunks one after another, so per-worker scratch
+// indexed by w stays private.
+func (p *Pool) runChunks(w int) {
+	for {
+		lo, hi, ok := p.claim()
+		if !ok {
+			return
+		}
+		if w > 0 {
+			p.helped.Add(1)
+		}
+		p.job.Run(w, lo, hi)
+		// The chunk that completes the region wakes a parked caller (the
+		// caller sets callerParked before it re-reads done).
+		if t := p.ticket.Load(); p.done.Add(1) == int32(t>>16&0xffff) && w > 0 && p.callerParked.Load() {
 			select {
-			case p.done <- struct{}{}:
+			case p.doneCh <- struct{}{}:
 			default:
 			}
 		}
@@ -184,8 +230,10 @@ func (p *Pool) Close() {
 	}
 }
 
-// For splits [0, n) into contiguous pieces, at least grain long, runs job on
-// each, and returns when all are done.
+// For splits [0, n) into contiguous pieces, at least grain long (a
+// multiple of four when longer than eight), runs job on each, and returns
+// when all are done. Which worker runs which piece depends on timing, so
+// a job's results must not depend on where the pieces are cut.
 func (p *Pool) For(n, grain int, job Job) {
 	if n <= 0 {
 		return
@@ -193,25 +241,23 @@ func (p *Pool) For(n, grain int, job Job) {
 	if grain < 1 {
 		grain = 1
 	}
-	parts := (n + grain - 1) / grain
-	if parts > p.n {
-		parts = p.n
-	}
+	parts := min((n+grain-1)/grain, p.n)
 	if parts <= 1 {
 		job.Run(0, 0, n)
 		return
 	}
-	step := (n + parts - 1) / parts
-	for w := 1; w < p.n; w++ {
-		lo := min(w*step, n)
-		p.spans[w] = span{job, lo, min(lo+step, n)}
-		if w >= parts {
-			p.spans[w] = span{}
-		}
+	chunks := min((n+grain-1)/grain, parts*chunksPerWorker)
+	chunk := (n + chunks - 1) / chunks
+	if chunk > 8 {
+		chunk = (chunk + 3) &^ 3
 	}
-	p.left.Store(int32(p.n - 1))
-	p.started.Store(0)
-	p.gen.Add(1)
+	chunks = (n + chunk - 1) / chunk
+	p.job, p.size, p.chunk = job, n, chunk
+	p.done.Store(0)
+	p.helped.Store(0)
+	g := uint64(p.gen.Load() + 1)
+	p.ticket.Store(g<<32 | uint64(chunks)<<16)
+	p.gen.Store(uint32(g))
 	for w := 1; w < p.n; w++ {
 		if p.parked[w].Load() {
 			select {
@@ -220,44 +266,33 @@ func (p *Pool) For(n, grain int, job Job) {
 			}
 		}
 	}
-	job.Run(0, 0, min(step, n))
-	budget := time.Duration(p.spin.Load())
+	p.runChunks(0)
 	var t0 time.Time
-	missed := false
-	for i := 0; p.left.Load() != 0; i++ {
-		if budget > 0 && i&63 != 63 {
+	for i := 0; p.done.Load() != int32(chunks); i++ {
+		// Chunks still running on workers: poll, then park.
+		if i&63 != 63 {
 			spinPause()
 			continue
 		}
-		if budget > 0 && t0.IsZero() {
+		if t0.IsZero() {
 			t0 = time.Now()
 			continue
 		}
-		if budget > 0 {
-			// Workers that have all started are running their parts: keep
-			// polling (up to spinBusy). A worker that has not started
-			// within the budget is waiting for a core: park, and count it.
-			waited := time.Since(t0)
-			if waited < budget || (waited < spinBusy && p.started.Load() == int32(p.n-1)) {
-				continue
-			}
+		if time.Since(t0) < spinBusy {
+			continue
 		}
-		missed = missed || (budget > 0 && p.started.Load() != int32(p.n-1))
 		p.callerParked.Store(true)
-		if p.left.Load() != 0 {
-			<-p.done
+		if p.done.Load() != int32(chunks) {
+			<-p.doneCh
 		}
 		p.callerParked.Store(false)
-		t0 = time.Time{}
 	}
-	p.judgeSpin(missed)
-	for w := 1; w < p.n; w++ {
-		p.spans[w] = span{}
-	}
+	p.judgeSpin(chunks > 1 && p.helped.Load() == 0)
+	p.job = nil
 }
 
-// judgeSpin updates the spin budget after a region (missed: the caller's
-// spin ran out before the workers finished); see Pool.
+// judgeSpin updates the spin budget after a region (missed: no worker
+// claimed a chunk of it); see Pool.
 func (p *Pool) judgeSpin(missed bool) {
 	p.regions++
 	if missed {

@@ -29,12 +29,25 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 
 // tileQ8 is the 2×N tile's result computed with rowDotQ8: s[u·2 + r] for
 // row o + r·ldwRows and token t0+u.
-func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
+func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
 	for u := range N {
 		for r := range 2 {
 			s[2*u+r] = rowDotQ8(W, o+r*ldwRows, a, t0+u, 0, a.kernelBlocks())
 		}
 	}
+}
+
+// hasInt8Kernel is true: the generic kernels above take every format of
+// actKindOf.
+func hasInt8Kernel(dt tensor.DType) bool { return true }
+
+// tileTokens is the most tokens one tile takes (as on amd64, whose
+// kernels take 8 for the 32-value formats).
+func tileTokens(W *tensor.Mat) int {
+	if actKindOf(W.DType) == act32 {
+		return 8
+	}
+	return 4
 }
 
 // quantBlocks is quantBlocksGeneric.

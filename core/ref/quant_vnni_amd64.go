@@ -101,22 +101,35 @@ func gemm2x3Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n in
 //go:noescape
 func gemm2x4Q6KVNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
+//go:noescape
+func gemm2x8Q40VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm2x8Q50VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm2x8MXFP4VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm2x8Q80VNNI(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
 // q8Kern is one of the kernels above.
 type q8Kern func(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
-// The kernels of each format: gemv4, then gemm2x1 … gemm2x4.
+// The kernels of each format: gemv4, then gemm2x1 … gemm2x4, then
+// gemm2x8 (the 32-value formats; nil for the K-quants).
 var (
-	kernQ40   = [5]q8Kern{gemv4Q40VNNI, gemm2x1Q40VNNI, gemm2x2Q40VNNI, gemm2x3Q40VNNI, gemm2x4Q40VNNI}
-	kernQ50   = [5]q8Kern{gemv4Q50VNNI, gemm2x1Q50VNNI, gemm2x2Q50VNNI, gemm2x3Q50VNNI, gemm2x4Q50VNNI}
-	kernMXFP4 = [5]q8Kern{gemv4MXFP4VNNI, gemm2x1MXFP4VNNI, gemm2x2MXFP4VNNI, gemm2x3MXFP4VNNI, gemm2x4MXFP4VNNI}
-	kernQ80   = [5]q8Kern{gemv4Q80VNNI, gemm2x1Q80VNNI, gemm2x2Q80VNNI, gemm2x3Q80VNNI, gemm2x4Q80VNNI}
-	kernQ4K   = [5]q8Kern{gemv4Q4KVNNI, gemm2x1Q4KVNNI, gemm2x2Q4KVNNI, gemm2x3Q4KVNNI, gemm2x4Q4KVNNI}
-	kernQ6K   = [5]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
+	kernQ40   = [6]q8Kern{gemv4Q40VNNI, gemm2x1Q40VNNI, gemm2x2Q40VNNI, gemm2x3Q40VNNI, gemm2x4Q40VNNI, gemm2x8Q40VNNI}
+	kernQ50   = [6]q8Kern{gemv4Q50VNNI, gemm2x1Q50VNNI, gemm2x2Q50VNNI, gemm2x3Q50VNNI, gemm2x4Q50VNNI, gemm2x8Q50VNNI}
+	kernMXFP4 = [6]q8Kern{gemv4MXFP4VNNI, gemm2x1MXFP4VNNI, gemm2x2MXFP4VNNI, gemm2x3MXFP4VNNI, gemm2x4MXFP4VNNI, gemm2x8MXFP4VNNI}
+	kernQ80   = [6]q8Kern{gemv4Q80VNNI, gemm2x1Q80VNNI, gemm2x2Q80VNNI, gemm2x3Q80VNNI, gemm2x4Q80VNNI, gemm2x8Q80VNNI}
+	kernQ4K   = [6]q8Kern{gemv4Q4KVNNI, gemm2x1Q4KVNNI, gemm2x2Q4KVNNI, gemm2x3Q4KVNNI, gemm2x4Q4KVNNI}
+	kernQ6K   = [6]q8Kern{gemv4Q6KVNNI, gemm2x1Q6KVNNI, gemm2x2Q6KVNNI, gemm2x3Q6KVNNI, gemm2x4Q6KVNNI}
 )
 
 // q8Kernels holds the kernels of each format with an integer path, by
 // dtype.
-var q8Kernels = func() (k [tensor.Q5_1 + 1]*[5]q8Kern) {
+var q8Kernels = func() (k [tensor.Q5_1 + 1]*[6]q8Kern) {
 	k[tensor.Q4_0], k[tensor.Q5_0], k[tensor.MXFP4] = &kernQ40, &kernQ50, &kernMXFP4
 	k[tensor.Q8_0], k[tensor.Q4K], k[tensor.Q6K] = &kernQ80, &kernQ4K, &kernQ6K
 	return k
@@ -146,9 +159,10 @@ func detectVNNI() bool {
 	return ebx7&(bw|vl) == bw|vl && ecx7&vnni != 0
 }
 
-// hasInt8Kernels reports whether this build and CPU have the integer
-// block kernels.
-func hasInt8Kernels() bool { return useVNNI }
+// hasInt8Kernels reports whether this build and CPU have integer block
+// kernels (AVX-512 VNNI for every format of actKindOf, or AVX2 for some:
+// hasInt8Kernel).
+func hasInt8Kernels() bool { return useVNNI || useAVX2 }
 
 // runQ8 runs kernel k of W's format on R rows from o (ldwRows 1: R
 // consecutive rows; 0: row o R times; ng groups of them for gemv4) and
@@ -176,11 +190,51 @@ func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows, ng int, a *actQ8, t0, N int, 
 // o + (4g + r)·ldwRows (ldwRows 1: ng groups of four rows; 0: row o four
 // times, ng = 1) with token t of a.
 func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
+	if int8AVX2 {
+		// Two groups of two rows per group of four.
+		runQ8(avx2Kernels[W.DType], W, o, 2, ldwRows, 2*ng, a, t, 1, s)
+		return
+	}
 	runQ8(q8Kernels[W.DType][0], W, o, 4, ldwRows, ng, a, t, 1, s)
 }
 
 // tileQ8 sets s[u·2 + r] to the kernel part of rowDotQ8 of row
-// o + r·ldwRows (r < 2) with token t0+u (u < N ≤ 4).
-func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[8]float32) {
-	runQ8(q8Kernels[W.DType][N], W, o, 2, ldwRows, 1, a, t0, N, s[:])
+// o + r·ldwRows (r < 2) with token t0+u (u < N, N ≤ 4 or N = 8 where
+// tileTokens allows it).
+func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
+	if int8AVX2 {
+		// Each row against tiles of avx2TileTokens tokens, the last
+		// tokens one at a time with decode's two-row kernel (row twice).
+		var one [4]float32
+		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
+		for r := range 2 {
+			row := o + r*ldwRows
+			u := 0
+			for ; u+tn <= N; u += tn {
+				runQ8(tile, W, row, 1, 0, 1, a, t0+u, tn, one[:])
+				for i := range tn {
+					s[2*(u+i)+r] = one[i]
+				}
+			}
+			for ; u < N; u++ {
+				runQ8(avx2Kernels[W.DType], W, row, 2, 0, 1, a, t0+u, 1, one[:])
+				s[2*u+r] = one[0]
+			}
+		}
+		return
+	}
+	k := N
+	if N == 8 {
+		k = 5
+	}
+	runQ8(q8Kernels[W.DType][k], W, o, 2, ldwRows, 1, a, t0, N, s[:])
+}
+
+// tileTokens is the most tokens one prefill tile of W's format takes:
+// 8 for the 32-value formats, 4 for the K-quants.
+func tileTokens(W *tensor.Mat) int {
+	if q8Kernels[W.DType][5] != nil {
+		return 8
+	}
+	return 4
 }

@@ -53,26 +53,36 @@ func TestLinearMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestShortConvPiecesEqualOneShot: pieces of any size give one call's
+// values, and so does ShortConvRows with the tokens split over workers.
 func TestShortConvPiecesEqualOneShot(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	const T, C, K = 23, 5, 4
+	const T, C, K = 61, 96, 4 // ShortConvRows splits pieces of 43 tokens and more
 	x := randVec(r, T*C, 1)
 	w := randVec(r, C*K, 0.5)
 	oneShot := make([]float32, T*C)
 	ShortConv(oneShot, x, w, make([]float32, (K-1)*C), T, C, K)
 	// Hand check of token 0, channel 0: only the current tap sees data.
 	require.InDelta(t, SiLU(w[K-1]*x[0]), oneShot[0], 1e-6)
-	for _, pieces := range [][]int{{1}, {2, 1, 5}, {7}, {3, 20}} {
-		state := make([]float32, (K-1)*C)
-		got := make([]float32, T*C)
-		t0, pi := 0, 0
-		for t0 < T {
-			n := min(pieces[pi%len(pieces)], T-t0)
-			ShortConv(got[t0*C:], x[t0*C:(t0+n)*C], w, state, n, C, K)
-			t0 += n
-			pi++
+	p := NewPool(3)
+	defer p.Close()
+	for _, pieces := range [][]int{{1}, {2, 1, 5}, {7}, {3, 20}, {61}, {50, 11}} {
+		for _, pool := range []*Pool{nil, p} {
+			state := make([]float32, (K-1)*C)
+			got := make([]float32, T*C)
+			t0, pi := 0, 0
+			for t0 < T {
+				n := min(pieces[pi%len(pieces)], T-t0)
+				if pool == nil {
+					ShortConv(got[t0*C:], x[t0*C:(t0+n)*C], w, state, n, C, K)
+				} else {
+					ShortConvRows(pool, got[t0*C:], x[t0*C:(t0+n)*C], w, state, n, C, K)
+				}
+				t0 += n
+				pi++
+			}
+			require.Equal(t, oneShot, got, "pieces %v, pool %v", pieces, pool != nil)
 		}
-		require.Equal(t, oneShot, got, "pieces %v", pieces)
 	}
 }
 

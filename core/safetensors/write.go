@@ -20,12 +20,13 @@ import (
 
 // WriteTensor is a tensor to write. Data holds the values in row-major order
 // and is encoded as DType (F32, F16 or BF16; F16 and BF16 round to nearest
-// even). len(Data) must equal the product of Shape.
+// even; I8 and U8 take integers in their range). len(Data) must equal the
+// product of Shape.
 type WriteTensor struct {
 	Name  string
 	DType DType
 	Shape []int
-	Data  []float32 // encoded as DType on write (I8: integers in [-128, 127])
+	Data  []float32 // encoded as DType on write (I8: integers in [-128, 127], U8: in [0, 255])
 }
 
 // byteSize validates t and returns its encoded size.
@@ -47,8 +48,14 @@ func (t *WriteTensor) byteSize() (int64, error) {
 				return 0, fmt.Errorf("safetensors: write: tensor %q: value %d (%g) is not an int8", t.Name, i, v)
 			}
 		}
+	case U8:
+		for i, v := range t.Data {
+			if v != float32(uint8(v)) || v < 0 || v > 255 {
+				return 0, fmt.Errorf("safetensors: write: tensor %q: value %d (%g) is not a uint8", t.Name, i, v)
+			}
+		}
 	default:
-		return 0, fmt.Errorf("safetensors: write: tensor %q: dtype %q cannot be written (supported: F32, F16, BF16, I8)", t.Name, string(t.DType))
+		return 0, fmt.Errorf("safetensors: write: tensor %q: dtype %q cannot be written (supported: F32, F16, BF16, I8, U8)", t.Name, string(t.DType))
 	}
 	n := int64(1)
 	for i, d := range t.Shape {
@@ -169,6 +176,10 @@ func writeSorted(w io.Writer, ts []*WriteTensor, sizes []int64, metadata map[str
 		case I8:
 			for _, v := range t.Data {
 				bw.WriteByte(byte(int8(v)))
+			}
+		case U8:
+			for _, v := range t.Data {
+				bw.WriteByte(byte(v))
 			}
 		}
 	}

@@ -81,13 +81,17 @@ SIG = "(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *floa
 
 
 def xa(t, off):
-    # Token t's activation values (ldx in R12, 3·ldx in R15).
-    return [f"{off}(DI)", f"{off}(DI)(R12*1)", f"{off}(DI)(R12*2)", f"{off}(DI)(R15*1)"][t]
+    # Token t's activation values (ldx in R12, 3·ldx in R15; tokens 4-7
+    # from R10 = DI + 4·ldx).
+    b = "DI" if t < 4 else "R10"
+    return [f"{off}({b})", f"{off}({b})(R12*1)", f"{off}({b})(R12*2)", f"{off}({b})(R15*1)"][t % 4]
 
 
 def ma(t, off):
-    # Token t's metadata (ldm in R14, 3·ldm in BX).
-    return [f"{off}(R13)", f"{off}(R13)(R14*1)", f"{off}(R13)(R14*2)", f"{off}(R13)(BX*1)"][t]
+    # Token t's metadata (ldm in R14, 3·ldm in BX; tokens 4-7 from
+    # R11 = R13 + 4·ldm).
+    b = "R13" if t < 4 else "R11"
+    return [f"{off}({b})", f"{off}({b})(R14*1)", f"{off}({b})(R14*2)", f"{off}({b})(BX*1)"][t % 4]
 
 
 def kname(dt, R, N):
@@ -112,6 +116,8 @@ def begin(dt, R, N, doc, F):
         L += ["MOVQ x+16(FP), DI", "MOVQ ldx+24(FP), R12", "LEAQ (R12)(R12*2), R15",
               "MOVQ m+32(FP), R13", "MOVQ ldm+40(FP), R14", "LEAQ (R14)(R14*2), BX",
               "MOVQ n+48(FP), CX", "MOVQ out+56(FP), DX", "MOVQ tab+64(FP), R8"]
+        if N > 4:
+            L += ["LEAQ (DI)(R12*4), R10", "LEAQ (R13)(R14*4), R11"]
         L += [f"VPXORD Z{f}, Z{f}, Z{f}" for f in F]
     L += ["VPBROADCASTD nib4<>(SB), Z31"]
     return name, w, L
@@ -129,7 +135,10 @@ def end(name, w, R, N, F, unit_w, unit_x, unit_m):
     lbl = name.lower()
     for r in range(R):
         w.append(f"\tADDQ ${unit_w}, {ROWS[r]}")
-    w += [f"\tADDQ ${unit_x}, DI", f"\tADDQ ${unit_m}, R13", "\tDECQ CX", f"\tJMP  {lbl}loop", f"{lbl}done:"]
+    w += [f"\tADDQ ${unit_x}, DI", f"\tADDQ ${unit_m}, R13"]
+    if N > 4:
+        w += [f"\tADDQ ${unit_x}, R10", f"\tADDQ ${unit_m}, R11"]
+    w += ["\tDECQ CX", f"\tJMP  {lbl}loop", f"{lbl}done:"]
     for g in range(len(F) // 4):
         w += ["\t" + l for l in red4(*F[4 * g:4 * g + 4], 0, f"{16 * g}(DX)", 1)]
     if N == 1:
@@ -159,7 +168,10 @@ def gen32(dt, R, N):
     bb = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34, "Q5_0": 22}[dt]
     # The weight offset's correction in the pair metadata (actOffsets).
     corr = {"Q4_0": 64, "MXFP4": 128, "Q8_0": 192, "Q5_0": 128}[dt]
-    F = faccs(R, N, [16, 17, 18, 19, 20, 21, 22, 23])
+    # Accumulators, and the activation scales of the step per token (2×8
+    # uses every register: red4's temps Z0, Z1 hold scales, not sums).
+    F = faccs(R, N, [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 2, 3])
+    SC = [24, 25, 26, 27] if N <= 4 else [0, 1, 6, 7, 10, 11, 14, 15]
     doc = [f"// out[t·{R} + r] = Σ_b s_rb·d_tb·Σ_j v_rbj·q_tbj over n pairs of {dt} blocks",
            "// (tab: the halved E8M0 scales, MXFP4 only)."]
     name, w, L = begin(dt, R, N, doc, F)
@@ -171,7 +183,7 @@ def gen32(dt, R, N):
         L.append("VPBROADCASTD b10<>(SB), Z30")
     w += ["\t" + l for l in L]
     loop_head(w, name, R, N, 2 * bb, F)
-    w += [f"\tVMOVUPS {ma(t, 0)}, Z{24 + t}" for t in range(N)]  # activation scales
+    w += [f"\tVMOVUPS {ma(t, 0)}, Z{SC[t]}" for t in range(N)]  # activation scales
     for r in range(R):
         Rg = ROWS[r]
         W, S, A = 4 + r, 8 + r, 12 + r
@@ -205,7 +217,7 @@ def gen32(dt, R, N):
         # the metadata), times the weight scales.
         for t in range(N):
             L += [f"VPXORD Z{A}, Z{A}, Z{A}", f"VPDPBUSD {xa(t, 0)}, Z{W}, Z{A}",
-                  f"VCVTDQ2PS Z{A}, Z{A}", f"VFMADD213PS {ma(t, corr)}, Z{24 + t}, Z{A}",
+                  f"VCVTDQ2PS Z{A}, Z{A}", f"VFMADD213PS {ma(t, corr)}, Z{SC[t]}, Z{A}",
                   f"VFMADD231PS Z{S}, Z{A}, Z{F[t * R + r]}"]
         w += ["\t" + l for l in L]
     return end(name, w, R, N, F, 2 * bb, 64, 256)
@@ -314,4 +326,8 @@ def generate(r4):
         for dt in ("Q4_0", "Q5_0", "MXFP4", "Q8_0"):
             s += gen32(dt, R, N)
         s += gen_q4k(R, N) + gen_q6k(R, N)
+    # Prefill's full tiles of eight tokens (32-value formats): a weight
+    # pair unpacked once per eight tokens.
+    for dt in ("Q4_0", "Q5_0", "MXFP4", "Q8_0"):
+        s += gen32(dt, 2, 8)
     return s
