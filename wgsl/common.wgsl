@@ -35,3 +35,146 @@ fn wpair(base: u32, j: u32) -> vec2<f32> {
   if (p.dtype == 1u) { return unpack2x16float(w); }
   return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
 }
+
+// half_f32 is the IEEE half with bits h (low 16) as f32, exactly
+// (subnormals included: no reliance on unpack2x16float's flushing rules).
+fn half_f32(h: u32) -> f32 {
+  let s = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 31u;
+  let m = h & 1023u;
+  if (e == 0u) { return bitcast<f32>(s | bitcast<u32>(f32(m) * bitcast<f32>(0x33800000u))); } // m·2^-24
+  if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// wbyte is byte i (counted from W[0]'s low byte) of the including
+// kernel's weight words W.
+fn wbyte(i: u32) -> u32 {
+  return (W[i >> 2u] >> ((i & 3u) * 8u)) & 255u;
+}
+
+// qbody is the words of one block's body for block dtype dt (tensor.DType
+// values: 4 Q8_0, 5 Q4_0, 6 Q4_K, 7 Q5_K, 8 Q6_K, 9 MXFP4, 11 Q5_0). On
+// the GPU (wgsl.PackMat) a row of a block-format matrix is its blocks'
+// bodies (the block's bytes less its f16 / E8M0 scale, whole words), then
+// the scales packed (two f16 or four E8M0 per word); Q4_K and Q5_K
+// blocks are whole words and stay whole.
+fn qbody(dt: u32) -> u32 {
+  switch dt {
+    case 4u: { return 8u; }
+    case 5u, 9u: { return 4u; }
+    case 11u: { return 5u; }
+    case 6u: { return 36u; }
+    case 7u: { return 44u; }
+    default: { return 52u; }
+  }
+}
+
+// qscale is what unit u (elements 32u..32u+31) of the block-format row at
+// word base (cols columns, dtype p.dtype) scales by: x the multiplier
+// (Q4_K/Q5_K: d·scale; Q6_K: d·scale of elements 0..15), y the K-quants'
+// offset dmin·min, z Q6_K's d·scale of elements 16..31. Each product is
+// rounded as ggml's dequantizer rounds it (tensor.Dequantize).
+fn qscale(base: u32, cols: u32, u: u32) -> vec4<f32> {
+  let dt = p.dtype;
+  if (dt == 6u || dt == 7u) {
+    let bb = base + (u / 8u) * qbody(dt);
+    let dm = W[bb];
+    let j = u % 8u;
+    let q = 4u * (bb + 1u); // the 12 scale bytes
+    var s6: u32; // ggml's get_scale_min_k4
+    var m6: u32;
+    if (j < 4u) {
+      s6 = wbyte(q + j) & 63u;
+      m6 = wbyte(q + j + 4u) & 63u;
+    } else {
+      s6 = (wbyte(q + j + 4u) & 15u) | ((wbyte(q + j - 4u) >> 6u) << 4u);
+      m6 = (wbyte(q + j + 4u) >> 4u) | ((wbyte(q + j) >> 6u) << 4u);
+    }
+    return vec4<f32>(half_f32(dm & 0xffffu) * f32(s6), half_f32(dm >> 16u) * f32(m6), 0.0, 0.0);
+  }
+  let bl = select(32u, 256u, dt == 8u);
+  let sb = 4u * (base + (cols / bl) * qbody(dt)); // the scales' first byte
+  if (dt == 9u) {
+    let e = wbyte(sb + u);
+    if (e < 2u) { return vec4<f32>(bitcast<f32>(0x00200000u << e), 0.0, 0.0, 0.0); }
+    return vec4<f32>(bitcast<f32>((e - 1u) << 23u), 0.0, 0.0, 0.0);
+  }
+  if (dt == 8u) {
+    let b = u / 8u;
+    let c = u % 8u;
+    let d = half_f32(wbyte(sb + 2u * b) | (wbyte(sb + 2u * b + 1u) << 8u));
+    let si = 4u * (base + b * 52u) + 192u + 8u * (c / 4u) + 2u * (c % 4u);
+    let s1 = f32((i32(wbyte(si) << 24u)) >> 24u);
+    let s2 = f32((i32(wbyte(si + 1u) << 24u)) >> 24u);
+    return vec4<f32>(d * s1, 0.0, d * s2, 0.0);
+  }
+  return vec4<f32>(half_f32(wbyte(sb + 2u * u) | (wbyte(sb + 2u * u + 1u) << 8u)), 0.0, 0.0, 0.0);
+}
+
+// qvals is elements 4i..4i+3 of unit u (elements 32u..32u+31, i < 8) of
+// the block-format row at word base (p.dtype, cols columns), dequantized
+// exactly as ggml's reference dequantizer (tensor.Dequantize), with s =
+// qscale(base, cols, u).
+fn qvals(base: u32, cols: u32, u: u32, i: u32, s: vec4<f32>) -> vec4<f32> {
+  let dt = p.dtype;
+  let by = vec4<u32>(0u, 8u, 16u, 24u);
+  switch dt {
+    case 4u: { // Q8_0: int8 q·d
+      let w = W[base + u * 8u + i];
+      let q = vec4<i32>(vec4<u32>(w) << (vec4<u32>(24u) - by)) >> vec4<u32>(24u);
+      return vec4<f32>(q) * s.x;
+    }
+    case 5u, 9u, 11u: { // Q4_0 (q−8)·d, MXFP4 e2m1(q)·d, Q5_0 (q−16)·d: element j of 0..15 in the low nibble of byte j, j+16 in the high one
+      let bw = qbody(dt);
+      let w = W[base + u * bw + (bw - 4u) + (i & 3u)];
+      var q = (vec4<u32>(w) >> (by + vec4<u32>((i >> 2u) * 4u))) & vec4<u32>(15u);
+      if (dt == 5u) { return vec4<f32>(vec4<i32>(q) - vec4<i32>(8)) * s.x; }
+      if (dt == 11u) {
+        let qh = W[base + u * 5u];
+        let bit = vec4<u32>(4u * (i & 3u) + 16u * (i >> 2u)) + vec4<u32>(0u, 1u, 2u, 3u);
+        q |= ((vec4<u32>(qh) >> bit) & vec4<u32>(1u)) << vec4<u32>(4u);
+        return vec4<f32>(vec4<i32>(q) - vec4<i32>(16)) * s.x;
+      }
+      let m = q & vec4<u32>(7u);
+      let mag = select(vec4<f32>((vec4<u32>(2u) + (m & vec4<u32>(1u))) << ((m >> vec4<u32>(1u)) - vec4<u32>(1u))),
+                       vec4<f32>(m), m < vec4<u32>(2u));
+      return select(mag, -mag, (q & vec4<u32>(8u)) != vec4<u32>(0u)) * s.x;
+    }
+    case 6u, 7u: { // Q4_K, Q5_K: (d·scale)·q − dmin·min; sub-block j of a block: nibbles (low for even j) of qs[32(j/2)..]
+      let bb = base + (u / 8u) * qbody(dt);
+      let j = u % 8u;
+      let qs = select(4u, 12u, dt == 7u);
+      let w = W[bb + qs + 8u * (j / 2u) + i];
+      var q = (vec4<u32>(w) >> (by + vec4<u32>(4u * (j & 1u)))) & vec4<u32>(15u);
+      if (dt == 7u) {
+        let qh = W[bb + 4u + i];
+        q |= ((vec4<u32>(qh) >> (by + vec4<u32>(j))) & vec4<u32>(1u)) << vec4<u32>(4u);
+      }
+      return s.x * vec4<f32>(q) - s.y;
+    }
+    default: { // Q6_K: (d·scale)·(q − 32), 6-bit q from ql's nibbles and qh's bit pairs
+      let bb = base + (u / 8u) * 52u;
+      let c = u % 8u;
+      let n = c / 4u;
+      let k = c % 4u;
+      let lo = (vec4<u32>(W[bb + 16u * n + 8u * (k & 1u) + i]) >> (by + vec4<u32>(4u * (k >> 1u)))) & vec4<u32>(15u);
+      let hi = (vec4<u32>(W[bb + 32u + 8u * n + i]) >> (by + vec4<u32>(2u * k))) & vec4<u32>(3u);
+      let q = vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32);
+      return select(s.z, s.x, i < 4u) * vec4<f32>(q);
+    }
+  }
+}
+
+// qel is element c of the block-format row at word base (p.dtype, cols
+// columns), as qvals.
+fn qel(base: u32, cols: u32, c: u32) -> f32 {
+  let u = c / 32u;
+  let v = qvals(base, cols, u, (c % 32u) / 4u, qscale(base, cols, u));
+  return v[c % 4u];
+}
+
+// x4 is X[i..i+3] of the including kernel's input X.
+fn x4(i: u32) -> vec4<f32> {
+  return vec4<f32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]);
+}

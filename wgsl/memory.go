@@ -5,14 +5,16 @@ package wgsl
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
 // Memory is what a Runner holds on the GPU, in bytes.
 type Memory struct {
-	Weights int64 // matrices (f32, or f16/bf16: q8 is widened to f16) and vectors (f32)
+	Weights int64 // matrices as uploaded (PackMat: block formats in their blocks, q8 widened to f16) and vectors (f32)
 	State   int64 // KDA states and conv tails, MLA latent caches for MaxContext tokens
 	Scratch int64 // activations for MaxChunk tokens, attention and sampling scratch
 }
@@ -21,20 +23,13 @@ type Memory struct {
 func (m Memory) Total() int64 { return m.Weights + m.State + m.Scratch }
 
 // EstimateMemory estimates the GPU memory a Runner for m with opt needs
-// (the weights exactly up to vectors' rounding; scratch to within a few
-// percent), from shapes alone: it reads no weight data.
+// (the weights exactly, as the runner uploads them: each matrix in its GPU
+// dtype and layout, MatWords; scratch to within a few percent), from
+// shapes alone: it reads no weight data.
 func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 	c := m.Cfg
 	opt = opt.withDefaults(c)
 	st := model.ComputeStats(c)
-	per := int64(2)
-	if m.EmbedTokens != nil && m.EmbedTokens.DType == tensor.F32 {
-		per = 4
-	}
-	text := st.TotalParams - st.VisionParams
-	if c.TieWordEmbed {
-		text -= int64(c.VocabSize) * int64(c.HiddenSize) // one buffer serves both
-	}
 	T, d, V := int64(opt.MaxChunk), int64(c.HiddenSize), int64(c.VocabSize)
 	hd := int64(max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1))
 	inter := int64(max(c.IntermediateSize, c.TopK*c.MoEIntermediateSize, 1))
@@ -43,12 +38,55 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 		K, E := int64(c.TopK), int64(c.NumExperts)
 		scratch += 4 * (E + 1 + T*K + T*K*int64(max(c.HiddenSize, c.ExpertWidth())))
 	}
+	sz := &sizer{mats: map[*tensor.Mat]bool{}, vecs: map[*float32]bool{}}
+	m.Declare(sz)
 	return Memory{
-		Weights: text * per,
+		Weights: 4 * sz.words,
 		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
 		Scratch: scratch,
 	}
 }
+
+// sizer is an nn.Uploader that adds up the words the runner's upload of
+// each declaration takes (a matrix or vector declared twice, as tied
+// embeddings are, counts once).
+type sizer struct {
+	mats  map[*tensor.Mat]bool
+	vecs  map[*float32]bool
+	words int64
+}
+
+func (s *sizer) mat(m *tensor.Mat) {
+	if m != nil && !s.mats[m] {
+		s.mats[m] = true
+		s.words += int64(MatWords(m.Rows, m.Cols, GPUDType(m.DType)))
+	}
+}
+
+func (s *sizer) Mats(_ []string, ms ...*tensor.Mat) {
+	for _, m := range ms {
+		s.mat(m)
+	}
+}
+
+func (s *sizer) Vecs(_ []string, vs ...[]float32) {
+	for _, v := range vs {
+		if len(v) > 0 && !s.vecs[unsafe.SliceData(v)] {
+			s.vecs[unsafe.SliceData(v)] = true
+			s.words += int64(len(v))
+		}
+	}
+}
+
+func (s *sizer) GLUs(_ string, ws []nn.GLU) {
+	for _, w := range ws {
+		s.mat(w.GateProj)
+		s.mat(w.UpProj)
+		s.mat(w.DownProj)
+	}
+}
+
+func (s *sizer) Err() error { return nil }
 
 // MemoryError says a model does not fit the GPU: what it needs, and the
 // budget it was checked against or what was allocated when the device ran

@@ -13,8 +13,8 @@ import (
 
 // GLUWeights are E GLU blocks (routed experts, or one dense MLP / shared
 // expert block with E = 1) on the GPU: GateUp holds per expert the gate
-// rows then the up rows ([2·I, In]), Down per expert [Out, I]. All
-// matrices share one dtype.
+// rows then the up rows ([2·I, In]), Down per expert [Out, I], each
+// matrix as PackMat lays it out. All matrices share one dtype.
 type GLUWeights struct {
 	GateUp, Down *Buffer
 	E, I, In     int
@@ -43,7 +43,7 @@ func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
 		return nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")
 	}
 	w := &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType}
-	if w.DType > tensor.BF16 {
+	if w.DType > tensor.BF16 && !BlockFormat(w.DType) {
 		return nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", w.DType)
 	}
 	for e := 0; e < E; e++ {
@@ -153,7 +153,7 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	if (w.In+1)/2/8 > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
 	}
-	k, err := d.kernel("moe.wgsl", "gateup", 5)
+	k, err := d.kernel("moe.wgsl", entry("gateup", w.DType), 5)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	if r.K*((w.I+1)/2/8+1) > loopBudget {
 		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
 	}
-	k, err := d.kernel("moe.wgsl", "down", 5)
+	k, err := d.kernel("moe.wgsl", entry("down", w.DType), 5)
 	if err != nil {
 		return err
 	}

@@ -71,9 +71,9 @@ func (d *Device) GLUGrouped(out, x Strided, T int, w *GLUWeights, r Routing, act
 		groups int
 	}{
 		{"group", pr(0, 0, 0, 0, 0, 0, 0, 0), []*Buffer{w.GateUp, x.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.H.Buf}, 1},
-		{"gateup", pr(w.I, w.In, matStride(w.In, w.DType), 2*w.I*matStride(w.In, w.DType), x.Off, x.Stride, sc.H.Off, w.I),
+		{entry("gateup", w.DType), pr(w.I, w.In, matStride(w.In, w.DType), 2*w.I*matStride(w.In, w.DType), x.Off, x.Stride, sc.H.Off, w.I),
 			[]*Buffer{w.GateUp, x.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.H.Buf}, (w.I + 7) / 8 * w.E},
-		{"down", pr(w.Out, w.I, matStride(w.I, w.DType), w.Out*matStride(w.I, w.DType), sc.H.Off, w.I, sc.Y.Off, w.Out),
+		{entry("down", w.DType), pr(w.Out, w.I, matStride(w.I, w.DType), w.Out*matStride(w.I, w.DType), sc.H.Off, w.I, sc.Y.Off, w.Out),
 			[]*Buffer{w.Down, sc.H.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.Y.Buf}, (w.Out + 7) / 8 * w.E},
 		{"combine", pr(w.Out, 0, 0, 0, sc.Y.Off, w.Out, out.Off, out.Stride),
 			[]*Buffer{w.Down, sc.Y.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, out.Buf}, (T*w.Out + 255) / 256},
