@@ -190,6 +190,14 @@ func gpuWeights(m *tensor.Mat) *tensor.Mat {
 	if m == nil || GPUDType(m.DType) == m.DType {
 		return m
 	}
+	return widen(m)
+}
+
+// widen returns m as F16 (m itself if it is F16).
+func widen(m *tensor.Mat) *tensor.Mat {
+	if m.DType == tensor.F16 {
+		return m
+	}
 	u := make([]uint16, m.Rows*m.Cols)
 	half.EncodeF16(u, m.Float32())
 	return tensor.NewHalf(m.Rows, m.Cols, tensor.F16, u)

@@ -56,16 +56,18 @@ type sizer struct {
 	words int64
 }
 
-func (s *sizer) mat(m *tensor.Mat) {
+func (s *sizer) mat(m *tensor.Mat, dt tensor.DType) {
 	if m != nil && !s.mats[m] {
 		s.mats[m] = true
-		s.words += int64(MatWords(m.Rows, m.Cols, GPUDType(m.DType)))
+		s.words += int64(MatWords(m.Rows, m.Cols, dt))
 	}
 }
 
 func (s *sizer) Mats(_ []string, ms ...*tensor.Mat) {
 	for _, m := range ms {
-		s.mat(m)
+		if m != nil {
+			s.mat(m, GPUDType(m.DType))
+		}
 	}
 }
 
@@ -79,10 +81,16 @@ func (s *sizer) Vecs(_ []string, vs ...[]float32) {
 }
 
 func (s *sizer) GLUs(_ string, ws []nn.GLU) {
+	var gu, dn []*tensor.Mat // as UploadGLU packs them
 	for _, w := range ws {
-		s.mat(w.GateProj)
-		s.mat(w.UpProj)
-		s.mat(w.DownProj)
+		gu = append(gu, w.GateProj, w.UpProj)
+		dn = append(dn, w.DownProj)
+	}
+	for _, set := range [][]*tensor.Mat{gu, dn} {
+		dt := setDType(set)
+		for _, m := range set {
+			s.mat(m, dt)
+		}
 	}
 }
 
