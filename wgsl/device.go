@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/tensor"
 	"math"
 	"runtime/debug"
 	"strings"
@@ -92,6 +93,7 @@ type kernel struct {
 	file  string
 	entry string
 	nbuf  int
+	qt    tensor.DType // the block format the module is specialised for (QT), or 0
 	bgl   *wgpu.BindGroupLayout
 	pl    *wgpu.PipelineLayout
 	pipe  *wgpu.ComputePipeline
@@ -324,7 +326,18 @@ func (d *Device) scratchBuf(name string, words int) (*Buffer, error) {
 // uniform block at binding 0 (dynamic offset), creating it on first use.
 // Layouts are always explicit (js has no "auto" layout: bug 10).
 func (d *Device) kernel(file, entry string, nbuf int) (*kernel, error) {
-	return d.variant(file, entry, nbuf, aliases{})
+	return d.variant(file, entry, nbuf, aliases{}, 0)
+}
+
+// weightKernel is kernel for a kernel reading weights of dt: for a block
+// format (BlockFormat) its module is compiled with the constant QT = dt,
+// so common.wgsl's block decoding (qscale, qvals) is specialised to that
+// format — one pipeline per format, no per-element dtype switch.
+func (d *Device) weightKernel(file, entry string, nbuf int, dt tensor.DType) (*kernel, error) {
+	if !BlockFormat(dt) {
+		dt = 0
+	}
+	return d.variant(file, entry, nbuf, aliases{}, dt)
 }
 
 // aliases maps storage binding i+1 to the binding it is read and written
@@ -422,12 +435,16 @@ func aliasSource(file, src string, a aliases) (string, error) {
 
 // variant is kernel with aliased bindings (see aliasSource); each variant
 // is its own shader module and pipeline, created once.
-func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, error) {
-	key := file + ":" + entry + a.String()
+func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DType) (*kernel, error) {
+	spec := a.String()
+	if qt != 0 {
+		spec += "|" + qt.String()
+	}
+	key := file + ":" + entry + spec
 	if k := d.kernels[key]; k != nil {
 		return k, nil
 	}
-	modKey := file + a.String()
+	modKey := file + spec
 	mod := d.modules[modKey]
 	if mod == nil {
 		src, err := shaderFS.ReadFile(file)
@@ -438,7 +455,8 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, erro
 		if err != nil {
 			return nil, err
 		}
-		code, err := aliasSource(file, pre+string(src), a)
+		// QT: the block format of weightKernel (0 otherwise; unused)
+		code, err := aliasSource(file, fmt.Sprintf("const QT: u32 = %du;\n", qt)+pre+string(src), a)
 		if err != nil {
 			return nil, err
 		}
@@ -458,7 +476,7 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, erro
 		entries = append(entries, wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute,
 			Buffer: wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeStorage}})
 	}
-	k := &kernel{name: key, file: file, entry: entry, nbuf: nbuf, index: len(d.kernels)}
+	k := &kernel{name: key, file: file, entry: entry, nbuf: nbuf, qt: qt, index: len(d.kernels)}
 	var err error
 	if k.bgl, err = d.raw.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Entries: entries}); err != nil {
 		return nil, fmt.Errorf("wgsl: layout %s: %w", key, err)
@@ -507,7 +525,7 @@ func (d *Device) resolve(k *kernel, bufs []*Buffer) (*kernel, []*Buffer, error) 
 	}
 	if aliased {
 		var err error
-		if k, err = d.variant(k.file, k.entry, k.nbuf, a); err != nil {
+		if k, err = d.variant(k.file, k.entry, k.nbuf, a, k.qt); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -339,7 +339,7 @@ func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu Vie
 	if err := W.check("LinearGatedNorm"); err != nil {
 		return err
 	}
-	k, err := d.kernel("linear.wgsl", entry("gemv_gnorm", W.DType), 5)
+	k, err := d.weightKernel("linear.wgsl", entry("gemv_gnorm", W.DType), 5, W.DType)
 	if err != nil {
 		return err
 	}
@@ -399,7 +399,7 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	if T == 1 {
 		name = "gemv"
 	}
-	k, err := d.kernel("linear.wgsl", entry(name, W.DType), 5)
+	k, err := d.weightKernel("linear.wgsl", entry(name, W.DType), 5, W.DType)
 	if err != nil {
 		return err
 	}

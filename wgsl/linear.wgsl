@@ -148,21 +148,18 @@ fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   if (row < p.rows) {
     let base = p.w_off + row * p.w_stride;
     let npair = (p.cols + 1u) / 2u;
-    if (q) {
+    if (q && p.norm == 1u) {
       for (var u = lane; u < p.cols / 32u; u += LANES) {
         let sc = qscale(base, p.cols, u);
         for (var i = 0u; i < 8u; i++) {
-          let w = qvals(base, p.cols, u, i, sc);
           let c = 32u * u + 4u * i;
           let xv = x4(p.x_off + c);
-          if (p.norm == 1u) {
-            acc += dot(w, xv * vec4<f32>(E[p.nu_off + c], E[p.nu_off + c + 1u], E[p.nu_off + c + 2u], E[p.nu_off + c + 3u]));
-            ss += dot(xv, xv);
-          } else {
-            acc += dot(w, xv);
-          }
+          acc += dot(qvals(base, p.cols, u, i, sc), xv * vec4<f32>(E[p.nu_off + c], E[p.nu_off + c + 1u], E[p.nu_off + c + 2u], E[p.nu_off + c + 3u]));
+          ss += dot(xv, xv);
         }
       }
+    } else if (q) {
+      for (var u = lane; u < p.cols / 32u; u += LANES) { acc += qdot(base, p.cols, u, p.x_off); }
     } else if (p.norm == 1u) {
       for (var j = lane; j < npair; j += LANES) {
         let w = wpair(base, j);

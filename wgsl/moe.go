@@ -178,7 +178,7 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	if (w.In+1)/2/8 > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
 	}
-	k, err := d.kernel("moe.wgsl", entry("gateup", w.DType), 5)
+	k, err := d.weightKernel("moe.wgsl", entry("gateup", w.DType), 5, w.DType)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	if r.K*((w.I+1)/2/8+1) > loopBudget {
 		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
 	}
-	k, err := d.kernel("moe.wgsl", entry("down", w.DownDType), 5)
+	k, err := d.weightKernel("moe.wgsl", entry("down", w.DownDType), 5, w.DownDType)
 	if err != nil {
 		return err
 	}

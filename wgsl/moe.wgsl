@@ -38,10 +38,7 @@ fn dot_row(base: u32, xb: u32, lane: u32, q: bool) -> f32 {
   let npair = (p.cols + 1u) / 2u;
   var acc = 0.0;
   if (q) {
-    for (var u = lane; u < p.cols / 32u; u += LANES) {
-      let sc = qscale(base, p.cols, u);
-      for (var i = 0u; i < 8u; i++) { acc += dot(qvals(base, p.cols, u, i, sc), x4(xb + 32u * u + 4u * i)); }
-    }
+    for (var u = lane; u < p.cols / 32u; u += LANES) { acc += qdot(base, p.cols, u, xb); }
     return acc;
   }
   for (var j = lane; j < npair; j += LANES) {
