@@ -144,6 +144,9 @@ type Device struct {
 	// contexts): while it is positive, wait polls without blocking (bug
 	// 5; submit_native.go).
 	longWaits int
+	// slow: a blocking wait took slowWait; waits poll from then on
+	// (native; see wait).
+	slow bool
 	// bulkBytes counts the bytes of buffers created and written since the
 	// last wait: a model upload's gigabyte can keep a CPU driver busy past
 	// the 5 s blocking-wait limit, so a wait after bulk transfers polls.
