@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-browser bench bench-gpu support-matrix lint goldens tokenizer-goldens chat-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-vulkan bench-browser bench bench-gpu bench-experts support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -133,12 +133,15 @@ fuzz:
 	scripts/fuzz/campaign.sh $(or $(FUZZ_CAMPAIGN_TIME),10m)
 
 # The core builds for the browser (GOOS=js) and without cgo; the browser's
-# CPU kernels (core/ref's SIMD128 module and the rows they compute) run in
-# Node as the worker runs them.
+# CPU kernels (core/ref's SIMD128 module and the rows they compute), the
+# engine's GGUF loader over fetched bytes (and its live view) and the
+# browser's chat API (wasm/) run in Node as the worker runs them.
 test-builds:
 	@scripts/setup.sh wasm
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
 	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear|KDA' ./core/ref/
+	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh ./wasm/
+	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'TestLoadGGUF|TestLiveViewWindow' ./core/engine/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	GOOS=js GOARCH=wasm $(GO) vet -tags cpuonly ./wasm/
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/
@@ -175,6 +178,7 @@ bench-compare: build
 # printed and in out/bench/peers.json. A benchmark, not a test: run it on a
 # quiet machine (ggml's threads spin; a busy core distorts its numbers).
 PEER_ROUNDS ?= 3
+comma := ,
 PEER_FLAGS  ?=
 bench-peers: build fetch-peers
 	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
@@ -185,6 +189,25 @@ bench-peers: build fetch-peers
 	  bin/tessera-peer quantize --model $(OUT)/k3-mini --ftype $$t --out $(OUT)/gguf/k3-mini.$$t.gguf || exit 1; done
 	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf $(OUT)/gguf/k3-mini.q4_k_m.gguf,$(OUT)/gguf/k3-mini.mxfp4_moe.gguf \
 	  --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+
+# tessera's WebGPU backend vs llama.cpp's Vulkan build (every layer
+# offloaded) on the same adapter and the same GGUF files: k3-micro (F16) and
+# kimi-linear-nano (F32, random weights); prefill 64 and decode 32 tok/s,
+# tessera's dispatches and submissions per token, whether the first greedy
+# ids agree. Fetches @node-llama-cpp/linux-x64-vulkan@3.22.1 (sha256-pinned).
+# On lavapipe (a CPU Vulkan driver) ggml compiles its pipelines for minutes
+# on the first run (Mesa caches them); on a real GPU run it through
+# scripts/gpu-check.sh. VULKAN_GGUF=FILE,… adds files (e.g. k3-mini).
+VULKAN_GGUF ?=
+bench-vulkan: build fetch-peers
+	@scripts/peers/fetch.sh vulkan
+	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
+	@mkdir -p $(OUT)/gguf $(OUT)/bench
+	@test -f $(OUT)/gguf/k3-micro.f16.gguf || $(BIN) export --model $(DEMO) --type f16 --out $(OUT)/gguf/k3-micro.f16.gguf
+	@test -f $(OUT)/kimi-linear-nano/config.json || $(BIN) init-random --config kimi-linear-nano --seed 1 --dtype f32 --out $(OUT)/kimi-linear-nano
+	@test -f $(OUT)/gguf/kimi-linear-nano.f32.gguf || $(BIN) export --model $(OUT)/kimi-linear-nano --type f32 --out $(OUT)/gguf/kimi-linear-nano.f32.gguf
+	bin/tessera-peer bench --gpu --gguf $(OUT)/gguf/k3-micro.f16.gguf,$(OUT)/gguf/kimi-linear-nano.f32.gguf$(if $(VULKAN_GGUF),$(comma)$(VULKAN_GGUF)) \
+	  --threads 2 --rounds $(PEER_ROUNDS) --prompt-lens 64 --gen 32 --run-timeout 15m --json $(OUT)/bench/vulkan.json
 
 # tessera vs wllama 3.8.1 in the same headless Chromium, same model (wllama
 # reads the F16 GGUF of `tessera export`), on WebGPU and on the wasm CPU
@@ -209,6 +232,21 @@ bench-serve: build
 
 bench-gpu: setup
 	$(GO) test -run=NONE -bench=Linear -benchtime=5x ./wgsl
+
+# Expert streaming: `tessera bench --backend gpu` on k3-mini with the GPU
+# memory budget at 100 %, 50 % and 25 % of its routed experts (lavapipe
+# without a GPU): tok/s, hit rate and upload traffic against budget as a
+# table with a text plot on stdout, JSON in out/bench/experts.json and a
+# chart in out/bench/experts/gpu-memory-sweep.png. Run it on a quiet machine.
+# Then the same with the experts of all 15 MoE layers on the CPU
+# (--n-cpu-moe, out/bench/experts-cpu.json).
+EXPERT_BUDGETS ?= 100%,50%,25%
+bench-experts: build
+	@mkdir -p $(OUT)/bench
+	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
+	$(BIN) bench --model $(OUT)/k3-mini --backend gpu --gpu-memory $(EXPERT_BUDGETS) --prompt-len 32 --gen 16 --repeats 2 \
+	  --json $(OUT)/bench/experts.json --plot $(OUT)/bench/experts
+	$(BIN) bench --model $(OUT)/k3-mini --backend gpu --n-cpu-moe 15 --prompt-len 32 --gen 16 --repeats 2 --json $(OUT)/bench/experts-cpu.json
 
 # Regenerates docs/support-matrix.md from the conformance harness.
 support-matrix: setup

@@ -25,9 +25,18 @@
 #   4. the PyTorch eager peer on CUDA on the same checkpoint when torch with
 #      CUDA is installed there (models/reference/bench_torch.py --device
 #      cuda; $OUT/bench-torch-cuda.json), and the ratio               (~2 min)
-#   5. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
+#   5. expert streaming: `tessera bench --gpu-memory 100%,50%,25%` and
+#      `--n-cpu-moe 99` on the same checkpoint ($OUT/bench-experts*.json)
+#                                                                     (~1 min)
+#   6. BenchmarkRunnerPrefill on k3-mini: 64-token pieces with the routed
 #      experts grouped by expert (the default) and per slot          (~2 min)
-# Total under 10 minutes. Results go to stdout and, when $OUT is set
+#   6. the llama.cpp Vulkan peer (@node-llama-cpp/linux-x64-vulkan@3.22.1,
+#      every layer offloaded) against tessera's WebGPU backend on the same
+#      adapter and the same F16 GGUF of that k3-mini: prefill 64/512,
+#      decode 64, medians of 3 alternating ($OUT/bench-vulkan.json)  (~2 min)
+# Total under 10 minutes. `build` needs the Vulkan peer fetched
+# (scripts/peers/fetch.sh vulkan); the binaries are stripped and the
+# libraries packed with xz so the carry stays under 64 MiB. Results go to stdout and, when $OUT is set
 # (the device tool), to $OUT/gpu-check.log.
 set -eu
 mode=${1:-}
@@ -35,8 +44,16 @@ dir=${2:-bin/gpu-check}
 case "$mode" in
 build)
 	mkdir -p "$dir"
-	go test -c -o "$dir/wgsl.test" ./wgsl
-	go build -o "$dir/tessera" ./cmd/tessera
+	go test -c -ldflags='-s -w' -o "$dir/wgsl.test" ./wgsl
+	go build -ldflags='-s -w' -o "$dir/tessera" ./cmd/tessera
+	go build -ldflags='-s -w' -o "$dir/tessera-peer" ./cmd/tessera-peer
+	scripts/peers/fetch.sh vulkan
+	vk="${TESSERA_PEER_CACHE:-testdata/peers/cache}/node-llama-cpp-linux-x64-vulkan-3.22.1"
+	# The Vulkan build, its base libraries and the common CPU variants
+	# (ggml picks one for the host's CPU).
+	tar -C "$vk" -cJf "$dir/llama-vulkan.tar.xz" LICENSE libggml-vulkan.so libggml.vulkan.v0.5.0.so \
+		libllama.vulkan.v0.5.0.so libllama-common.so libggml-base.so libggml-cpu-x64.so libggml-cpu-haswell.so \
+		libggml-cpu-skylakex.so libggml-cpu-icelake.so libggml-cpu-zen4.so libggml-cpu-sapphirerapids.so
 	(cd "$dir" && rm -f ./*.deb && apt-get download libvulkan1 >/dev/null 2>&1) ||
 		echo "gpu-check: could not download libvulkan1 (fine if the GPU machine has the loader)" >&2
 	ls -la "$dir"
@@ -105,9 +122,25 @@ PY
 	else
 		echo "gpu-check: no PyTorch with CUDA on this machine; peer comparison skipped" | tee -a "$log"
 	fi
+	echo "== expert streaming ($preset BF16): GPU memory 100/50/25 % of the experts, then all on the CPU" | tee -a "$log"
+	timeout 150 "$tb" bench --model "$mdir" --backend gpu --gpu-memory 100%,50%,25% --prompt-len 64 --gen 64 --repeats 2 \
+		--json "$res/bench-experts.json" 2>&1 | tail -6 | tee -a "$log" || rc=1
+	timeout 90 "$tb" bench --model "$mdir" --backend gpu --n-cpu-moe 99 --prompt-len 64 --gen 64 --repeats 2 \
+		--json "$res/bench-experts-cpu.json" 2>&1 | grep -E '^(prefill|decode|experts on CPU|GPU memory)' | tee -a "$log" || rc=1
 	echo "== prefill benchmark ($preset BF16, 64 tokens; experts grouped vs per slot)" | tee -a "$log"
 	TESSERA_BENCH_PRESET=$preset TESSERA_BENCH_DTYPE=BF16 timeout 240 "$t" -test.run NONE \
 		-test.bench 'RunnerPrefill' -test.benchtime 20x 2>&1 | grep -E '^Benchmark|ok|FAIL' | tee -a "$log" || rc=1
+	echo "== llama.cpp Vulkan vs tessera WebGPU ($preset F16 GGUF, same adapter)" | tee -a "$log"
+	tp="$(dirname "$t")/tessera-peer"
+	lib=$(mktemp -d)
+	if tar -C "$lib" -xJf "$(dirname "$t")/llama-vulkan.tar.xz" &&
+		timeout 120 "$tb" export --model "$mdir" --type f16 --out "$mdir.f16.gguf" >/dev/null 2>&1; then
+		timeout 300 "$tp" bench --gpu --gguf "$mdir.f16.gguf" --llamacpp-dir "$lib" --threads 4 --rounds 3 \
+			--prompt-lens 64,512 --gen 64 --run-timeout 90s --json "$res/bench-vulkan.json" 2>&1 | tee -a "$log" || rc=1
+	else
+		echo "gpu-check: could not unpack the llama.cpp Vulkan build or export the GGUF" | tee -a "$log"
+		rc=1
+	fi
 	exit $rc
 	;;
 *)

@@ -14,14 +14,18 @@ import (
 )
 
 // chatCompletion(requestJSON, images, onEvent) → Promise<result>: one
-// OpenAI chat completion. requestJSON is the request body (chat.Request);
-// images are the decoded pixels ({rgba, width, height}) of its image parts
-// in order. onEvent("start", promptTokens) comes once the request is
-// accepted and rendered, then onEvent("delta", text, tokenId) for the
-// reply's text (stop sequences and stop tokens never reach it). The
-// result is {content, finishReason ("stop" | "length" | "cancelled"),
-// promptTokens, completionTokens, stats}, or {error: {message, type,
-// param, code, status}} in OpenAI's shape.
+// OpenAI chat completion. requestJSON is the request body (chat.Request:
+// the same request type and checks as tessera serve's API); images are
+// the decoded pixels ({rgba, width, height}) of its image parts in order.
+// onEvent("start", promptTokens) comes once the request is accepted and
+// rendered, then onEvent("delta", text, tokenId, logprob) for the reply's
+// text (stop sequences and stop tokens never reach it; logprob, an entry
+// of OpenAI's logprobs.content, with logprobs: true, else null). The
+// result is {content, finishReason ("stop" | "length":
+// engine.Stats.FinishReason), logprobs (with logprobs: true), promptTokens,
+// completionTokens, stats (stats.stopped is "cancelled" for a cancelled
+// generation)}, or {error: {message, type, param, code, status}} in
+// OpenAI's shape.
 func (h *host) chatCompletion(_ js.Value, args []js.Value) any {
 	reqJSON, imgs, onEvent := arg(args, 0), arg(args, 1), arg(args, 2)
 	return promise(func() (any, error) {
@@ -44,15 +48,12 @@ func nullable(s string) any {
 
 // chatResult is what chatCompletion resolves to.
 type chatResult struct {
-	Content          string       `json:"content"`
-	FinishReason     string       `json:"finishReason"`
-	PromptTokens     int          `json:"promptTokens"`
-	CompletionTokens int          `json:"completionTokens"`
-	Stats            engine.Stats `json:"stats"`
-}
-
-func badRequest(param, format string, args ...any) error {
-	return &chat.Error{Status: 400, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+	Content          string              `json:"content"`
+	FinishReason     string              `json:"finishReason"`
+	Logprobs         []chat.TokenLogprob `json:"logprobs,omitempty"`
+	PromptTokens     int                 `json:"promptTokens"`
+	CompletionTokens int                 `json:"completionTokens"`
+	Stats            engine.Stats        `json:"stats"`
 }
 
 func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
@@ -67,55 +68,49 @@ func (h *host) runChat(reqJSON, imgs, onEvent js.Value) (*chatResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var images []engine.Image
+	opt, err := engine.ChatOptions(req, e.Cfg.MaxPositions)
+	if err != nil {
+		return nil, err
+	}
 	if !imgs.IsUndefined() && !imgs.IsNull() {
-		if images, err = parseImages(imgs); err != nil {
+		if opt.Images, err = parseImages(imgs); err != nil {
 			return nil, err
 		}
 	}
-	if n := len(chat.Images(req.Messages)); n != len(images) {
-		return nil, badRequest("messages", "the messages have %d image parts but %d images were decoded", n, len(images))
+	if n := len(chat.Images(req.Messages)); n != len(opt.Images) {
+		return nil, chat.Invalid("messages", "invalid_value", "the messages have %d image parts but %d images were decoded", n, len(opt.Images))
 	}
 	ctx, done := h.begin()
 	defer done()
 	y := newYielder()
 	defer y.close()
-	in := req.Input()
 	res := &chatResult{}
 	var content []byte
-	opt := engine.Options{Chat: &in, Images: images, Stop: req.Stop, Sampler: req.SamplerOptions(),
-		MaxTokens: req.MaxNewTokens(e.Cfg.MaxPositions), MaxContext: e.Cfg.MaxPositions,
-		OnStart: func(n int) { onEvent.Invoke("start", n) }}
+	opt.MaxContext = e.Cfg.MaxPositions
+	opt.OnStart = func(n int) { onEvent.Invoke("start", n) }
 	st, err := e.Generate(ctx, opt, func(p engine.Piece) bool {
 		res.CompletionTokens++
-		if p.Text != "" {
+		lp := js.Null()
+		if opt.Logprobs {
+			entry := p.ChatLogprob()
+			res.Logprobs = append(res.Logprobs, entry)
+			lp, _ = toJS(entry)
+		}
+		if p.Text != "" || opt.Logprobs {
 			content = append(content, p.Text...)
-			onEvent.Invoke("delta", p.Text, p.ID)
+			onEvent.Invoke("delta", p.Text, p.ID, lp)
 		}
 		y.maybe(10 * time.Millisecond) // let a cancel message in
 		return ctx.Err() == nil
 	})
-	switch {
-	case errors.Is(err, engine.ErrContext):
-		return nil, &chat.Error{Status: 400, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
-			Message: fmt.Sprintf("This model's maximum context length is %d tokens: %v", e.Cfg.MaxPositions, err)}
-	case errors.Is(err, engine.ErrBadRequest):
-		return nil, badRequest("messages", "%v", err)
-	case err != nil:
-		return nil, err
+	if err != nil {
+		return nil, engine.APIError(err, fmt.Sprintf("this model's context is %d tokens", e.Cfg.MaxPositions))
 	}
 	if st.Tail != "" {
 		content = append(content, st.Tail...)
-		onEvent.Invoke("delta", st.Tail, -1)
+		onEvent.Invoke("delta", st.Tail, -1, js.Null())
 	}
-	switch st.Stopped {
-	case "length", "context":
-		res.FinishReason = "length"
-	case "cancelled":
-		res.FinishReason = "cancelled"
-	default:
-		res.FinishReason = "stop"
-	}
+	res.FinishReason = st.FinishReason()
 	res.Content, res.PromptTokens, res.Stats = string(content), st.PromptTokens, st
 	return res, nil
 }

@@ -68,6 +68,18 @@ func (g *gpuBackend) SampleNextEmbeddings(emb []float32, T int, opt generate.Sam
 	return id, err
 }
 
+// SetRouteHook, KDANorms and LiveMemory feed the live routing/state view
+// (engine.LiveBackend) from the runner; the reads run in error scopes.
+func (g *gpuBackend) SetRouteHook(h func(layer int, experts []int, T, K int)) error {
+	return g.scoped("live view buffers", func() error { return g.r.SetRouteHook(h) })
+}
+
+func (g *gpuBackend) KDANorms(dst []float64) error {
+	return g.scoped("live view read", func() error { return g.r.KDANorms(dst) })
+}
+
+func (g *gpuBackend) LiveMemory() (int, int64, int64) { return g.r.LiveMemory() }
+
 // scoped is scoped on this backend's device, also failing when the device
 // was lost (reads of a lost device's buffers give no data).
 func (g *gpuBackend) scoped(what string, f func() error) error {
@@ -200,7 +212,7 @@ func loseGPUForTest(wait bool) any {
 // error saying so, and the next one runs on the CPU when fallback is set
 // (backend "auto"), else fails likewise. e must be nil-free; on failure
 // the caller reloads it for the CPU.
-func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
+func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, error) {
 	if e == nil {
 		return probeGPU(), errors.New("no engine")
 	}
@@ -240,7 +252,7 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 	}
 	var r *wgsl.Runner
 	err = scoped(jsDev, "model upload", func() (err error) {
-		r, err = wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: 64})
+		r, err = wgsl.NewRunner(d, e.Model, budget.Options(wgsl.RunnerOptions{MaxChunk: 64}))
 		return err
 	})
 	if err != nil {
@@ -317,6 +329,7 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 		return gpuEncoder{t: tower, dev: jsDev}, nil, nil
 	}
 	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
+	e.ExpertStats, e.CPUFallback = r.ExpertStats, fallback
 	testDevice = jsDev
 	e.OnClose = func() {
 		if tower != nil {
@@ -324,6 +337,7 @@ func useGPU(e *engine.Engine, fallback bool) (gpuInfo, error) {
 		}
 		r.Close()
 		d.Close()
+		e.ExpertStats = nil
 		testDevice = js.Undefined()
 		onLost.Release()
 	}

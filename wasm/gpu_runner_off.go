@@ -12,7 +12,9 @@ import (
 // WebGPU runner.
 var errNoGPURunner = errors.New("this tessera.wasm was built without the WebGPU runner (-tags cpuonly); running on the CPU")
 
-func useGPU(*engine.Engine, bool) (gpuInfo, error) { return probeGPU(), errNoGPURunner }
+func useGPU(*engine.Engine, bool, engine.GPUMemory) (gpuInfo, error) {
+	return probeGPU(), errNoGPURunner
+}
 
 func loseGPUForTest(bool) any { return false }
 

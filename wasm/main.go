@@ -6,9 +6,17 @@
 // functions return Promises and do their work in goroutines:
 //
 //	load(baseURL, {fetchFile, backend,       fetch config.json,
-//	     allowSoftwareAdapter}) → info       tokenizer.json (if any) and the
-//	                                         safetensors files; backend "cpu"
-//	                                         (default), "gpu" or "auto"
+//	     allowSoftwareAdapter,               tokenizer.json (if any) and the
+//	     gpuMemory}) → info                  safetensors files — or, when
+//	                                         baseURL ends in .gguf, that one
+//	                                         GGUF file (engine.LoadGGUF);
+//	                                         backend "cpu" (default), "gpu"
+//	                                         or "auto"; gpuMemory ("512MiB",
+//	                                         "50%"): a GPU budget below the
+//	                                         model streams its routed experts
+//	                                         (info().expertCache and each
+//	                                         generation's stats.expertCache
+//	                                         report the cache)
 //	generate(request, onToken)      → stats  onToken(id, text) per token;
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
@@ -23,7 +31,12 @@
 //	                                         the output; request.jsonSchema
 //	                                         (a JSON Schema object) or
 //	                                         request.json: true constrain it
-//	                                         to JSON
+//	                                         to JSON; request.live: true
+//	                                         passes onToken a third argument
+//	                                         now and then, the live
+//	                                         routing/state view
+//	                                         (engine.LiveSnapshot as JSON),
+//	                                         and stats.live at the end
 //	saveSession({messages | chat, images}) → Uint8Array  the conversation with
 //	                                         (chat: chat.completions messages as JSON)
 //	                                         the state its last reply left
@@ -43,7 +56,8 @@
 //	                                         WebGPU (-tags webgpu bundles)
 //
 // fetchFile(name) must return a Promise of a Uint8Array with the file, or
-// of null when the model has no such file; the worker's implementation
+// of null when the model has no such file (for a GGUF URL, name is the
+// file's base name); the worker's implementation
 // streams with progress, keeps files in Cache Storage and checks their
 // sha256. Without it load fetches baseURL+name directly.
 //
@@ -75,6 +89,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"path"
 	"strings"
 	"sync"
 	"syscall/js"
@@ -139,7 +154,13 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			return nil, errors.New("load: the model URL must be a string")
 		}
 		url := base.String()
-		if !strings.HasSuffix(url, "/") {
+		// a URL ending in .gguf is one GGUF file (engine.LoadGGUF);
+		// anything else a model directory
+		ggufName := ""
+		if strings.HasSuffix(strings.ToLower(url), ".gguf") {
+			ggufName = path.Base(url)
+			url = strings.TrimSuffix(url, ggufName)
+		} else if !strings.HasSuffix(url, "/") {
 			url += "/"
 		}
 		var fetchFile js.Value
@@ -167,9 +188,24 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			files = append(files, f)
 			return f, nil
 		}
-		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url, err) }
+		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url+ggufName, err) }
+		// loadModel reads the model through open: the GGUF file, or the
+		// directory's files (deferred: weights left for the GPU upload)
+		loadModel := func(deferred bool) (*engine.Engine, error) {
+			if ggufName == "" {
+				if deferred {
+					return engine.LoadDeferred(open)
+				}
+				return engine.Load(open)
+			}
+			src, err := open(ggufName)
+			if err != nil {
+				return nil, err
+			}
+			return engine.LoadGGUF(src, deferred)
+		}
 		cpuEngine := func() (*engine.Engine, error) {
-			e, err := engine.Load(open)
+			e, err := loadModel(false)
 			for _, f := range files {
 				f.release() // the tensors were copied into the heap
 			}
@@ -182,6 +218,13 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		backend := "cpu"
 		if opts.Type() == js.TypeObject && opts.Get("backend").Type() == js.TypeString {
 			backend = opts.Get("backend").String()
+		}
+		var budget engine.GPUMemory
+		if v := opts.Get("gpuMemory"); opts.Type() == js.TypeObject && v.Type() == js.TypeString {
+			var err error
+			if budget, err = engine.ParseGPUMemory(v.String()); err != nil {
+				return nil, fmt.Errorf("load: gpuMemory: %w", err)
+			}
 		}
 		var e *engine.Engine
 		var err error
@@ -216,12 +259,12 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			var info gpuInfo
 			var gerr error
 			if haveGPURunner {
-				if e, err = engine.LoadDeferred(open); err != nil {
+				if e, err = loadModel(true); err != nil {
 					return nil, loadErr(err)
 				}
-				info, gerr = useGPU(e, backend == "auto")
+				info, gerr = useGPU(e, backend == "auto", budget)
 			} else {
-				info, gerr = useGPU(nil, false)
+				info, gerr = useGPU(nil, false, budget)
 			}
 			h.gpu = &info
 			if gerr == nil {
@@ -339,6 +382,15 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
+		// request.live: the live routing/state view, passed to onToken as
+		// a third argument (a snapshot at most every liveEvery) and
+		// returned in stats.live at the end
+		var live *engine.LiveView
+		if req.Get("live").Truthy() {
+			live = engine.NewLiveView(e.Cfg, liveWindow, liveSteps)
+			opt.Live = live
+		}
+		var lastLive time.Time
 		ctx, done := h.begin()
 		defer done()
 		y := newYielder()
@@ -346,7 +398,17 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		emitted := false
 		emit := func(p engine.Piece) bool {
 			emitted = true
-			onToken.Invoke(p.ID, p.Text)
+			if live != nil && time.Since(lastLive) >= liveEvery {
+				lastLive = time.Now()
+				snap, err := toJS(live.View())
+				if err == nil {
+					onToken.Invoke(p.ID, p.Text, snap)
+				} else {
+					onToken.Invoke(p.ID, p.Text)
+				}
+			} else {
+				onToken.Invoke(p.ID, p.Text)
+			}
 			y.maybe(10 * time.Millisecond) // let a cancel message in
 			return ctx.Err() == nil
 		}
@@ -360,9 +422,23 @@ func (h *host) generate(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, err
 		}
-		return toJS(st)
+		if live == nil {
+			return toJS(st)
+		}
+		return toJS(struct {
+			engine.Stats
+			Live engine.LiveSnapshot `json:"live"`
+		}{st, live.View()})
 	})
 }
+
+// The page's live view: a routing window of liveWindow tokens, the last
+// liveSteps steps, a snapshot at most every liveEvery while generating.
+const (
+	liveWindow = 64
+	liveSteps  = 96
+	liveEvery  = 50 * time.Millisecond
+)
 
 // parseRequest reads the generation options, naming a bad field.
 func parseRequest(req js.Value) (engine.Options, error) {
@@ -401,9 +477,12 @@ func parseRequest(req js.Value) (engine.Options, error) {
 			return o, err
 		}
 	}
-	var err error
-	if o.Messages, err = parseMessages(req.Get("messages")); err != nil {
+	msgs, err := parseMessages(req.Get("messages"))
+	if err != nil {
 		return o, err
+	}
+	if msgs != nil {
+		o.Chat = &chat.Input{Messages: msgs}
 	}
 	if st := req.Get("stop"); !st.IsUndefined() && !st.IsNull() {
 		if !js.Global().Get("Array").Call("isArray", st).Bool() {
@@ -453,33 +532,35 @@ func parseRequest(req js.Value) (engine.Options, error) {
 // prefixCacheBytes is the prefix cache's budget in the browser.
 const prefixCacheBytes = 64 << 20
 
-// parseMessages reads request.messages: [{role, content, images}].
-func parseMessages(v js.Value) ([]engine.Message, error) {
+// parseMessages reads request.messages: [{role, content, images}], each
+// message's images ahead of its text (chat.WithImages).
+func parseMessages(v js.Value) ([]chat.Message, error) {
 	if v.IsUndefined() || v.IsNull() {
 		return nil, nil
 	}
 	if !js.Global().Get("Array").Call("isArray", v).Bool() {
 		return nil, errors.New("messages must be an array of {role, content, images}")
 	}
-	out := make([]engine.Message, v.Length())
+	out := make([]chat.Message, v.Length())
 	for i := range out {
 		m := v.Index(i)
 		role, content := m.Get("role"), m.Get("content")
 		if role.Type() != js.TypeString || content.Type() != js.TypeString {
 			return nil, fmt.Errorf("messages[%d] needs string role and content", i)
 		}
-		out[i] = engine.Message{Role: role.String(), Content: content.String()}
+		images := 0
 		if n := m.Get("images"); n.Type() == js.TypeNumber {
 			if n.Int() < 0 {
 				return nil, fmt.Errorf("messages[%d].images must be ≥ 0", i)
 			}
-			out[i].Images = n.Int()
+			images = n.Int()
 		}
+		out[i] = chat.Message{Role: role.String(), Content: chat.WithImages(images, content.String())}
 	}
 	return out, nil
 }
 
-// saveSession({messages, images}) → Promise<Uint8Array>: the conversation
+// saveSession({messages | chat, images}) → Promise<Uint8Array>: the conversation
 // and the sequence state its last reply left in the prefix cache
 // (engine.SaveConversation), for the page to keep in OPFS or Cache
 // Storage.
@@ -496,7 +577,7 @@ func (h *host) saveSession(_ js.Value, args []js.Value) any {
 		var conv engine.Conversation
 		if cm := req.Get("chat"); cm.Type() == js.TypeString {
 			// chat.completions messages (OpenAI's shape), as JSON
-			if err := json.Unmarshal([]byte(cm.String()), &conv.ChatMessages); err != nil {
+			if err := json.Unmarshal([]byte(cm.String()), &conv.Messages); err != nil {
 				return nil, fmt.Errorf("saveSession: the messages: %w", err)
 			}
 		} else {
@@ -524,7 +605,8 @@ func (h *host) saveSession(_ js.Value, args []js.Value) any {
 }
 
 // restoreSession(Uint8Array) → Promise<{messages}>: puts a saved state in
-// the prefix cache (engine.RestoreConversation).
+// the prefix cache (engine.RestoreConversation); the messages come back in
+// chat.completions' shape (content a string, or parts when it had images).
 func (h *host) restoreSession(_ js.Value, args []js.Value) any {
 	data := arg(args, 0)
 	return promise(func() (any, error) {
@@ -541,13 +623,8 @@ func (h *host) restoreSession(_ js.Value, args []js.Value) any {
 		if err != nil {
 			return nil, fmt.Errorf("restoreSession: %w", err)
 		}
-		if len(c.ChatMessages) > 0 {
-			return toJS(struct {
-				Messages []chat.Message `json:"messages"`
-			}{c.ChatMessages})
-		}
 		return toJS(struct {
-			Messages []engine.Message `json:"messages"`
+			Messages []chat.Message `json:"messages"`
 		}{c.Messages})
 	})
 }

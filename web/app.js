@@ -1,6 +1,6 @@
 // The demo page: loads the model served under ./model/ (or ?model=URL),
 // shows progress and model facts, streams generations with live TTFT and
-// tokens/s. A vision model (info().vision) takes an image: chosen, dropped
+// tokens/s, and the live routing/state view (live.js) as it generates. A vision model (info().vision) takes an image: chosen, dropped
 // or pasted, shown as a preview and sent before the prompt.
 //
 // Test mode (?test=1, used by the browser E2E test): runs one greedy
@@ -12,8 +12,10 @@
 // model at ?vision on the CPU-only bundle and on ?gpuwasm (WebGPU),
 // generates greedily with the image and the prompt on both, and reports the
 // ids with the image's RGBA (base64) as the engine received it; ?decode=
-// URL,URL… adds the RGBA the browser decodes for more images.
+// URL,URL… adds the RGBA the browser decodes for more images. ?gguf=URL,…
+// loads GGUF files (and ?ggufbad= broken ones) and reports their ids.
 import { Tessera } from './tessera.js';
+import { drawLive, inked } from './live.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -210,6 +212,35 @@ function wireImage(info) {
   });
 }
 
+// liveView draws the latest live snapshot once per animation frame.
+let liveSnap = null;
+let liveFrame = 0;
+let liveDrawn = null;
+function onLive(s) {
+  liveSnap = s;
+  if (!liveFrame) {
+    liveFrame = requestAnimationFrame(() => {
+      liveFrame = 0;
+      liveDrawn = drawLive($('live-heat'), $('live-norms'), $('live-caption'), liveSnap);
+    });
+  }
+}
+
+// liveReport (test mode) summarises the last snapshot and what was drawn.
+function liveReport() {
+  const s = liveSnap;
+  if (!s) return null;
+  liveDrawn = drawLive($('live-heat'), $('live-norms'), $('live-caption'), s);
+  const rowSums = s.rows.map((_, r) => s.load.slice(r * s.experts, (r + 1) * s.experts).reduce((a, b) => a + b, 0));
+  const kdaNorms = (s.last.kdaNorm || []).filter((x) => x !== null);
+  return {
+    tokens: s.tokens, window: s.window, rows: s.rows, experts: s.experts, topK: s.topK, rowSums, load: s.load,
+    target: s.target, bandLo: s.bandLo, bandHi: s.bandHi, backend: s.last.backend, kdaNorms,
+    steps: s.steps.length, drawnRows: liveDrawn.rows, drawnKDA: liveDrawn.kdaLayers,
+    heatInk: inked($('live-heat')), normsInk: inked($('live-norms')), caption: $('live-caption').textContent,
+  };
+}
+
 // run generates into the output box and returns {ids, text, stats}.
 async function run(prompt, opts) {
   const out = $('output');
@@ -225,7 +256,8 @@ async function run(prompt, opts) {
   $('go').disabled = true;
   $('stop').disabled = false;
   try {
-    for await (const piece of engine.generate(prompt, { ...opts, signal: aborter.signal })) {
+    const live = $('live-on').checked ? onLive : undefined;
+    for await (const piece of engine.generate(prompt, { ...opts, signal: aborter.signal, onLive: live })) {
       const now = performance.now();
       if (piece.id >= 0) {
         if (ids.length === 0) {
@@ -352,10 +384,14 @@ async function gpuCheck() {
       { backend: 'auto', allowSoftwareAdapter: true, wasmUrl: params.get('gpuwasm') || undefined });
     out.backend = (await e.info()).backend;
     out.ids = [];
-    for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
+    let live = null;
+    for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0,
+      onLive: (s) => { live = s; } })) {
       if (p.id >= 0) out.ids.push(p.id);
     }
     out.stats = e.lastStats;
+    // the live view on WebGPU: routing read back from the device
+    if (live) out.live = { tokens: live.tokens, backend: live.last.backend, load: live.load, kdaNorms: live.last.kdaNorm };
     // seeded sampling, drawn on the GPU: the same ids as native CPU sampling
     out.sampledIds = [];
     for await (const p of e.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'),
@@ -365,6 +401,16 @@ async function gpuCheck() {
     const info = await e.info();
     out.adapter = info.adapter;
     out.weightsDeferred = info.weightsDeferred;
+    // a GPU budget of 25 % of the experts: the rest streamed (routing
+    // read back, misses uploaded), the same ids
+    const s = await Tessera.load(params.get('model') || new URL('model/', location.href).href,
+      { backend: 'gpu', gpuMemory: '25%', wasmUrl: params.get('gpuwasm') || undefined });
+    out.streamIds = [];
+    for await (const p of s.generate(params.get('prompt') || 'Hello, tessera!', { maxTokens: Number(params.get('max') || '16'), temperature: 0 })) {
+      if (p.id >= 0) out.streamIds.push(p.id);
+    }
+    out.streamCache = s.lastStats && s.lastStats.expertCache;
+    s.dispose();
     // the GPU device is lost: backend 'auto' goes on on the CPU, same ids
     out.lost = await e._loseGPUForTest();
     out.afterLossIds = [];
@@ -389,6 +435,47 @@ async function fetchBlob(url) {
   const r = await fetch(url);
   if (!r.ok) throw new Error(`fetching ${url}: HTTP ${r.status}`);
   return r.blob();
+}
+
+// ggufCheck loads each GGUF file of ?gguf= (a .gguf URL, checked against
+// its manifest) on the default bundle (CPU) and, with ?gpuwasm, the first
+// on WebGPU too, and generates greedily; each of ?ggufbad= must fail to
+// load and leave nothing in the cache.
+async function ggufCheck() {
+  const out = { runs: [], bad: {} };
+  const prompt = params.get('prompt') || 'Hello, tessera!';
+  const max = Number(params.get('max') || '16');
+  const urls = params.get('gguf').split(',').filter(Boolean);
+  const runs = urls.map((url) => ({ url, backend: 'auto' }));
+  if (params.get('gpuwasm') && urls.length) runs.push({ url: urls[0], backend: 'gpu', wasmUrl: params.get('gpuwasm') });
+  for (const r of runs) {
+    const rep = { url: r.url, want: r.backend, ids: [] };
+    try {
+      const e = await Tessera.load(r.url, { backend: r.backend, wasmUrl: r.wasmUrl });
+      const info = await e.info();
+      Object.assign(rep, { backend: info.backend, tokenizer: info.tokenizer, layout: info.layout, cache: e.loadStats });
+      for await (const p of e.generate(prompt, { maxTokens: max, temperature: 0 })) {
+        if (p.id >= 0) rep.ids.push(p.id);
+      }
+      e.dispose();
+    } catch (err) {
+      rep.error = err.message;
+    }
+    out.runs.push(rep);
+  }
+  const c = await caches.open('tessera-models-v1');
+  for (const url of (params.get('ggufbad') || '').split(',').filter(Boolean)) {
+    let error = null;
+    try {
+      const e = await Tessera.load(url);
+      e.dispose();
+    } catch (err) {
+      error = err.message;
+    }
+    const abs = new URL(url, location.href).href;
+    out.bad[url] = { error, cached: (await c.keys()).filter((q) => q.url.startsWith(abs + '?')).length };
+  }
+  return out;
 }
 
 // visionCheck generates with ?image before the prompt on the vision model
@@ -454,9 +541,11 @@ async function testRun() {
       maxTokens: Number(params.get('max') || '16'), temperature: 0,
     });
     Object.assign(result, r, { ok: true });
+    result.live = liveReport();
     if (params.get('abort') === '1' && phase === 1) result.abort = await abortCheck();
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();
+    if (params.get('gguf') && phase === 1) result.gguf = await ggufCheck();
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
     if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();

@@ -13,7 +13,7 @@
 
 const SHELL_CACHE = 'tessera-shell-v1';
 // Relative to this script's URL (the page's directory).
-const SHELL = ['./', 'style.css', 'app.js', 'tessera.js', 'tessera-worker.js',
+const SHELL = ['./', 'style.css', 'app.js', 'live.js', 'tessera.js', 'tessera-worker.js',
   'favicon.svg', 'wasm_exec.js', 'tessera.wasm'];
 const shellURLs = new Set(SHELL.map((p) => new URL(p, self.location.href).href));
 const indexURL = new URL('./', self.location.href).href;

@@ -1,7 +1,7 @@
 // tessera Web Worker: runs the Go engine (tessera.wasm) off the page's main
 // thread. Started by tessera.js; speaks the message protocol below.
 //
-//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, allowSoftwareAdapter, storageFreeForTest}
+//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, allowSoftwareAdapter, gpuMemory, storageFreeForTest}
 //                  {type: 'generate', id, request, images, hashImages}
 //                  {type: 'chat', id, params}      (OpenAI chat completion)
 //                  {type: 'pixels', id, image}       {type: 'cancel'}
@@ -10,13 +10,14 @@
 //                  {type: 'restoreSession', id, name}  {type: 'deleteSession', id, name}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
-//                  {type: 'token', id, tokenId, text}
+//                  {type: 'token', id, tokenId, text, live}  (live: request.live's snapshot, now and then)
 //                  {type: 'chat-start', id, promptTokens}
 //                  {type: 'warning', message}
 //                  {type: 'reply', id, ok, value | error}
 //
 // Weights: model.manifest.json (written by `tessera manifest`) lists every
-// file with its size and sha256. Each file is read from Cache Storage when a
+// file with its size and sha256 (for a GGUF file, <file>.gguf.manifest.json
+// lists that one file). Each file is read from Cache Storage when a
 // verified copy is there, else downloaded with streaming progress, checked
 // against the manifest and only then stored, so an interrupted or corrupt
 // download never becomes a cache entry. When the network is unreachable the
@@ -32,6 +33,7 @@
 'use strict';
 
 const MANIFEST = 'model.manifest.json';
+const MANIFEST_SUFFIX = '.manifest.json'; // a GGUF file's manifest: <file>.gguf.manifest.json
 const MANIFEST_FORMAT = 'tessera-manifest/1';
 const SESSION_EXT = '.tessera-session';
 
@@ -106,8 +108,15 @@ function validManifest(m, url) {
 // storageFree, when a number, replaces the free storage the browser reports
 // (tests).
 async function openModel(modelUrl, cacheName, storageFree) {
-  const base = new URL(modelUrl.endsWith('/') ? modelUrl : modelUrl + '/', self.location.href).href;
-  const manifestUrl = base + MANIFEST;
+  // A URL ending in .gguf is one GGUF file, checked against the manifest
+  // beside it (<file>.manifest.json, written by "tessera manifest --model
+  // FILE.gguf"); any other URL is a model directory with model.manifest.json.
+  const gguf = /\.gguf$/i.test(modelUrl);
+  const base = gguf ? new URL('./', new URL(modelUrl, self.location.href)).href
+    : new URL(modelUrl.endsWith('/') ? modelUrl : modelUrl + '/', self.location.href).href;
+  const fileUrl = new URL(modelUrl, self.location.href).href;
+  const manifestName = gguf ? fileUrl.slice(base.length) + MANIFEST_SUFFIX : MANIFEST;
+  const manifestUrl = base + manifestName;
   let cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
   const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false };
 
@@ -116,7 +125,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
   try {
     const r = await fetch(manifestUrl, { cache: 'no-cache' });
     if (r.status === 404) {
-      throw new Error(`no ${MANIFEST} at ${base}: the model URL is wrong, or the manifest is missing (write it with "tessera manifest --model DIR")`);
+      throw new Error(gguf
+        ? `no ${manifestName} at ${base}: the GGUF URL is wrong, or its manifest is missing (write it with "tessera manifest --model FILE.gguf")`
+        : `no ${MANIFEST} at ${base}: the model URL is wrong, or the manifest is missing (write it with "tessera manifest --model DIR")`);
     }
     if (!r.ok) {
       netErr = new Error(`fetching ${manifestUrl}: HTTP ${r.status}`);
@@ -146,6 +157,11 @@ async function openModel(modelUrl, cacheName, storageFree) {
   }
   const files = validManifest(manifest, manifestUrl);
   const total = manifest.files.reduce((n, f) => n + f.size, 0);
+  // A directory whose manifest lists one .gguf file and no config.json
+  // (tessera serve --model FILE.gguf) is that GGUF file.
+  let loadUrl = gguf ? fileUrl : base;
+  const ggufs = manifest.files.filter((f) => /\.gguf$/i.test(f.name));
+  if (!gguf && !files.has('config.json') && ggufs.length === 1) loadUrl = base + ggufs[0].name;
   let done = 0;
   const keyOf = (f) => base + f.name + '?sha256=' + f.sha256;
 
@@ -256,7 +272,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
     await store(f, key, buf);
     return buf;
   }
-  return { base, fetchFile, stats };
+  return { base, loadUrl, fetchFile, stats };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -431,7 +447,8 @@ async function handle(msg) {
       const go = await startGo(msg.wasmUrl, msg.execUrl);
       const t1 = performance.now();
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
-      const info = await go.load(m.base, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter });
+      const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
+        gpuMemory: msg.gpuMemory || undefined });
       loadStats = m.stats;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
       loadStats.modelMs = performance.now() - t1; // fetch/verify/cache files, bind the model, probe the GPU
@@ -443,7 +460,8 @@ async function handle(msg) {
       for (const [i, im] of (msg.images || []).entries()) images.push(await decodeImage(im, `image ${i + 1}`));
       const hashes = msg.hashImages ? await Promise.all(images.map((im) => sha256hex(im.rgba))) : null;
       const request = images.length ? { ...msg.request, images } : msg.request;
-      const stats = await go.generate(request, (tokenId, text) => post({ type: 'token', id: msg.id, tokenId, text }));
+      // live: a snapshot of the routing/state view (request.live), now and then
+      const stats = await go.generate(request, (tokenId, text, live) => post({ type: 'token', id: msg.id, tokenId, text, live }));
       if (hashes && stats.images) stats.images.forEach((im, i) => { im.sha256 = hashes[i]; });
       return stats;
     }
@@ -459,9 +477,9 @@ async function handle(msg) {
       } catch (e) {
         return { error: { status: 400, type: 'invalid_request_error', param: null, code: null, message: `the request cannot be sent as JSON: ${e.message}` } };
       }
-      return go.chat(body, images, (kind, a, b) => {
+      return go.chat(body, images, (kind, a, b, c) => {
         if (kind === 'start') post({ type: 'chat-start', id: msg.id, promptTokens: a });
-        else post({ type: 'token', id: msg.id, tokenId: b, text: a });
+        else post({ type: 'token', id: msg.id, tokenId: b, text: a, ...(c ? { logprob: c } : {}) });
       });
     }
     case 'pixels': {

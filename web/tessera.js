@@ -79,8 +79,10 @@ function checkImage(image, what) {
 /** A loaded model running in its own worker. Create it with Tessera.load. */
 export class Tessera {
   /**
-   * Loads the model at modelUrl (a directory URL holding config.json, the
-   * safetensors files and model.manifest.json).
+   * Loads the model at modelUrl: a directory URL holding config.json, the
+   * safetensors files and model.manifest.json, or the URL of one .gguf file
+   * with FILE.gguf.manifest.json beside it (tessera manifest --model
+   * FILE.gguf), loaded as `tessera run --model FILE.gguf` loads it.
    * options: onProgress({file, loaded, total, fromCache}); backend: 'cpu'
    * (default), 'gpu' (WebGPU; fails with a clear error without an adapter)
    * or 'auto' (the GPU when the browser offers a real GPU adapter; the CPU
@@ -88,6 +90,11 @@ export class Tessera {
    * than the CPU path, unless allowSoftwareAdapter is true; the CPU when
    * there is no adapter or the GPU runner fails; what was chosen and why is
    * in info().backend);
+   * gpuMemory: the GPU memory budget ('512MiB', '2G', or '50%' of the
+   * routed experts): a model over it keeps its dense part and as many
+   * experts as fit on the GPU and uploads the others when routed
+   * (info().expertCache, lastStats.expertCache: slots, hitRate,
+   * uploadBytes, uploadBytesPerToken, uploadMs);
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
@@ -112,6 +119,7 @@ export class Tessera {
         cacheName: options.cacheName ?? 'tessera-models-v1',
         backend: options.backend || 'cpu',
         allowSoftwareAdapter: !!options.allowSoftwareAdapter,
+        gpuMemory: options.gpuMemory,
         storageFreeForTest: options.storageFreeForTest,
       });
       t.loadStats = r.cache;
@@ -195,7 +203,7 @@ export class Tessera {
         return;
       case 'token': {
         const p = this.#pending.get(msg.id);
-        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text });
+        if (p && p.onToken) p.onToken({ id: msg.tokenId, text: msg.text, live: msg.live, ...(msg.logprob ? { logprob: msg.logprob } : {}) });
         return;
       }
       case 'chat-start': {
@@ -282,7 +290,15 @@ export class Tessera {
    * (info().vision), a Blob/File (decoded by the browser, EXIF orientation
    * applied), an ImageBitmap, an ImageData or {rgba, width, height}, placed
    * before the prompt; hashImages (debugging: lastStats.images[i].sha256 is
-   * the SHA-256 of the RGBA pixels the model was given).
+   * the SHA-256 of the RGBA pixels the model was given); onLive(snapshot):
+   * the live routing/state view — called now and then while generating and
+   * once at the end with {rows (MoE layer of each row), experts, topK,
+   * tokens in the routing window, load [rows × experts] (fraction of the
+   * window's tokens that chose each expert), target and bandLo/bandHi (the
+   * Quantile Balancing target K/E and its ±2σ band), norms (per layer, the
+   * recent KDA state norms), last (the last step: backend, kdaNorm,
+   * cacheTokens, stateBytes), expertCache ({hitRate, bytesPerToken} when
+   * experts are streamed)}; without it nothing extra is read back.
    * Breaking out of the loop also stops the generation. When text is held
    * back at the end (an incomplete UTF-8 character) a last piece with id -1
    * carries it. Statistics (TTFT, tokens/s, why it stopped, tokens per
@@ -309,6 +325,12 @@ export class Tessera {
         request[k] = options[k];
       }
     }
+    const onLive = options.onLive;
+    if (onLive !== undefined && onLive !== null) {
+      if (typeof onLive !== 'function') throw new TesseraError('generate: onLive must be a function');
+      request.live = true;
+    }
+    const live = (snap) => { if (snap && onLive) { try { onLive(snap); } catch (e) { console.error(e); } } };
     const signal = options.signal;
     if (signal && signal.aborted) return;
     const queue = [];
@@ -320,8 +342,15 @@ export class Tessera {
     this.#busy = true;
     this.lastStats = null;
     const msg = { type: 'generate', request, images, hashImages: !!options.hashImages };
-    const done = this.#call(msg, (piece) => { queue.push(piece); poke(); })
-      .then((stats) => { this.lastStats = stats; if (stats.tail) queue.push({ id: -1, text: stats.tail }); },
+    const done = this.#call(msg, (piece) => { live(piece.live); queue.push({ id: piece.id, text: piece.text }); poke(); })
+      .then((stats) => {
+        if (stats.live) {
+          live(stats.live);
+          delete stats.live;
+        }
+        this.lastStats = stats;
+        if (stats.tail) queue.push({ id: -1, text: stats.tail });
+      },
         (err) => { failure = err; })
       .finally(() => { finished = true; this.#busy = false; poke(); });
     if (signal) signal.addEventListener('abort', cancel, { once: true });
@@ -354,10 +383,15 @@ export class Tessera {
    * max_completion_tokens, temperature (default 1), top_p, seed (random
    * when absent), stop (a string or up to 4), stream, stream_options
    * ({include_usage}), tools and tool_choice (passed to the chat template),
-   * model (any name; echoed back), and the extensions top_k, min_p,
+   * model (any name; echoed back), logprobs and top_logprobs (choices'
+   * and chunks' logprobs.content), response_format ({type: 'json_object'}
+   * or {type: 'json_schema', json_schema: {name, schema}}: the output is
+   * grammar-constrained JSON), and the extensions top_k, min_p,
    * repetition_penalty and chat_template_kwargs (e.g. {enable_thinking:
-   * false}). The messages are rendered by the model's chat template (its
-   * tokenizer_config.json), else in the built-in Kimi format.
+   * false}). The request is checked by the same Go code as tessera serve's
+   * API (core/chat). The messages are rendered by the model's chat
+   * template (its tokenizer_config.json), else in the built-in Kimi
+   * format.
    *
    * Without stream it resolves to a ChatCompletion object; with stream:
    * true to an async iterable of ChatCompletionChunk objects (the first
@@ -395,7 +429,7 @@ export class Tessera {
     const cancel = () => { if (!finished && this.#worker) this.#worker.postMessage({ type: 'cancel' }); };
     this.#busy = true;
     this.lastStats = null;
-    const done = this.#call({ type: 'chat', params }, (piece) => { queue.push(piece.text); poke(); }, () => onStarted(true))
+    const done = this.#call({ type: 'chat', params }, (piece) => { queue.push(piece); poke(); }, () => onStarted(true))
       .then((value) => {
         if (value && value.error) failure = new ChatCompletionError(value.error);
         else { result = value; this.lastStats = value.stats; }
@@ -405,19 +439,19 @@ export class Tessera {
     if (controller.signal.aborted) cancel();
     const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,
       prompt_tokens_details: { cached_tokens: (r.stats && r.stats.cachedTokens) || 0 } });
-    const finishReason = (r) => (r.finishReason === 'cancelled' ? 'stop' : r.finishReason);
 
     if (!params.stream) {
       await done;
       if (failure) throw failure;
-      if (result.finishReason === 'cancelled' && controller.signal.aborted) {
+      if (result.stats.stopped === 'cancelled' && controller.signal.aborted) {
         const e = new TesseraError('Request was aborted.');
         e.name = 'AbortError';
         throw e;
       }
       return {
         id, object: 'chat.completion', created, model,
-        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null }, logprobs: null, finish_reason: finishReason(result) }],
+        choices: [{ index: 0, message: { role: 'assistant', content: result.content, refusal: null },
+          logprobs: result.logprobs ? { content: result.logprobs, refusal: null } : null, finish_reason: result.finishReason }],
         usage: usage(result),
         system_fingerprint: null,
       };
@@ -431,21 +465,22 @@ export class Tessera {
     }
     const includeUsage = !!(params.stream_options && params.stream_options.include_usage);
     const chunk = (choices, extra) => ({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: null, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
-    const delta = (d, finish = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+    const delta = (d, finish = null, lp = null) => chunk([{ index: 0, delta: d, logprobs: lp ? { content: [lp], refusal: null } : null, finish_reason: finish }]);
     async function* chunks() {
       try {
         yield delta({ role: 'assistant', content: '' });
         for (;;) {
           if (queue.length > 0) {
-            yield delta({ content: queue.shift() });
+            const piece = queue.shift();
+            yield delta({ content: piece.text }, null, piece.logprob);
             continue;
           }
           if (finished) break;
           await new Promise((r) => { wake = r; });
         }
         if (failure) throw failure;
-        if (result.finishReason === 'cancelled' && controller.signal.aborted) return;
-        yield delta({}, finishReason(result));
+        if (result.stats.stopped === 'cancelled' && controller.signal.aborted) return;
+        yield delta({}, result.finishReason);
         if (includeUsage) yield chunk([], { usage: usage(result) });
       } finally {
         if (!finished) {

@@ -212,3 +212,30 @@ fn qel(base: u32, cols: u32, c: u32) -> f32 {
 fn x4(i: u32) -> vec4<f32> {
   return vec4<f32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]);
 }
+
+// wg_reduce combines v over the WG invocations of a workgroup (tid: the
+// local_invocation_index): their sum, or with is_max their maximum; every
+// invocation returns it. A kernel that calls it (or reduce_sum,
+// reduce_max) gets WG and the scratch array red with it and runs
+// @workgroup_size(WG).
+const WG: u32 = 64u;
+var<workgroup> red: array<f32, WG>;
+fn wg_reduce(v: f32, tid: u32, is_max: bool) -> f32 {
+  red[tid] = v;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (tid < k) {
+      if (is_max) { red[tid] = max(red[tid], red[tid + k]); } else { red[tid] += red[tid + k]; }
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+// reduce_sum is the sum of v over the workgroup (wg_reduce).
+fn reduce_sum(v: f32, tid: u32) -> f32 { return wg_reduce(v, tid, false); }
+
+// reduce_max is the maximum of v over the workgroup (wg_reduce).
+fn reduce_max(v: f32, tid: u32) -> f32 { return wg_reduce(v, tid, true); }

@@ -78,7 +78,21 @@ type View struct {
 	Off int
 }
 
-func (v View) check(words int, what string) error {
+// part, if given, names the operand within what ("KDARecurrent", "Q"):
+// the two are joined only for an error, so a check allocates nothing.
+func (v View) check(words int, what string, part ...string) error {
+	if v.Buf == nil || v.Buf.b == nil || v.Off < 0 || words < 0 || v.Off+words > v.Buf.words {
+		return v.checkErr(words, joinWhat(what, part))
+	}
+	return nil
+}
+
+// joinWhat names an operand for an error: what and its parts.
+func joinWhat(what string, part []string) string {
+	return strings.Join(append([]string{what}, part...), " ")
+}
+
+func (v View) checkErr(words int, what string) error {
 	if v.Buf == nil || v.Buf.b == nil {
 		return fmt.Errorf("wgsl: %s: nil or released buffer", what)
 	}
@@ -118,7 +132,7 @@ type Device struct {
 	release func()
 
 	modules map[string]*wgpu.ShaderModule
-	kernels map[string]*kernel
+	kernels map[kernelKey]*kernel
 	groups  map[groupKey]*wgpu.BindGroup
 	// dummies[i] is bound at storage binding i+1 when that operand is
 	// unused or read through another binding (one buffer per binding, so
@@ -131,6 +145,14 @@ type Device struct {
 	pass *wgpu.ComputePassEncoder
 	uni  []byte
 	uBuf *wgpu.Buffer
+	// per-dispatch scratch, kept here so that recording a dispatch
+	// allocates nothing: the resolved bindings and the dynamic offset
+	bound  [maxBinds]*Buffer
+	uniOff [1]uint32
+	// the staging buffer's map callback (made once) and what it saw
+	mapped    func(wgpu.BufferMapAsyncStatus)
+	mapDone   bool
+	mapStatus wgpu.BufferMapAsyncStatus
 
 	staging      *wgpu.Buffer
 	stagingBytes uint64
@@ -161,8 +183,9 @@ func NewDevice(raw *wgpu.Device, info string, release func()) (*Device, error) {
 		return nil, errors.New("wgsl: NewDevice with nil device")
 	}
 	d := &Device{raw: raw, q: raw.GetQueue(), info: info, release: release,
-		modules: map[string]*wgpu.ShaderModule{}, kernels: map[string]*kernel{},
+		modules: map[string]*wgpu.ShaderModule{}, kernels: map[kernelKey]*kernel{},
 		groups: map[groupKey]*wgpu.BindGroup{}, scratch: map[string]*Buffer{}}
+	d.mapped = func(s wgpu.BufferMapAsyncStatus) { d.mapStatus, d.mapDone = s, true }
 	var err error
 	d.uBuf, err = raw.CreateBuffer(&wgpu.BufferDescriptor{Size: uniSlot * uniSlots,
 		Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst})
@@ -439,14 +462,14 @@ func aliasSource(file, src string, a aliases) (string, error) {
 // variant is kernel with aliased bindings (see aliasSource); each variant
 // is its own shader module and pipeline, created once.
 func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DType) (*kernel, error) {
+	if k := d.kernels[kernelKey{file, entry, a, qt}]; k != nil { // a struct key: the lookup allocates nothing
+		return k, nil
+	}
 	spec := a.String()
 	if qt != 0 {
 		spec += "|" + qt.String()
 	}
 	key := file + ":" + entry + spec
-	if k := d.kernels[key]; k != nil {
-		return k, nil
-	}
 	modKey := file + spec
 	mod := d.modules[modKey]
 	if mod == nil {
@@ -494,8 +517,16 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DTyp
 		k.bgl.Release()
 		return nil, fmt.Errorf("wgsl: pipeline %s: %w", key, err)
 	}
-	d.kernels[key] = k
+	d.kernels[kernelKey{file, entry, a, qt}] = k
 	return k, nil
+}
+
+// kernelKey names a kernel variant: file, entry point, aliases and the
+// block format its module is specialised for (weightKernel).
+type kernelKey struct {
+	file, entry string
+	a           aliases
+	qt          tensor.DType
 }
 
 // resolve makes a dispatch's storage bindings non-aliasing, as WebGPU
@@ -505,10 +536,11 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DTyp
 // operand whose buffer already fills an earlier binding is read and
 // written through that binding (a shader variant, see aliasSource) and its
 // own binding gets the placeholder. Both are fixed per call site, so the
-// variants and bind groups are created once and cached.
+// variants and bind groups are created once and cached. The bindings it
+// returns are d.bound's, valid until the next dispatch.
 func (d *Device) resolve(k *kernel, bufs []*Buffer) (*kernel, []*Buffer, error) {
 	var a aliases
-	var out [maxBinds]*Buffer
+	out := &d.bound
 	aliased := false
 	for i, b := range bufs {
 		out[i] = b
@@ -580,20 +612,33 @@ func (d *Device) dropGroups(id uint64) {
 }
 
 // params is a kernel's uniform block: u32 and f32 scalars in WGSL struct
-// order.
-type params []uint32
+// order, in a fixed array (a value: building it allocates nothing).
+type params struct {
+	n int
+	w [uniSlot / 4]uint32
+}
 
 func (p params) u(v ...int) params {
 	for _, x := range v {
-		p = append(p, uint32(x))
+		p = p.put(uint32(x))
 	}
 	return p
 }
 
 func (p params) f(v ...float32) params {
 	for _, x := range v {
-		p = append(p, math.Float32bits(x))
+		p = p.put(math.Float32bits(x))
 	}
+	return p
+}
+
+// put appends one word (past the block's end it only counts, and dispatch
+// refuses the block).
+func (p params) put(w uint32) params {
+	if p.n < len(p.w) {
+		p.w[p.n] = w
+	}
+	p.n++
 	return p
 }
 
@@ -619,8 +664,8 @@ func (d *Device) dispatch(k *kernel, p params, bufs []*Buffer, groups int) error
 	if len(bufs) != k.nbuf {
 		return fmt.Errorf("wgsl: %s: %d buffers for %d bindings", k.name, len(bufs), k.nbuf)
 	}
-	if len(p)*4 > uniSlot {
-		return fmt.Errorf("wgsl: %s: uniform block of %d bytes", k.name, len(p)*4)
+	if p.n*4 > uniSlot {
+		return fmt.Errorf("wgsl: %s: uniform block of %d bytes", k.name, p.n*4)
 	}
 	if groups <= 0 {
 		return nil
@@ -637,8 +682,8 @@ func (d *Device) dispatchGrid(k *kernel, p params, bufs []*Buffer, gx, gy uint32
 	if len(bufs) != k.nbuf {
 		return fmt.Errorf("wgsl: %s: %d buffers for %d bindings", k.name, len(bufs), k.nbuf)
 	}
-	if len(p)*4 > uniSlot {
-		return fmt.Errorf("wgsl: %s: uniform block of %d bytes", k.name, len(p)*4)
+	if p.n*4 > uniSlot {
+		return fmt.Errorf("wgsl: %s: uniform block of %d bytes", k.name, p.n*4)
 	}
 	if gx == 0 || gy == 0 {
 		return nil
@@ -671,10 +716,11 @@ func (d *Device) dispatchGrid(k *kernel, p params, bufs []*Buffer, gx, gy uint32
 	}
 	off := uint32(len(d.uni))
 	var slot [uniSlot]byte
-	copy(slot[:], wgpu.ToBytes([]uint32(p)))
+	copy(slot[:], wgpu.ToBytes(p.w[:p.n]))
 	d.uni = append(d.uni, slot[:]...)
 	d.pass.SetPipeline(k.pipe)
-	d.pass.SetBindGroup(0, g, []uint32{off})
+	d.uniOff[0] = off
+	d.pass.SetBindGroup(0, g, d.uniOff[:])
 	d.pass.DispatchWorkgroups(gx, gy, 1) // explicit 1s: bug 11
 	d.Dispatches++
 	return nil
@@ -796,9 +842,9 @@ func (d *Device) read(v View, words int, dst []byte) error {
 
 	gcMu.Lock()
 	old := debug.SetGCPercent(-1)
-	done, status := false, wgpu.BufferMapAsyncStatus(0)
-	err = d.staging.MapAsync(wgpu.MapModeRead, 0, size, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true })
-	for i := 0; err == nil && !done && i < 100000; i++ {
+	d.mapDone, d.mapStatus = false, 0
+	err = d.staging.MapAsync(wgpu.MapModeRead, 0, size, d.mapped)
+	for i := 0; err == nil && !d.mapDone && i < 100000; i++ {
 		d.raw.Poll(true, nil) // native: the callback runs in here; js: MapAsync already awaited
 	}
 	debug.SetGCPercent(old)
@@ -806,8 +852,8 @@ func (d *Device) read(v View, words int, dst []byte) error {
 	if err != nil {
 		return fmt.Errorf("wgsl: map staging: %w", err)
 	}
-	if !done || status != wgpu.BufferMapAsyncStatusSuccess {
-		return fmt.Errorf("wgsl: map staging: done=%v status=%v", done, status)
+	if !d.mapDone || d.mapStatus != wgpu.BufferMapAsyncStatusSuccess {
+		return fmt.Errorf("wgsl: map staging: done=%v status=%v", d.mapDone, d.mapStatus)
 	}
 	copy(dst, d.staging.GetMappedRange(0, uint(size))) // a view natively: copy before Unmap
 	if err := d.staging.Unmap(); err != nil {

@@ -54,7 +54,12 @@
 // top-p and min-p (sample.wgsl, given generate.Sampler's uniform draws) —
 // reading back one word per decoded token. A step is one command buffer;
 // decoding creates no GPU object (TestRunnerMatchesCPU checks it) and
-// Stats reports the dispatches of the last step. Choices:
+// Stats reports the dispatches of the last step. The live routing/state
+// view (live.go, engine.LiveBackend) costs nothing until asked for: with
+// SetRouteHook each MoE layer's routed ids are copied to a small buffer as
+// the step is recorded (route_copy) and read back after it; KDANorms
+// reduces every KDA state on the device (sumsq) and reads back a few
+// partial sums per layer. Choices:
 //
 //   - MoE without readback: Route writes expert ids and weights to GPU
 //     buffers; GLUGateUp (gate and up fused with the GLU activation) and

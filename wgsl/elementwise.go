@@ -42,13 +42,13 @@ func (d *Device) elementwise(entry string, out, x, y Strided, rows, n, mode int,
 	if rows <= 0 || n <= 0 {
 		return nil
 	}
-	if err := x.check(rows, n, entry+" x"); err != nil {
+	if err := x.check(rows, n, entry, "x"); err != nil {
 		return err
 	}
-	if err := y.check(rows, n, entry+" y"); err != nil {
+	if err := y.check(rows, n, entry, "y"); err != nil {
 		return err
 	}
-	if err := out.check(rows, n, entry+" out"); err != nil {
+	if err := out.check(rows, n, entry, "out"); err != nil {
 		return err
 	}
 	k, err := d.kernel("elementwise.wgsl", entry, 3)

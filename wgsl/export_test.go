@@ -86,3 +86,12 @@ func (r *Runner) WeightBytesForTest() int64 {
 	}
 	return n
 }
+
+// SetExpertMajorForTest chooses how a prefill piece routing to more
+// experts than the slots runs (expert-major passes, or runs of tokens)
+// and returns a function restoring it.
+func SetExpertMajorForTest(v bool) func() {
+	old := expertMajor
+	expertMajor = v
+	return func() { expertMajor = old }
+}

@@ -56,6 +56,23 @@ type gpu struct {
 	tok                       *Buffer // token ids of the piece
 	tokHost                   []uint32
 	embIn                     *Buffer // input embeddings of the piece
+
+	live *liveCap // routing capture of the live view (nil: off)
+
+	// expert streaming (stream.go): slots experts per MoE layer resident
+	// (0: all), the streamed layers by their first expert, the id → slot
+	// table with its host copies, the counters, and a test's fault.
+	expertSlots       int
+	streams           map[*nn.GLU]*expertCache
+	slotIdx, maskWts  *Buffer // the id → slot table; routing weights masked to one pass's experts
+	idxHost, slotHost []uint32
+	wtsHost, maskHost []float32
+	xstats            ExpertStats
+	uploadFault       func(layer, expert int) error
+	// experts on the CPU (cpumoe.go): the first cpuLayers MoE layers;
+	// moeSeen counts the MoE layers declared so far
+	cpuLayers, moeSeen int
+	cpuMoE             *cpuMoE
 }
 
 // stack is matrices declared together, uploaded as one of their rows
@@ -67,7 +84,7 @@ type stack struct {
 
 func newGPU(d *Device, topK int) *gpu {
 	return &gpu{d: d, topK: topK, mats: map[*tensor.Mat]*Mat{}, stacks: map[*tensor.Mat]*stack{},
-		vecs: map[*float32]View{}, glus: map[*nn.GLU]*GLUWeights{}, ropes: map[*ref.RoPE]View{}}
+		vecs: map[*float32]View{}, glus: map[*nn.GLU]*GLUWeights{}, ropes: map[*ref.RoPE]View{}, streams: map[*nn.GLU]*expertCache{}}
 }
 
 // newBuf creates a buffer of words words, kept for Release.
@@ -98,6 +115,8 @@ func (b *gpu) release() {
 		buf.Release()
 	}
 	b.bufs = nil
+	b.cpuMoE.close()
+	b.cpuMoE = nil
 }
 
 // fail keeps the first error of the pass.
@@ -376,6 +395,7 @@ func (b *gpu) Route(rt nn.Routing, logits nn.Tensor, T int, bias []float32, r re
 			bv = b.vec(bias)
 		}
 		b.fail(b.d.Route(g(rt.Idx).v, g(rt.Wts).v, l.v, bv, T, l.cols, r))
+		b.capture(rt.Idx, T, r.TopK)
 	}
 }
 
@@ -390,17 +410,26 @@ func (b *gpu) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routing, 
 	if b.err != nil {
 		return
 	}
-	gw := b.glu(&experts[0])
-	r := Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K}
-	if groupExperts && T > 1 && b.gord != nil && GroupedFits(gw, T, rt.K) {
-		sc := GroupScratch{Ord: b.gord.At(0), H: b.hb.At(0), Y: b.gy.At(0)}
-		b.fail(b.d.GLUGrouped(g(out).s(), g(x).s(), T, gw, r, act, accum, sc))
+	run := func(out, x Strided, T int, gw *GLUWeights, r Routing, accum bool) {
+		if groupExperts && T > 1 && b.gord != nil && GroupedFits(gw, T, r.K) {
+			sc := GroupScratch{Ord: b.gord.At(0), H: b.hb.At(0), Y: b.gy.At(0)}
+			b.fail(b.d.GLUGrouped(out, x, T, gw, r, act, accum, sc))
+			return
+		}
+		b.fail(b.d.GLUGateUp(b.hb.At(0), x, T, gw, r, act))
+		if b.err == nil {
+			b.fail(b.d.GLUDown(out, b.hb.At(0), T, gw, r, accum))
+		}
+	}
+	if b.cpuMoE != nil && b.cpuMoE.layers[&experts[0]] {
+		b.cpuExperts(g(out), g(x), T, experts, rt, act, accum)
 		return
 	}
-	b.fail(b.d.GLUGateUp(b.hb.At(0), g(x).s(), T, gw, r, act))
-	if b.err == nil {
-		b.fail(b.d.GLUDown(g(out).s(), b.hb.At(0), T, gw, r, accum))
+	if c := b.streams[&experts[0]]; c != nil {
+		b.streamExperts(c, g(out), g(x), T, g(rt.Idx).v, g(rt.Wts).v, rt.K, accum, run)
+		return
 	}
+	run(g(out).s(), g(x).s(), T, b.glu(&experts[0]), Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K}, accum)
 }
 
 // slots checks that srcs are consecutive slots of one token-major buffer

@@ -6,6 +6,13 @@ import "fmt"
 
 // Op wrappers of gqa.wgsl: grouped-query attention (CPU form: ref.GQA).
 
+// gqaTile is the number of cached keys one GQA dispatch folds in: a tile
+// must not straddle a cache page, so it divides the page size (a multiple
+// of mlaTile).
+const gqaTile = 128
+
+var _ [0]struct{} = [mlaTile % gqaTile]struct{}{} // gqaTile divides mlaTile: checked at compile time
+
 // GQAArgs are the operands of GQA: Q, O [N, H·D] for queries at positions
 // Pos0 … Pos0+N−1 over Cache rows [k (HKV·D); v (HKV·D)] (Width 2·HKV·D),
 // whose first Pos0+N rows are filled.
@@ -17,7 +24,7 @@ type GQAArgs struct {
 }
 
 // GQA records causal grouped-query softmax attention (ref.GQA): per tile of
-// at most 128 cached keys (a tile never straddles a cache page), one
+// at most gqaTile cached keys (a tile never straddles a cache page), one
 // workgroup per (query, head) folds the tile into an online softmax (state
 // in a device scratch buffer; the last tile normalises). Memory is
 // O(N·H) whatever the context length.
@@ -47,8 +54,8 @@ func (d *Device) GQA(a *GQAArgs) error {
 		return err
 	}
 	end := a.Pos0 + a.N
-	for k0 := 0; k0 < end; k0 += mlaTile {
-		kn := min(mlaTile, end-k0)
+	for k0 := 0; k0 < end; k0 += gqaTile {
+		kn := min(gqaTile, end-k0)
 		s := a.Cache.tile(k0, kn)
 		p := params{}.u(a.N, a.H, a.HKV, a.D, a.Pos0).f(a.Scale).
 			u(a.Q.Off, a.O.Off, a.Cache.Width, k0-s.local, k0, kn, b2i(k0+kn >= end), 0)

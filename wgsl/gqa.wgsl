@@ -6,7 +6,8 @@
 // c_row0) into an online softmax: the running max and sum live in T at
 // st_off, the unnormalised output in O; the first tile (k0 = 0) starts them,
 // the last one normalises. Each key's score is a workgroup dot product over
-// D; every invocation's loops stay far below lavapipe's loop cap.
+// D (reduce_sum; WG from common.wgsl); every invocation's loops stay far
+// below lavapipe's loop cap.
 struct P {
   N: u32, H: u32, HKV: u32, D: u32, pos0: u32, scale: f32,
   q_off: u32, o_off: u32, c_width: u32, c_row0: u32, k0: u32, kn: u32, last: u32, st_off: u32,
@@ -17,23 +18,9 @@ struct P {
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
 @group(0) @binding(4) var<storage, read_write> T: array<f32>;
 
-const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
-var<workgroup> red: array<f32, 64>;
 
-fn reduce_sum(v: f32, tid: u32) -> f32 {
-  red[tid] = v;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (tid < k) { red[tid] += red[tid + k]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
   let i = wid.x + wid.y * nwg.x;

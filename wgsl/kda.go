@@ -3,6 +3,7 @@
 package wgsl
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -23,7 +24,12 @@ type KDAArgs struct {
 // previous one wrote.
 func (d *Device) KDARecurrent(a *KDAArgs) error {
 	if a == nil || a.T <= 0 || a.H <= 0 || a.DK <= 0 || a.DV <= 0 {
-		return fmt.Errorf("wgsl: KDARecurrent: bad sizes %+v", a)
+		if a == nil {
+			return errors.New("wgsl: KDARecurrent: no arguments")
+		}
+		// the sizes one by one: passing a itself would move every call's
+		// arguments to the heap
+		return fmt.Errorf("wgsl: KDARecurrent: bad sizes T=%d H=%d DK=%d DV=%d", a.T, a.H, a.DK, a.DV)
 	}
 	T, H, dk, dv := a.T, a.H, a.DK, a.DV
 	for _, c := range []struct {
@@ -32,7 +38,7 @@ func (d *Device) KDARecurrent(a *KDAArgs) error {
 		name  string
 	}{{a.Q, T * H * dk, "Q"}, {a.K, T * H * dk, "K"}, {a.G, T * H * dk, "G"}, {a.V, T * H * dv, "V"},
 		{a.O, T * H * dv, "O"}, {a.Beta, T * H, "Beta"}, {a.S, H * dk * dv, "S"}} {
-		if err := c.v.check(c.words, "KDARecurrent "+c.name); err != nil {
+		if err := c.v.check(c.words, "KDARecurrent", c.name); err != nil {
 			return err
 		}
 	}

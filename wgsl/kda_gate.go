@@ -24,7 +24,7 @@ func (d *Device) KDAGate(g, raw, dtBias, aLog View, T, H, dk int, perChannel, bo
 		words int
 		name  string
 	}{{g, n, "g"}, {raw, n, "raw"}, {dtBias, H * dk, "dt_bias"}, {aLog, nA, "A_log"}} {
-		if err := c.v.check(c.words, "KDAGate "+c.name); err != nil {
+		if err := c.v.check(c.words, "KDAGate", c.name); err != nil {
 			return err
 		}
 	}

@@ -212,7 +212,7 @@ func entry(name string, dt tensor.DType) string {
 	return name
 }
 
-func (m *Mat) check(what string) error {
+func (m *Mat) check(what string, part ...string) error {
 	if m == nil {
 		return fmt.Errorf("wgsl: %s: nil matrix", what)
 	}
@@ -223,7 +223,7 @@ func (m *Mat) check(what string) error {
 	if m.Stride < matStride(m.Cols, m.DType) {
 		return fmt.Errorf("wgsl: %s: row stride %d too small for %d %v columns", what, m.Stride, m.Cols, m.DType)
 	}
-	return m.View.check((m.Rows-1)*m.Stride+matStride(m.Cols, m.DType), what+" weights")
+	return m.View.check((m.Rows-1)*m.Stride+matStride(m.Cols, m.DType), what, part...)
 }
 
 // Linear records out = x·Wᵀ for T tokens (x [T, W.Cols], out [T, W.Rows],
@@ -281,7 +281,7 @@ func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) erro
 	if err := e.ALog.check(nA, "LinearKDAGate A_log"); err != nil {
 		return err
 	}
-	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gate: &e}, 0)
+	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gated: true, gate: e}, 0)
 }
 
 // LinearNormedAccum records out += RMSNorm(x; ν, eps)·Wᵀ for one token (a
@@ -322,7 +322,7 @@ func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu Vie
 		words int
 		name  string
 	}{{x, W.Cols, "x"}, {g, W.Cols, "g"}, {nu, dk, "weight"}, {out, W.Rows, "out"}} {
-		if err := c.v.check(c.words, "LinearGatedNorm "+c.name); err != nil {
+		if err := c.v.check(c.words, "LinearGatedNorm", c.name); err != nil {
 			return err
 		}
 	}
@@ -354,10 +354,13 @@ func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu Vie
 
 // linearEpilogue is what linear.wgsl does besides the product: the KDA gate
 // on the outputs, or (GEMV only) an RMSNorm of the input with weight nu.
+// (The gate is held by value: linearEpi's recursion would move a pointed-to
+// gate to the heap on every call.)
 type linearEpilogue struct {
-	gate *KDAGateEpilogue
-	nu   View
-	eps  float32
+	gated bool
+	gate  KDAGateEpilogue
+	nu    View
+	eps   float32
 }
 
 func (d *Device) linear(out View, oStride int, x View, xStride, T int, W *Mat, accum bool) error {
@@ -406,8 +409,8 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	tiles := (T + 7) / 8
 	p := params{}.u(W.Rows, W.Cols, T, int(W.DType), W.Off, W.Stride, x.Off, xStride, out.Off, oStride, tiles, b2i(accum))
 	var eb *Buffer
-	if e != nil && e.gate != nil {
-		g := e.gate
+	if e != nil && e.gated {
+		g := &e.gate
 		p = p.u(1, r0, g.DK, b2i(g.PerChannel), b2i(g.Bounded)).f(g.LowerBound).u(g.DtBias.Off, g.ALog.Off)
 		eb = g.DtBias.Buf
 	} else {

@@ -4,6 +4,7 @@ package wgsl
 
 import (
 	"fmt"
+	"iter"
 )
 
 // Op wrappers of mla.wgsl.
@@ -92,16 +93,18 @@ func (c *LatentCache) tile(row0, n int) cacheSpan {
 	return cacheSpan{page: c.Pages[pi], row: row0, local: local, n: min(n, c.PageRows-local)}
 }
 
-// spans splits rows [row0, row0+n) at page edges.
-func (c *LatentCache) spans(row0, n int) []cacheSpan {
-	var out []cacheSpan
-	for n > 0 {
-		pi, local := row0/c.PageRows, row0%c.PageRows
-		k := min(n, c.PageRows-local)
-		out = append(out, cacheSpan{page: c.Pages[pi], row: row0, local: local, n: k})
-		row0, n = row0+k, n-k
+// spans splits rows [row0, row0+n) at page edges (an iterator: nothing
+// allocated).
+func (c *LatentCache) spans(row0, n int) iter.Seq[cacheSpan] {
+	return func(yield func(cacheSpan) bool) {
+		for n > 0 {
+			s := c.tile(row0, n)
+			if !yield(s) {
+				return
+			}
+			row0, n = row0+s.n, n-s.n
+		}
 	}
-	return out
 }
 
 // AppendHost uploads rows (a multiple of Width floats) to the end of the cache.
@@ -113,7 +116,7 @@ func (c *LatentCache) AppendHost(rows []float32) error {
 	if c.Len+n > c.Cap {
 		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
 	}
-	for _, s := range c.spans(c.Len, n) {
+	for s := range c.spans(c.Len, n) {
 		o := (s.row - c.Len) * c.Width
 		if err := s.page.WriteF32(s.local*c.Width, rows[o:o+s.n*c.Width]); err != nil {
 			return fmt.Errorf("wgsl: latent cache rows %d..%d: %w", s.row, s.row+s.n, err)
@@ -129,7 +132,7 @@ func (d *Device) Append(c *LatentCache, src View, srcStride, n int) error {
 	if c.Len+n > c.Cap {
 		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
 	}
-	for _, s := range c.spans(c.Len, n) {
+	for s := range c.spans(c.Len, n) {
 		from := View{Buf: src.Buf, Off: src.Off + (s.row-c.Len)*srcStride}
 		if err := d.Copy(s.page.At(s.local*c.Width).Rows(c.Width), from.Rows(srcStride), s.n, c.Width); err != nil {
 			return err
@@ -175,16 +178,16 @@ func (a *MLAArgs) check(what string) error {
 	if a.Pos0+a.N > a.Cache.Len {
 		return fmt.Errorf("wgsl: %s: queries up to position %d but only %d cached rows", what, a.Pos0+a.N-1, a.Cache.Len)
 	}
-	if err := a.WKVB.check(what + " WKVB"); err != nil {
+	if err := a.WKVB.check(what, "WKVB"); err != nil {
 		return err
 	}
 	if a.WKVB.Rows != a.H*(a.DN+a.DV) || a.WKVB.Cols != a.RKV {
 		return fmt.Errorf("wgsl: %s: WKVB is %dx%d, want %dx%d", what, a.WKVB.Rows, a.WKVB.Cols, a.H*(a.DN+a.DV), a.RKV)
 	}
-	if err := a.Q.check(a.N*a.H*(a.DN+a.DR), what+" Q"); err != nil {
+	if err := a.Q.check(a.N*a.H*(a.DN+a.DR), what, "Q"); err != nil {
 		return err
 	}
-	if err := a.O.check(a.N*a.H*a.DV, what+" O"); err != nil {
+	if err := a.O.check(a.N*a.H*a.DV, what, "O"); err != nil {
 		return err
 	}
 	if a.DN > loopBudget/2 || a.RKV > loopBudget/4 || a.DR > loopBudget/4 {
@@ -229,7 +232,7 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err := d.dispatch(ks[0], base.u(0, 0, 0), page0, (qtWords+63)/64); err != nil {
 		return err
 	}
-	for _, s := range a.Cache.spans(0, end) {
+	for s := range a.Cache.spans(0, end) {
 		sp0, nsp := s.row/mlaTile, (s.n+mlaTile-1)/mlaTile
 		p := base.u(s.row, sp0, nsp)
 		if err := d.dispatch(ks[1], p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh*nsp); err != nil {

@@ -36,10 +36,8 @@ struct P {
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;
 @group(0) @binding(5) var<storage, read_write> T: array<f32>;
 
-const WG: u32 = 64u;
 const NEG: f32 = -3.0e38;
 var<workgroup> sc: array<f32, 128>;
-var<workgroup> red: array<f32, 64>;
 
 fn wel(row: u32, col: u32) -> f32 {
   let base = p.w_off + row * p.w_stride;
@@ -51,33 +49,9 @@ fn wel(row: u32, col: u32) -> f32 {
   return select(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u), odd);
 }
 
-fn reduce_max(v: f32, tid: u32) -> f32 {
-  red[tid] = v;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (tid < k) { red[tid] = max(red[tid], red[tid + k]); }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-fn reduce_sum(v: f32, tid: u32) -> f32 {
-  red[tid] = v;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (tid < k) { red[tid] += red[tid + k]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
 fn qbase(n: u32, h: u32) -> u32 { return p.q_off + (n * p.H + h) * (p.DN + p.DR); }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn absorb_q(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.N * p.H * p.RKV) { return; }
@@ -91,7 +65,7 @@ fn absorb_q(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
   T[p.qt_off + nh * p.RKV + r] = acc;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) tid: u32) {
   let gl = wid.x + wid.y * nwg.x;
@@ -135,7 +109,7 @@ fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   if (tid == 0u) { T[pb] = m; T[pb + 1u] = l; }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn absorb_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.N * p.H * p.RKV) { return; }
@@ -157,7 +131,7 @@ fn absorb_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
   T[p.qt_off + nh * p.RKV + r] = num / den;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn absorb_out(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.N * p.H * p.DV) { return; }
@@ -171,7 +145,7 @@ fn absorb_out(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
   O[p.o_off + nh * p.DV + j] = acc;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn naive_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) tid: u32) {
   let nh = wid.x + wid.y * nwg.x;

@@ -25,46 +25,15 @@ type GLUWeights struct {
 
 // UploadGLU packs E GLU blocks (gate[e], up[e] [I, In], down[e] [Out, I])
 // into two buffers. Each buffer must fit one storage binding (128 MiB);
-// larger expert sets must be split by the caller. Matrices keep their
-// GPU dtype (GPUDType) when all gate and up matrices share one, and all
-// down matrices one; a set that mixes dtypes is widened to F16.
+// larger expert sets must be split by the caller.
 func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
-	E := len(gate)
-	if E == 0 || len(up) != E || len(down) != E {
-		return nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
-	}
-	for e := 0; e < E; e++ {
-		if gate[e] == nil || up[e] == nil || down[e] == nil {
-			return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix", e)
-		}
-	}
-	gu0 := gpuSet(append(gate[:E:E], up...))
-	gate, up, down = gu0[:E], gu0[E:], gpuSet(down)
-	g0 := gate[0]
-	w := &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType, DownDType: down[0].DType}
-	for _, dt := range []tensor.DType{w.DType, w.DownDType} {
-		if dt > tensor.BF16 && !BlockFormat(dt) {
-			return nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", dt)
-		}
-	}
-	for e := 0; e < E; e++ {
-		if gate[e].Rows != w.I || gate[e].Cols != w.In || up[e].Rows != w.I || up[e].Cols != w.In ||
-			down[e].Rows != w.Out || down[e].Cols != w.I {
-			return nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
-				e, gate[e].Rows, gate[e].Cols, up[e].Rows, up[e].Cols, down[e].Rows, down[e].Cols)
-		}
-	}
-	gu := make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
-	dn := make([]uint32, 0, E*MatWords(w.Out, w.I, w.DownDType))
-	for e := 0; e < E; e++ {
-		gu = append(gu, PackMat(gate[e])...)
-		gu = append(gu, PackMat(up[e])...)
-		dn = append(dn, PackMat(down[e])...)
+	w, gu, dn, err := PackGLU(gate, up, down)
+	if err != nil {
+		return nil, err
 	}
 	if len(gu) > maxBindingWords || len(dn) > maxBindingWords {
-		return nil, fmt.Errorf("wgsl: UploadGLU: %d experts of %dx%d take more than one 128 MiB binding", E, w.I, w.In)
+		return nil, fmt.Errorf("wgsl: UploadGLU: %d experts of %dx%d take more than one 128 MiB binding", w.E, w.I, w.In)
 	}
-	var err error
 	if w.GateUp, err = d.UploadU32(gu); err != nil {
 		return nil, fmt.Errorf("wgsl: UploadGLU gate/up: %w", err)
 	}
@@ -73,6 +42,49 @@ func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
 		return nil, fmt.Errorf("wgsl: UploadGLU down: %w", err)
 	}
 	return w, nil
+}
+
+// PackGLU is UploadGLU's host half: the blocks' shapes (w without
+// buffers) and the words of its two buffers, expert e's at e·len(gu)/E
+// and e·len(dn)/E. Expert streaming packs one expert at a time with it,
+// so a slot holds exactly what UploadGLU puts at an expert's place.
+// Matrices keep their GPU dtype (GPUDType) when all gate and up matrices
+// share one, and all down matrices one; a set that mixes dtypes is
+// widened to F16 (gpuSet).
+func PackGLU(gate, up, down []*tensor.Mat) (w *GLUWeights, gu, dn []uint32, err error) {
+	E := len(gate)
+	if E == 0 || len(up) != E || len(down) != E {
+		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
+	}
+	for e := 0; e < E; e++ {
+		if gate[e] == nil || up[e] == nil || down[e] == nil {
+			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix", e)
+		}
+	}
+	gu0 := gpuSet(append(gate[:E:E], up...))
+	gate, up, down = gu0[:E], gu0[E:], gpuSet(down)
+	g0 := gate[0]
+	w = &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType, DownDType: down[0].DType}
+	for _, dt := range []tensor.DType{w.DType, w.DownDType} {
+		if dt > tensor.BF16 && !BlockFormat(dt) {
+			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", dt)
+		}
+	}
+	for e := 0; e < E; e++ {
+		if gate[e].Rows != w.I || gate[e].Cols != w.In || up[e].Rows != w.I || up[e].Cols != w.In ||
+			down[e].Rows != w.Out || down[e].Cols != w.I {
+			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
+				e, gate[e].Rows, gate[e].Cols, up[e].Rows, up[e].Cols, down[e].Rows, down[e].Cols)
+		}
+	}
+	gu = make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
+	dn = make([]uint32, 0, E*MatWords(w.Out, w.I, w.DownDType))
+	for e := 0; e < E; e++ {
+		gu = append(gu, PackMat(gate[e])...)
+		gu = append(gu, PackMat(up[e])...)
+		dn = append(dn, PackMat(down[e])...)
+	}
+	return w, gu, dn, nil
 }
 
 // gpuSet returns ms in setDType(ms).
@@ -137,10 +149,10 @@ func (r Routing) check(T int, what string) (useIdx bool, err error) {
 		}
 		return false, nil
 	}
-	if err := r.Idx.check(T*r.K, what+" idx"); err != nil {
+	if err := r.Idx.check(T*r.K, what, "idx"); err != nil {
 		return false, err
 	}
-	return true, r.Wts.check(T*r.K, what+" weights")
+	return true, r.Wts.check(T*r.K, what, "weights")
 }
 
 // actMode is the GLU kernels' activation code: 0 SiLU-GLU, 1 SiTU-GLU.

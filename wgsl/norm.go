@@ -38,7 +38,7 @@ func (d *Device) rmsnorm(out, x, g, w View, rows, n int, eps float32, mode int) 
 		words int
 		name  string
 	}{{x, rows * n, "x"}, {w, n, "w"}, {out, rows * n, "out"}} {
-		if err := c.v.check(c.words, "RMSNorm "+c.name); err != nil {
+		if err := c.v.check(c.words, "RMSNorm", c.name); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func (d *Device) RMSNormCacheRows(c *LatentCache, row0, rows, n int, w View, eps
 	if row0 < 0 || row0+rows > c.Len {
 		return fmt.Errorf("wgsl: RMSNormCacheRows %d..%d of %d cached rows", row0, row0+rows, c.Len)
 	}
-	for _, s := range c.spans(row0, rows) {
+	for s := range c.spans(row0, rows) {
 		v := s.page.At(s.local * c.Width).Rows(c.Width)
 		if err := d.RMSNormRows(v, v, w, s.n, n, eps); err != nil {
 			return err

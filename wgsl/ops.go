@@ -27,11 +27,11 @@ type Strided struct {
 // Rows returns v as a Strided view with rows stride words apart.
 func (v View) Rows(stride int) Strided { return Strided{v, stride} }
 
-func (s Strided) check(rows, n int, what string) error {
+func (s Strided) check(rows, n int, what string, part ...string) error {
 	if s.Stride < n {
-		return fmt.Errorf("wgsl: %s: row stride %d < row length %d", what, s.Stride, n)
+		return fmt.Errorf("wgsl: %s: row stride %d < row length %d", joinWhat(what, part), s.Stride, n)
 	}
-	return s.View.check(rowsWords(rows, n, s.Stride), what)
+	return s.View.check(rowsWords(rows, n, s.Stride), what, part...)
 }
 
 func b2i(b bool) int {

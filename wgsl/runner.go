@@ -3,8 +3,10 @@
 package wgsl
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
@@ -26,10 +28,28 @@ type RunnerOptions struct {
 	// multiple of 128); 0 chooses DefaultPageRows (pages of at most
 	// MaxCachePageBytes). Tests set small pages to cross page edges.
 	CachePageRows int
-	// MemoryBudget, when > 0, is the GPU memory the runner may use:
-	// NewRunner refuses a model whose estimate exceeds it (WebGPU does not
-	// tell how much memory a device has).
+	// MemoryBudget, when > 0, is the GPU memory the runner may use
+	// (WebGPU does not tell how much memory a device has). A model whose
+	// estimate exceeds it streams its routed experts through as many
+	// slots per MoE layer as the budget holds (stream.go); NewRunner
+	// refuses it when not even top-k slots fit beside the dense part.
 	MemoryBudget int64
+	// ExpertSlots, when > 0, sets the routed experts kept on the GPU per
+	// MoE layer (at least top-k; the budget is not consulted), streaming
+	// the rest; ≥ the layer's experts keeps them all.
+	ExpertSlots int
+	// ExpertShare, when in (0, 1) and ExpertSlots is 0, keeps that share
+	// of each MoE layer's experts on the GPU (at least top-k): a budget
+	// given as a percentage of the experts (MemoryBudget is then not
+	// consulted).
+	ExpertShare float64
+	// CPUMoELayers computes the routed experts of the first N MoE layers
+	// on the CPU (llama.cpp's --n-cpu-moe; cpumoe.go): their expert
+	// weights stay in host memory and do not count against the budget.
+	CPUMoELayers int
+	// UploadFault, if set (tests), is called before each expert upload;
+	// an error fails the upload as a device error would.
+	UploadFault func(layer, expert int) error
 }
 
 // RunnerStats describes the last Forward or Greedy call.
@@ -75,7 +95,12 @@ type Runner struct {
 	logits, outTok *Buffer
 	weights        *Buffer // [V] sampling scratch
 
+	live liveState // the live routing/state view (live.go)
+
 	last RunnerStats
+
+	xmu   sync.Mutex // guards xsnap, the expert counters as of the last step
+	xsnap ExpertStats
 }
 
 // NewRunner uploads m's weights to d and allocates every buffer the
@@ -89,10 +114,26 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 	}
 	opt = opt.withDefaults(m.Cfg)
 	need := EstimateMemory(m, opt)
-	if opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
-		return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+	slots := opt.ExpertSlots
+	if slots <= 0 && opt.ExpertShare > 0 && opt.ExpertShare < 1 {
+		slots = max(need.TopK, min(int(opt.ExpertShare*float64(need.Experts)), need.BindingSlots))
+	}
+	if slots <= 0 {
+		slots = need.Slots(opt.MemoryBudget)
+		if need.Experts == 0 && opt.MemoryBudget > 0 && need.Total() > opt.MemoryBudget {
+			return nil, &MemoryError{Need: need, Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+		}
+		if need.Experts > 0 && slots < need.TopK {
+			return nil, &MemoryError{Need: need, Min: need.MinTotal(), Budget: opt.MemoryBudget, MaxContext: opt.MaxContext}
+		}
+	} else if need.Experts > 0 && slots < need.TopK {
+		return nil, fmt.Errorf("wgsl: NewRunner: %d expert slots per MoE layer, fewer than the %d experts a token routes to", slots, need.TopK)
+	}
+	if need.Experts > 0 && need.BindingSlots < need.TopK {
+		return nil, fmt.Errorf("wgsl: NewRunner: one storage binding holds %d of a MoE layer's experts, fewer than the %d a token routes to", need.BindingSlots, need.TopK)
 	}
 	r := &Runner{d: d, cfg: m.Cfg, opt: opt, b: newGPU(d, m.Cfg.TopK)}
+	r.b.expertSlots, r.b.uploadFault, r.b.cpuLayers = slots, opt.UploadFault, opt.CPUMoELayers
 	r.b.maxContext = opt.MaxContext
 	if opt.MaxContext >= longWaitContext {
 		r.longWait = true
@@ -106,6 +147,7 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		}
 		return nil, err
 	}
+	r.publish()
 	return r, nil
 }
 
@@ -197,6 +239,23 @@ func (r *Runner) MaxContext() int { return r.opt.MaxContext }
 // Greedy call, Dispatches is the number of dispatches per decoded token.
 func (r *Runner) Stats() RunnerStats { return r.last }
 
+// ExpertStats counts the routed-expert cache's work since the runner was
+// made, as of the end of the last Forward or Sample call (zero counters,
+// Streaming false, when every expert is resident). Safe to call while
+// another goroutine runs the runner (a live view).
+func (r *Runner) ExpertStats() ExpertStats {
+	r.xmu.Lock()
+	defer r.xmu.Unlock()
+	return r.xsnap
+}
+
+// publish makes the expert counters visible to ExpertStats.
+func (r *Runner) publish() {
+	r.xmu.Lock()
+	r.xsnap = r.b.xstats
+	r.xmu.Unlock()
+}
+
 // Reset empties the sequence state (KDA states and conv tails zeroed,
 // latent caches emptied) for a new sequence.
 func (r *Runner) Reset() error { return r.st.Reset() }
@@ -236,6 +295,14 @@ func (r *Runner) load(m *model.Model) error {
 	}
 	b.tok = alloc(T)
 	b.tokHost = make([]uint32, T)
+	if b.cpuMoE != nil {
+		b.cpuMoE.alloc(b, T, c.TopK, max(c.HiddenSize, c.ExpertWidth()))
+	}
+	if len(b.streams) > 0 {
+		b.slotIdx, b.maskWts = alloc(T*c.TopK), alloc(T*c.TopK)
+		b.idxHost, b.slotHost = make([]uint32, T*c.TopK), make([]uint32, T*c.TopK)
+		b.wtsHost, b.maskHost = make([]float32, T*c.TopK), make([]float32, T*c.TopK)
+	}
 	b.embIn = alloc(T * c.HiddenSize)
 	r.logits = alloc(T * c.VocabSize)
 	r.outTok = alloc(1)
@@ -325,6 +392,7 @@ func (s *gpuState) Cache(layer int) nn.Cache {
 
 // Reset zeroes the fixed tensors and empties the caches.
 func (s *gpuState) Reset() error {
+	s.r.live.fresh = false
 	for _, b := range s.bufs {
 		if b != nil {
 			if err := b.WriteF32(0, s.zeros[:b.Words()]); err != nil {
@@ -415,6 +483,10 @@ func (r *Runner) checkPiece(T int) error {
 // the final-normed hidden states in r.hidden.
 func (r *Runner) start(in nn.Input, T int) error {
 	r.last = RunnerStats{Tokens: T, Dispatches: r.d.Dispatches, Submits: r.d.Submits}
+	r.live.fresh = false
+	if r.b.xstats.Streaming || r.b.xstats.CPULayers > 0 {
+		r.b.xstats.Tokens += int64(T)
+	}
 	pos := r.st.pos
 	r.b.Begin()
 	defer r.b.end()
@@ -432,6 +504,7 @@ func (r *Runner) hiddenRow(t int) View {
 }
 
 func (r *Runner) end() {
+	r.publish()
 	r.last.Dispatches = r.d.Dispatches - r.last.Dispatches
 	r.last.Submits = r.d.Submits - r.last.Submits
 }
@@ -446,7 +519,7 @@ func (r *Runner) Forward(tokens []int, logits []float32) error {
 		return err
 	}
 	defer r.end()
-	return r.readLogits(len(tokens), logits)
+	return r.routes(r.readLogits(len(tokens), logits))
 }
 
 // ForwardEmbeddings is Forward for a piece given as input embeddings
@@ -457,7 +530,7 @@ func (r *Runner) ForwardEmbeddings(emb []float32, T int, logits []float32) error
 		return err
 	}
 	defer r.end()
-	return r.readLogits(T, logits)
+	return r.routes(r.readLogits(T, logits))
 }
 
 func (r *Runner) readLogits(T int, logits []float32) error {
@@ -489,25 +562,34 @@ func (r *Runner) Greedy(tokens []int) (int, error) {
 
 // SamplesOnDevice reports whether SampleNext can pick from vocab logits
 // with opt on the GPU (generate.DeviceSampler): greedy always; sampling
-// when vocab fits the sampling kernel's loop budget (SampleOnGPU).
+// when vocab fits the sampling kernel's loop budget (SampleOnGPU); never
+// with a repetition penalty (generate.SamplerOptions.Penalizes).
 func (r *Runner) SamplesOnDevice(opt generate.SamplerOptions, vocab int) bool {
-	if vocab <= 0 || vocab > r.cfg.VocabSize {
-		return false
+	return r.deviceSampling(opt, vocab) == nil
+}
+
+// deviceSampling says why the GPU cannot pick from vocab logits with opt
+// (nil: it can): a repetition penalty needs the history on the host
+// (generate.SamplerOptions.Penalizes), and sampling needs vocab within the
+// kernel's loop budget.
+func (r *Runner) deviceSampling(opt generate.SamplerOptions, vocab int) error {
+	switch {
+	case opt.Penalizes():
+		return errors.New("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	case vocab <= 0 || vocab > r.cfg.VocabSize || (opt.Temperature != 0 && !SampleOnGPU(vocab)):
+		return fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
 	}
-	return opt.Temperature == 0 || SampleOnGPU(vocab)
+	return nil
 }
 
 // SampleNext runs tokens like Forward and returns the next token picked on
 // the GPU from the first vocab logits of the last token: the argmax when
 // opt.Temperature is 0, else the token generate.Sampler.SampleDraw picks
-// for the draw u (Device.Sample). Only the token id is read back; the
-// repetition penalty is not supported (sample on the host for it).
+// for the draw u (Device.Sample). Only the token id is read back; a
+// repetition penalty is refused (SamplesOnDevice).
 func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
-	if !r.SamplesOnDevice(opt, vocab) {
-		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
-	}
-	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
-		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	if err := r.deviceSampling(opt, vocab); err != nil {
+		return 0, err
 	}
 	if err := r.begin(tokens); err != nil {
 		return 0, err
@@ -520,11 +602,8 @@ func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int
 // ([T, d], as ForwardEmbeddings): the first token after a multimodal
 // prompt is picked on the GPU too (generate.DeviceEmbeddingSampler).
 func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
-	if !r.SamplesOnDevice(opt, vocab) {
-		return 0, fmt.Errorf("wgsl: cannot sample from %d of %d logits on the GPU", vocab, r.cfg.VocabSize)
-	}
-	if p := opt.RepetitionPenalty; p != 0 && p != 1 {
-		return 0, fmt.Errorf("wgsl: the repetition penalty is applied on the host: sample from the logits")
+	if err := r.deviceSampling(opt, vocab); err != nil {
+		return 0, err
 	}
 	if err := r.beginEmbeddings(emb, T); err != nil {
 		return 0, err
@@ -548,6 +627,9 @@ func (r *Runner) sampleLast(T int, opt generate.SamplerOptions, vocab int, u flo
 	}
 	if err != nil {
 		return 0, err
+	}
+	if r.live.hook != nil {
+		return r.sampledLive(T)
 	}
 	var id [1]uint32
 	if err := r.d.ReadU32(r.outTok.At(0), id[:]); err != nil {

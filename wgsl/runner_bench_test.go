@@ -13,37 +13,55 @@ import (
 
 // BenchmarkRunnerDecode measures greedy decoding on the GPU, one token per
 // iteration (one command buffer, one 4-byte readback), after a 32-token
-// prefill. The model is a random preset built in memory:
-// TESSERA_BENCH_PRESET (default k3-nano; k3-mini on a real GPU) in
-// TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and dispatches/token.
+// prefill: "off" plain, "live" with the live routing/state view attached
+// (routing, KDA norm partials and the token read back together: what the
+// desktop and the page pay for it). The model is a random preset
+// built in memory: TESSERA_BENCH_PRESET (default k3-nano; k3-mini on a
+// real GPU) in TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and
+// dispatches/token.
 func BenchmarkRunnerDecode(b *testing.B) {
 	d := device(b)
 	name, dt, m := benchModel(b)
-	ctx := 32 + b.N + 1
-	r, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 32, MaxContext: max(ctx, 64)})
-	if err != nil {
-		b.Fatal(err)
+	for _, live := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "live"}[live], func(b *testing.B) {
+			ctx := 32 + b.N + 1
+			r, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 32, MaxContext: max(ctx, 64)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			prompt := make([]int, 32)
+			for i := range prompt {
+				prompt[i] = (i*97 + 13) % m.Cfg.VocabSize
+			}
+			tok, err := r.Greedy(prompt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			norms := make([]float64, m.Cfg.NumHiddenLayers)
+			if live {
+				if err := r.SetRouteHook(func(int, []int, int, int) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if tok, err = r.Greedy([]int{tok}); err != nil {
+					b.Fatal(err)
+				}
+				if live {
+					if err := r.KDANorms(norms); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			s := r.Stats()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+			b.ReportMetric(float64(s.Dispatches), "dispatches/tok")
+			b.Logf("%s %s on %s: %d dispatches, %d submits per token (live view %v)", name, dt, d.Info(), s.Dispatches, s.Submits, live)
+		})
 	}
-	defer r.Close()
-	prompt := make([]int, 32)
-	for i := range prompt {
-		prompt[i] = (i*97 + 13) % m.Cfg.VocabSize
-	}
-	tok, err := r.Greedy(prompt)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if tok, err = r.Greedy([]int{tok}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	s := r.Stats()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-	b.ReportMetric(float64(s.Dispatches), "dispatches/tok")
-	b.Logf("%s %s on %s: %d dispatches, %d submits per token", name, dt, d.Info(), s.Dispatches, s.Submits)
 }
 
 // BenchmarkRunnerPrefill measures one 64-token prefill piece on the GPU

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,18 @@ import (
 	"github.com/tessera-llm/tessera/models/presets"
 	"github.com/tessera-llm/tessera/wgsl"
 )
+
+// newRunner is a GPU runner of m on the test device, closed when the test
+// ends.
+func newRunner(t testing.TB, m *model.Model, opt wgsl.RunnerOptions) *wgsl.Runner {
+	t.Helper()
+	g, err := wgsl.NewRunner(device(t), m, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
 
 // presetModel builds the random checkpoint `tessera init-random --config
 // name --seed seed` writes, in memory.
@@ -203,8 +216,8 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			if !g.SamplesOnDevice(o, m.Cfg.VocabSize) {
-				t.Fatalf("k3-nano's %d logits should be sampled on the GPU", m.Cfg.VocabSize)
+			if g.SamplesOnDevice(o, m.Cfg.VocabSize) == o.Penalizes() {
+				t.Fatalf("k3-nano's %d logits should be sampled on the GPU exactly without a repetition penalty (rep=%g)", m.Cfg.VocabSize, o.RepetitionPenalty)
 			}
 			cpu := model.NewRunner(m, model.Options{MaxChunk: 16})
 			defer cpu.Close()
@@ -217,6 +230,26 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 				t.Fatalf("sampling looks degenerate: %v", gt)
 			}
 		})
+	}
+}
+
+// TestSamplesOnDeviceRepetitionRule: the GPU declines to sample exactly
+// when the host sampler would apply a repetition penalty
+// (generate.SamplerOptions.Penalizes; generate's TestRepetitionPenaltyRule
+// is the host's side), and SampleNext refuses a penalty with its reason.
+func TestSamplesOnDeviceRepetitionRule(t *testing.T) {
+	m := presetModel(t, "k3-nano", 1, "F32")
+	g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 64})
+	for _, p := range []float32{0, 1, 0.5, 1.3, 4} {
+		for _, temp := range []float32{0, 0.8} {
+			o := generate.SamplerOptions{Temperature: temp, RepetitionPenalty: p}
+			if g.SamplesOnDevice(o, m.Cfg.VocabSize) == o.Penalizes() {
+				t.Errorf("T=%g rep=%g: SamplesOnDevice %v, Penalizes %v", temp, p, !o.Penalizes(), o.Penalizes())
+			}
+			if _, err := g.SampleNext([]int{1, 2}, o, m.Cfg.VocabSize, 0.5); (err != nil) != o.Penalizes() {
+				t.Errorf("T=%g rep=%g: SampleNext error %v", temp, p, err)
+			}
+		}
 	}
 }
 
@@ -431,4 +464,124 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 			t.Logf("decode: %d dispatches fused, %d unfused", nf, np)
 		})
 	}
+}
+
+// TestDecodeAllocatesNothing: a decode step on the GPU allocates nothing in
+// tessera's Go code, for every family, whether it reads the logits back
+// (Forward) or only the sampled token (SampleNext, greedy and seeded): the
+// recorded commands' arguments, uniforms, bind groups, kernel lookups and
+// the readback are all reused from token to token. What the cgo WebGPU
+// binding allocates per submission (its command encoder, compute pass and
+// map-callback handle) is out of tessera's hands; it is bounded per step,
+// independent of the dozens of dispatches a step records.
+func TestDecodeAllocatesNothing(t *testing.T) {
+	d := device(t)
+	const runs, maxBinding = 40, 64
+	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
+		t.Run(name, func(t *testing.T) {
+			m := presetModel(t, name, 1, "F32")
+			g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})
+			V := m.Cfg.VocabSize
+			logits := make([]float32, V)
+			if err := g.Forward([]int{1, 2, 3, 4, 5}, logits); err != nil {
+				t.Fatal(err)
+			}
+			tok := []int{6}
+			for _, step := range []struct {
+				name string
+				run  func() error
+			}{
+				{"Forward", func() error { return g.Forward(tok, logits) }},
+				{"SampleNext greedy", func() error {
+					id, err := g.SampleNext(tok, generate.SamplerOptions{}, V, 0)
+					tok[0] = id
+					return err
+				}},
+				{"SampleNext", func() error {
+					id, err := g.SampleNext(tok, generate.SamplerOptions{Temperature: 0.8, TopK: 40, TopP: 0.9}, V, 0.37)
+					tok[0] = id
+					return err
+				}},
+			} {
+				if err := step.run(); err != nil { // warm: the first step of a kind makes its bind groups
+					t.Fatal(err)
+				}
+				d0 := d.Dispatches
+				ours, binding := allocsPerRun(runs, func() {
+					if err := step.run(); err != nil {
+						t.Fatal(err)
+					}
+				})
+				perStep := (d.Dispatches - d0) / runs
+				t.Logf("%s: %d dispatches, %v allocations by the WebGPU binding per token", step.name, perStep, binding)
+				if ours != 0 {
+					t.Errorf("%s: %v allocations per token in tessera's code, want none", step.name, ours)
+				}
+				if binding > maxBinding || binding >= float64(perStep) {
+					t.Errorf("%s: %v allocations per token in the WebGPU binding (%d dispatches): more than its per-submission cost", step.name, binding, perStep)
+				}
+			}
+		})
+	}
+}
+
+// allocsPerRun runs f n times and returns the heap allocations per run f
+// made outside the cgo WebGPU binding (ours) and inside it (a stack through
+// github.com/cogentcore/webgpu or runtime/cgo), from the memory profile at
+// a sampling rate of 1. The runtime's caches of type assertions (made at
+// random misses, once per call site) are not counted.
+func allocsPerRun(n int, f func()) (ours, binding float64) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 1
+	o0, b0 := profiledAllocs()
+	for range n {
+		f()
+	}
+	o1, b1 := profiledAllocs()
+	return float64(o1-o0) / float64(n), float64(b1-b0) / float64(n)
+}
+
+// profiledAllocs sums the memory profile's allocation counts, split by
+// whether the WebGPU binding made them.
+func profiledAllocs() (ours, binding int64) {
+	runtime.GC() // the profile is published by garbage collections
+	runtime.GC()
+	var recs []runtime.MemProfileRecord
+	for {
+		n, ok := runtime.MemProfile(recs, true)
+		if ok {
+			recs = recs[:n]
+			break
+		}
+		recs = make([]runtime.MemProfileRecord, n+64)
+	}
+	for _, r := range recs {
+		inBinding, inRun := false, false
+		frames := runtime.CallersFrames(r.Stack())
+		for {
+			fr, more := frames.Next()
+			switch {
+			case strings.Contains(fr.Function, "cogentcore/webgpu"), strings.HasPrefix(fr.Function, "runtime/cgo."):
+				inBinding = true
+			case strings.HasSuffix(fr.Function, ".profiledAllocs"),
+				fr.Function == "runtime.buildTypeAssertCache", fr.Function == "runtime.buildInterfaceSwitchCache":
+				// this accounting's own allocations; the runtime's cache of
+				// a type assertion's result (filled at random misses, once)
+				more = false
+			case strings.HasSuffix(fr.Function, ".allocsPerRun"):
+				inRun = true // made by f
+			}
+			if !more {
+				break
+			}
+		}
+		switch {
+		case !inRun:
+		case inBinding:
+			binding += r.AllocObjects
+		default:
+			ours += r.AllocObjects
+		}
+	}
+	return ours, binding
 }

@@ -35,7 +35,7 @@ func (r *Runner) SnapshotState() (*model.Snapshot, error) {
 		}
 		if c := s.caches[i]; c != nil {
 			b := make([]float32, c.Len*c.Width)
-			for _, sp := range c.spans(0, c.Len) {
+			for sp := range c.spans(0, c.Len) {
 				if err := r.d.ReadF32(sp.page.At(sp.local*c.Width), b[sp.row*c.Width:(sp.row+sp.n)*c.Width]); err != nil {
 					return nil, fmt.Errorf("wgsl: snapshot layer %d: %w", i, err)
 				}
@@ -50,6 +50,7 @@ func (r *Runner) SnapshotState() (*model.Snapshot, error) {
 // the CPU) as the sequence state.
 func (r *Runner) RestoreState(sn *model.Snapshot) error {
 	s := r.st
+	r.live.fresh = false
 	if len(sn.Fixed) != len(s.bufs) || len(sn.Cache) != len(s.bufs) {
 		return fmt.Errorf("wgsl: restore: snapshot has %d layers, the runner %d", len(sn.Fixed), len(s.bufs))
 	}

@@ -14,13 +14,8 @@ import (
 // resumes from it), and it has the CPU state's layout: a CPU snapshot
 // restored on the GPU continues as the CPU does.
 func TestRunnerSnapshotRestore(t *testing.T) {
-	d := device(t)
 	m := presetModel(t, "k3-nano", 1, "F32")
-	g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})
 	V := m.Cfg.VocabSize
 	prefix := []int{5, 9, 2, 7, 300, 11, 42, 8, 13, 21, 34}
 	rest := []int{55, 89, 144}

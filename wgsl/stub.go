@@ -34,6 +34,10 @@ type RunnerOptions struct {
 	MaxChunk, MaxContext int
 	CachePageRows        int
 	MemoryBudget         int64
+	ExpertSlots          int
+	ExpertShare          float64
+	CPUMoELayers         int
+	UploadFault          func(layer, expert int) error
 }
 
 // RunnerStats describes a Runner call (see the cgo build).
@@ -70,6 +74,9 @@ func (r *Runner) MaxContext() int { return 0 }
 
 // Stats returns zero stats in builds without a GPU backend.
 func (r *Runner) Stats() RunnerStats { return RunnerStats{} }
+
+// ExpertStats returns zero stats in builds without a GPU backend.
+func (r *Runner) ExpertStats() ExpertStats { return ExpertStats{} }
 
 // Reset fails in builds without a GPU backend.
 func (r *Runner) Reset() error { return errNoGPU }

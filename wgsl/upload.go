@@ -151,10 +151,23 @@ func (b *gpu) Vecs(names []string, vs ...[]float32) {
 }
 
 // GLUs uploads a layer's experts (or one dense GLU) packed into two
-// buffers (UploadGLU).
+// buffers (UploadGLU), or, when the runner streams experts, sets up the
+// layer's expert slots (streamGLUs), or keeps them on the host for the
+// first CPUMoELayers MoE layers (cpuGLUs).
 func (b *gpu) GLUs(name string, ws []nn.GLU) {
 	if b.err != nil || len(ws) == 0 {
 		return
+	}
+	if len(ws) > 1 {
+		b.moeSeen++
+		if b.moeSeen <= b.cpuLayers {
+			b.cpuGLUs(ws)
+			return
+		}
+		if b.expertSlots > 0 && b.expertSlots < len(ws) {
+			b.streamGLUs(name, ws)
+			return
+		}
 	}
 	var gs, us, ds []*tensor.Mat
 	for i, w := range ws {
@@ -181,6 +194,8 @@ func (b *gpu) GLUs(name string, ws []nn.GLU) {
 	K := 1
 	if len(ws) > 1 {
 		K = b.topK
+		b.xstats.Slots, b.xstats.Experts = gw.E, gw.E
+		b.xstats.MoELayers++
 		b.maxE, b.maxOut = max(b.maxE, gw.E), max(b.maxOut, gw.Out)
 	}
 	b.maxI = max(b.maxI, K*gw.I)

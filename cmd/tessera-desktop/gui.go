@@ -23,7 +23,7 @@ import (
 
 // ui is the window's state. Update and Draw run on ebiten's goroutine; the
 // generation runs elsewhere and is read through desk.Controller.Status and
-// desk.LiveView.View.
+// engine.LiveView.View.
 type ui struct {
 	a     *app
 	f     *fonts
@@ -387,7 +387,7 @@ func (u *ui) Draw(screen *ebiten.Image) {
 	u.drawStats(screen)
 	u.drawPrompt(screen)
 	u.drawOutput(screen)
-	view := u.a.live.View(u.a.backend.Config().Kinds)
+	view := u.a.live.View()
 	u.drawHeatmap(screen, &view)
 	u.drawKDA(screen, &view)
 	u.drawCache(screen, &view)

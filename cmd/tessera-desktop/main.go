@@ -156,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.Close()
 	m, codec := e.Model, e.Codec()
-	live := desk.NewLiveView(m.Cfg, o.window, 160)
+	live := engine.NewLiveView(m.Cfg, o.window, 160)
 	ctl := desk.NewController(b, codec, live, append([]int(nil), m.Cfg.EOSTokenIDs...))
 	a := &app{opt: o, ctl: ctl, live: live, backend: b, codec: codec, modelDir: o.model, script: sc != nil}
 	if err := runWindow(a); err != nil {
@@ -182,7 +182,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 type app struct {
 	opt      *options
 	ctl      *desk.Controller
-	live     *desk.LiveView
+	live     *engine.LiveView
 	backend  desk.Backend
 	codec    tokenizer.Codec
 	modelDir string

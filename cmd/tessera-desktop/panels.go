@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"github.com/tessera-llm/tessera/cmd/tessera-desktop/internal/desk"
+	"github.com/tessera-llm/tessera/core/engine"
 	"image"
 	"image/color"
 	"math"
@@ -273,7 +274,7 @@ func (u *ui) drawOutput(dst *ebiten.Image) {
 // drawHeatmap draws expert routing: one row per MoE layer, one column per
 // expert, coloured by the share of the last N tokens that chose the expert,
 // with the Quantile Balancing target k/E and its band in the legend.
-func (u *ui) drawHeatmap(dst *ebiten.Image, v *desk.LiveSnapshot) {
+func (u *ui) drawHeatmap(dst *ebiten.Image, v *engine.LiveSnapshot) {
 	u.f.panel(dst, desk.HeatRect, "Expert routing")
 	sub := fmt.Sprintf("layers × experts · last %d of N=%d tokens", v.Tokens, v.Window)
 	drawTextRight(dst, sub, u.f.small, float64(desk.HeatRect.Max.X-12), float64(desk.HeatRect.Min.Y+11), colMuted)
@@ -351,7 +352,7 @@ func (u *ui) drawHeatmap(dst *ebiten.Image, v *desk.LiveSnapshot) {
 }
 
 // drawHeatLegend draws the colour bar with the QB target and its band.
-func (u *ui) drawHeatLegend(dst *ebiten.Image, v *desk.LiveSnapshot) {
+func (u *ui) drawHeatLegend(dst *ebiten.Image, v *engine.LiveSnapshot) {
 	bar := image.Rect(desk.HeatRect.Min.X+64, desk.HeatRect.Max.Y-72, desk.HeatRect.Max.X-62, desk.HeatRect.Max.Y-60)
 	for x := bar.Min.X; x < bar.Max.X; x++ {
 		load := 2 * v.Target * float64(x-bar.Min.X) / float64(bar.Dx()-1)
@@ -379,7 +380,7 @@ func (u *ui) drawHeatLegend(dst *ebiten.Image, v *desk.LiveSnapshot) {
 
 // drawKDA draws each KDA layer's recurrent state norm ‖S‖ as a bar with a
 // sparkline of its recent history.
-func (u *ui) drawKDA(dst *ebiten.Image, v *desk.LiveSnapshot) {
+func (u *ui) drawKDA(dst *ebiten.Image, v *engine.LiveSnapshot) {
 	c := u.f.panel(dst, desk.KdaRect, "KDA state norms |S|")
 	var layers []int
 	top := 0.0
@@ -442,7 +443,7 @@ func (u *ui) drawKDA(dst *ebiten.Image, v *desk.LiveSnapshot) {
 }
 
 // drawCache draws the MLA cache size and the backend of every step.
-func (u *ui) drawCache(dst *ebiten.Image, v *desk.LiveSnapshot) {
+func (u *ui) drawCache(dst *ebiten.Image, v *engine.LiveSnapshot) {
 	c := u.f.panel(dst, desk.CacheRect, "MLA cache · backend per step")
 	last := v.Last
 	mla := 0
@@ -454,6 +455,9 @@ func (u *ui) drawCache(dst *ebiten.Image, v *desk.LiveSnapshot) {
 	line := fmt.Sprintf("MLA cache  %d tokens × %d layer(s) · %s allocated", last.CacheTokens, mla, humanBytes(last.CacheBytes))
 	drawText(dst, line, u.f.ui, float64(c.Min.X), float64(c.Min.Y), colText)
 	line = fmt.Sprintf("whole state %s (KDA part fixed in context)", humanBytes(last.StateBytes))
+	if xc := v.ExpertCache; xc != nil { // experts streamed from storage
+		line += fmt.Sprintf(" · expert cache %.0f%% hits, %s/token", 100*xc.HitRate, humanBytes(int64(xc.BytesPerToken)))
+	}
 	drawText(dst, line, u.f.small, float64(c.Min.X), float64(c.Min.Y+20), colMuted)
 	chart := image.Rect(c.Min.X, c.Min.Y+44, c.Max.X, c.Max.Y-18)
 	fillRect(dst, chart, colField)
@@ -492,7 +496,7 @@ func (u *ui) drawCache(dst *ebiten.Image, v *desk.LiveSnapshot) {
 
 // stepColor is a step's bar colour: amber for the CPU, green for other
 // backends; prefill steps are lighter.
-func stepColor(s desk.StepInfo) color.RGBA {
+func stepColor(s engine.StepInfo) color.RGBA {
 	switch {
 	case s.Backend == "CPU" && s.Tokens > 1:
 		return color.RGBA{0xf8, 0xd9, 0x8f, 0xff}

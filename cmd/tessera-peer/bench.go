@@ -52,19 +52,26 @@ type Row struct {
 
 // BenchReport is bench's JSON output.
 type BenchReport struct {
-	Date        string      `json:"date"`
-	Host        string      `json:"host"`
-	LoadBefore  string      `json:"loadavg_before"`
-	LoadAfter   string      `json:"loadavg_after"`
-	Rounds      int         `json:"rounds"`
-	PromptLens  []int       `json:"prompt_lens"`
-	Gen         int         `json:"gen"`
-	Variants    []variant   `json:"variants"`
-	LlamaDetail []string    `json:"llamacpp"`
-	Rows        []Row       `json:"rows"`
-	Runs        []RunResult `json:"runs"`
-	TimedOut    []string    `json:"timed_out,omitempty"`
-	Seconds     float64     `json:"seconds"`
+	Date       string    `json:"date"`
+	Host       string    `json:"host"`
+	LoadBefore string    `json:"loadavg_before"`
+	LoadAfter  string    `json:"loadavg_after"`
+	Rounds     int       `json:"rounds"`
+	PromptLens []int     `json:"prompt_lens"`
+	Gen        int       `json:"gen"`
+	Variants   []variant `json:"variants"`
+	// Details are each engine's description of itself (library, build,
+	// devices, adapter), once each.
+	Details []string `json:"details"`
+	// GPU is whether both engines ran on the GPU (--gpu).
+	GPU      bool        `json:"gpu"`
+	Rows     []Row       `json:"rows"`
+	Runs     []RunResult `json:"runs"`
+	TimedOut []string    `json:"timed_out,omitempty"`
+	// Disagree lists the settings where the engines' first greedy ids
+	// differ (a fidelity problem, or a near-tie in low precision).
+	Disagree []string `json:"first_ids_differ,omitempty"`
+	Seconds  float64  `json:"seconds"`
 }
 
 func loadavg() string {
@@ -114,7 +121,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	lensArg := fs.String("prompt-lens", "64,512", "prompt lengths to time prefill at")
 	gen := fs.Int("gen", 128, "greedy tokens decoded after the first prompt")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
-	libDir := fs.String("llamacpp-dir", "", "llama.cpp library directory")
+	libDir := fs.String("llamacpp-dir", "", "llama.cpp library directory (default: the CPU build's, or with --gpu the Vulkan build's)")
+	gpu := fs.Bool("gpu", false, "both engines on the GPU: tessera's WebGPU backend against llama.cpp's Vulkan build with every layer offloaded, on the same adapter (on a CPU-type adapter such as lavapipe ggml needs GGML_VK_VISIBLE_DEVICES, which run sets to 0 when unset)")
 	runTimeout := fs.Duration("run-timeout", 4*time.Minute, "a run taking longer is stopped and left out of the medians (a busy machine can slow ggml's spinning threads 100-fold)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -164,7 +172,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep := BenchReport{Date: time.Now().UTC().Format(time.RFC3339), LoadBefore: loadavg(), Rounds: *rounds,
-		PromptLens: lens, Gen: *gen, Variants: vs,
+		PromptLens: lens, Gen: *gen, Variants: vs, GPU: *gpu,
 		Host: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
 	t0 := time.Now()
 	common := []string{"--prompt-lens", *lensArg, "--gen", strconv.Itoa(*gen)}
@@ -174,6 +182,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			for r := 0; r < *rounds; r++ {
 				for _, eng := range []string{"tessera", "llamacpp"} {
 					a := append([]string{"run", "--engine", eng, "--threads", strconv.Itoa(th)}, common...)
+					if *gpu {
+						a = append(a, "--gpu")
+					}
 					if eng == "tessera" {
 						a = append(a, "--model", v.Tessera)
 					} else {
@@ -196,16 +207,19 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 					}
 					fmt.Fprintf(stderr, "bench: %-16s %-8s %d thr round %d: prefill %v tok/s, decode %.1f tok/s\n",
 						v.Name, eng, th, r+1, fmtPrefill(res.Prefill, lens), res.Decode)
+					if res.Detail != "" && !slices.Contains(rep.Details, res.Detail) {
+						rep.Details = append(rep.Details, res.Detail)
+					}
 					if eng == "tessera" {
 						tr = append(tr, res)
 					} else {
 						lr = append(lr, res)
-						if !slices.Contains(rep.LlamaDetail, res.Detail) {
-							rep.LlamaDetail = append(rep.LlamaDetail, res.Detail)
-						}
 					}
 					rep.Runs = append(rep.Runs, res)
 				}
+			}
+			if len(tr) > 0 && len(lr) > 0 && !slices.Equal(tr[0].FirstIDs, lr[0].FirstIDs) {
+				rep.Disagree = append(rep.Disagree, fmt.Sprintf("%s %d threads: tessera %v, llama.cpp %v", v.Name, th, tr[0].FirstIDs, lr[0].FirstIDs))
 			}
 			for _, n := range lens {
 				key := strconv.Itoa(n)
@@ -301,13 +315,23 @@ func row(v string, th int, metric string, tr, lr []RunResult, f func(RunResult) 
 func printTable(w io.Writer, rep *BenchReport) {
 	fmt.Fprintf(w, "tessera vs llama.cpp, %s, %d rounds each, alternating; load average before %s, after %s; %.0f s\n",
 		rep.Host, rep.Rounds, rep.LoadBefore, rep.LoadAfter, rep.Seconds)
-	for _, d := range rep.LlamaDetail {
+	for _, d := range rep.Details {
 		fmt.Fprintf(w, "  %s\n", d)
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Runs {
+		if r.Dispatches > 0 && !seen[r.Model] {
+			seen[r.Model] = true
+			fmt.Fprintf(w, "  tessera on %s: %d dispatches in %d queue submission(s) per decoded token\n", filepath.Base(r.Model), r.Dispatches, r.Submits)
+		}
 	}
 	fmt.Fprintf(w, "%-18s %7s %-12s %14s %14s %8s %18s\n", "weights", "threads", "metric", "tessera tok/s", "llama.cpp tok/s", "ratio", "spread (t / l)")
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "%-18s %7d %-12s %14.1f %14.1f %7.2fx %8.0f%% / %3.0f%%\n",
 			r.Variant, r.Threads, r.Metric, r.Tessera, r.Llama, r.Ratio, 100*r.TesseraSpread, 100*r.LlamaSpread)
+	}
+	for _, s := range rep.Disagree {
+		fmt.Fprintf(w, "first greedy ids differ: %s\n", s)
 	}
 	for _, s := range rep.TimedOut {
 		fmt.Fprintf(w, "stopped (left out of the medians): %s\n", s)

@@ -35,9 +35,11 @@ import (
 	"strings"
 	"time"
 
+	tengine "github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/native/llamacpp"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 func main() {
@@ -86,6 +88,10 @@ type RunResult struct {
 	// FirstIDs are the first greedy ids (to see the engines agree or not).
 	FirstIDs []int  `json:"first_ids"`
 	Detail   string `json:"detail,omitempty"`
+	// Dispatches and Submits are tessera's compute dispatches and queue
+	// submissions per decoded token (--gpu).
+	Dispatches int `json:"dispatches_per_token,omitempty"`
+	Submits    int `json:"submits_per_token,omitempty"`
 }
 
 // engine is what run needs from either runtime: prefill a prompt into an
@@ -130,6 +136,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	chunk := fs.Int("chunk", 64, "tessera's prefill piece size (its default)")
 	libDir := fs.String("llamacpp-dir", "", "llama.cpp library directory (default: native/llamacpp.DefaultDir())")
 	noExtra := fs.Bool("no-extra-buffers", false, "llama.cpp without its extra weight buffer types (repacked / AMX weights)")
+	gpu := fs.Bool("gpu", false, "run on the GPU: tessera's WebGPU backend, llama.cpp's Vulkan build with every layer offloaded (--llamacpp-dir defaults to the Vulkan build's directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,14 +162,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return errors.New("--engine tessera needs --model DIR")
 		}
 		res.Model = *dir
-		e, err = openTessera(*dir, *threads, *chunk, nctx)
+		var d string
+		e, d, err = openTessera(*dir, *threads, *chunk, nctx, *gpu)
+		res.Detail = d
 	case "llamacpp":
 		if *file == "" {
 			return errors.New("--engine llamacpp needs --gguf FILE")
 		}
 		res.Model = *file
 		var d string
-		e, d, err = openLlama(*libDir, *file, *threads, nctx, maxLen, *noExtra)
+		e, d, err = openLlama(*libDir, *file, *threads, nctx, maxLen, *noExtra, *gpu)
 		if *noExtra {
 			d += "; extra weight buffers off"
 		}
@@ -213,26 +222,44 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		res.Decode = float64(*gen) / time.Since(t).Seconds()
 	}
+	if t, ok := e.(*tesseraEngine); ok && t.gpu != nil {
+		st := t.gpu.Stats()
+		res.Dispatches, res.Submits = st.Dispatches, st.Submits
+	}
 	enc := json.NewEncoder(stdout)
 	return enc.Encode(res)
 }
 
-// tesseraEngine runs tessera's CPU runner through a generate.Session, as
-// `tessera bench` does.
+// tesseraEngine runs tessera through a generate.Session, as `tessera
+// bench` does: the CPU runner, or the WebGPU runner of core/engine (the
+// logits read back every step, as llama.cpp's are).
 type tesseraEngine struct {
-	r    *model.Runner
 	s    *generate.Session
-	ckc  func() error
-	nctx int
+	n    int
+	gpu  *wgsl.Runner
+	free func()
 }
 
-func openTessera(dir string, threads, chunk, nctx int) (*tesseraEngine, error) {
+func openTessera(dir string, threads, chunk, nctx int, gpu bool) (*tesseraEngine, string, error) {
+	if gpu {
+		e, err := tengine.Open(dir, tengine.OpenOptions{Backend: "gpu", Chunk: chunk, MaxContext: nctx, Quiet: true})
+		if err != nil {
+			return nil, "", err
+		}
+		s, free, err := e.Sequence(nctx)
+		if err != nil {
+			e.Close()
+			return nil, "", err
+		}
+		return &tesseraEngine{s: s, n: e.Cfg.VocabSize, gpu: e.GPU, free: func() { free(); e.Close() }},
+			"tessera WebGPU: " + e.Dev.Info(), nil
+	}
 	m, ck, err := model.OpenDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r := model.NewRunner(m, model.Options{MaxChunk: chunk, Workers: threads})
-	return &tesseraEngine{r: r, s: generate.NewSession(r, nctx), ckc: ck.Close, nctx: nctx}, nil
+	return &tesseraEngine{s: generate.NewSession(r, nctx), n: m.Cfg.VocabSize, free: func() { r.Close(); ck.Close() }}, "", nil
 }
 
 func (t *tesseraEngine) prefill(ids []int) ([]float32, error) {
@@ -250,8 +277,7 @@ func (t *tesseraEngine) step(id int) ([]float32, error) {
 }
 
 func (t *tesseraEngine) reset() error { return t.s.Reset() }
-func (t *tesseraEngine) vocab() int   { return t.r.M.Cfg.VocabSize }
-func (t *tesseraEngine) close()       { t.r.Close(); t.ckc() }
+func (t *tesseraEngine) vocab() int   { return t.n }
 
 // llamaEngine runs llama.cpp with the exact-comparison settings (flash
 // attention off, F32 cache), the prompt in one llama_decode call.
@@ -261,12 +287,24 @@ type llamaEngine struct {
 	logits []float32
 }
 
-func openLlama(libDir, file string, threads, nctx, maxPrompt int, noExtra bool) (*llamaEngine, string, error) {
+func openLlama(libDir, file string, threads, nctx, maxPrompt int, noExtra, gpu bool) (*llamaEngine, string, error) {
+	p := llamacpp.ModelParams{NoExtraBuffers: noExtra}
+	if gpu {
+		if libDir == "" {
+			libDir = llamacpp.DefaultVulkanDir()
+		}
+		// ggml's Vulkan backend hides CPU-type devices (llvmpipe) unless
+		// devices are listed explicitly.
+		if os.Getenv("GGML_VK_VISIBLE_DEVICES") == "" {
+			os.Setenv("GGML_VK_VISIBLE_DEVICES", "0")
+		}
+		p.GPULayers = 999
+	}
 	lib, err := llamacpp.Open(libDir)
 	if err != nil {
 		return nil, "", err
 	}
-	m, err := lib.LoadModel(file, llamacpp.ModelParams{NoExtraBuffers: noExtra})
+	m, err := lib.LoadModel(file, p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -276,6 +314,9 @@ func openLlama(libDir, file string, threads, nctx, maxPrompt int, noExtra bool) 
 		return nil, "", err
 	}
 	detail := fmt.Sprintf("llama.cpp %s, %s; %s", lib.Commit, m.Desc(), strings.TrimSpace(lib.SystemInfo))
+	if gpu {
+		detail += fmt.Sprintf("; Vulkan build, every layer offloaded; devices %s", strings.Join(lib.Devices, ", "))
+	}
 	return &llamaEngine{m: m, c: c}, detail, nil
 }
 
@@ -292,3 +333,4 @@ func (l *llamaEngine) step(id int) ([]float32, error) { return l.prefill([]int{i
 func (l *llamaEngine) reset() error                   { l.c.Reset(); return nil }
 func (l *llamaEngine) vocab() int                     { return l.m.NVocab() }
 func (l *llamaEngine) close()                         { l.c.Close(); l.m.Close() }
+func (t *tesseraEngine) close()                       { t.free() }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/models/presets"
+	"github.com/tessera-llm/tessera/native"
 	"github.com/tessera-llm/tessera/native/llamacpp"
 )
 
@@ -128,5 +130,58 @@ func TestBenchSmall(t *testing.T) {
 		if r.Tessera <= 0 || r.Llama <= 0 || r.Ratio <= 0 {
 			t.Fatalf("row %+v", r)
 		}
+	}
+}
+
+// run --gpu runs tessera on the WebGPU runner (lavapipe here) with the same
+// greedy ids as the CPU runner and reports dispatches and submissions per
+// token. (llama.cpp's Vulkan side compiles its pipelines for minutes on
+// lavapipe, so it is timed by make bench-vulkan, not here.)
+func TestRunTesseraGPU(t *testing.T) {
+	if _, err := native.Open(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no WebGPU adapter: %v", err)
+		}
+		t.Skipf("no WebGPU adapter: %v", err)
+	}
+	dir := nanoDir(t)
+	runOne := func(extra ...string) RunResult {
+		var out, errb bytes.Buffer
+		args := append([]string{"run", "--engine", "tessera", "--model", dir, "--prompt-lens", "8", "--gen", "4"}, extra...)
+		if err := run(args, &out, &errb); err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		var r RunResult
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("%v: %q", err, out.String())
+		}
+		return r
+	}
+	cpu, gpu := runOne(), runOne("--gpu")
+	if gpu.Dispatches <= 0 || gpu.Submits != 1 || !strings.Contains(gpu.Detail, "WebGPU") || gpu.Decode <= 0 {
+		t.Fatalf("gpu result %+v", gpu)
+	}
+	if cpu.Dispatches != 0 || !slices.Equal(cpu.FirstIDs, gpu.FirstIDs) {
+		t.Fatalf("first ids: cpu %v, gpu %v", cpu.FirstIDs, gpu.FirstIDs)
+	}
+}
+
+// Offloading layers with the CPU build of llama.cpp is refused, naming the
+// Vulkan build to fetch.
+func TestRunLlamaGPUNeedsVulkanBuild(t *testing.T) {
+	if _, err := llamacpp.Open(""); err != nil {
+		if errors.Is(err, llamacpp.ErrNotInstalled) && os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	f := filepath.Join(t.TempDir(), "nano.gguf")
+	if err := gguf.Export(nanoDir(t), f, gguf.ExportOptions{Type: "f16"}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	err := run([]string{"run", "--engine", "llamacpp", "--gguf", f, "--gpu", "--llamacpp-dir", llamacpp.DefaultDir(), "--prompt-lens", "4", "--gen", "1"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "Vulkan build") {
+		t.Fatalf("err %v", err)
 	}
 }

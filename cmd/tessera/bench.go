@@ -54,6 +54,26 @@ type benchResult struct {
 	DispatchesPerToken int    `json:"dispatches_per_token,omitempty"`
 	SubmitsPerToken    int    `json:"submits_per_token,omitempty"`
 	GPUBytes           int64  `json:"gpu_bytes,omitempty"`
+	// GPU memory budget (--gpu-memory) and the routed-expert cache over
+	// the measured decode steps when experts are streamed.
+	GPUMemory                 string  `json:"gpu_memory,omitempty"`
+	ExpertSlots               int     `json:"expert_slots,omitempty"`
+	ExpertsPerLayer           int     `json:"experts_per_layer,omitempty"`
+	ExpertHitRate             float64 `json:"expert_hit_rate,omitempty"`
+	ExpertUploadBytesPerToken float64 `json:"expert_upload_bytes_per_token,omitempty"`
+	ExpertUploadMsPerToken    float64 `json:"expert_upload_ms_per_token,omitempty"`
+	// --n-cpu-moe: MoE layers whose experts run on the CPU, and the time
+	// they take per decoded token (readback, compute, write-back).
+	CPUMoELayers        int     `json:"cpu_moe_layers,omitempty"`
+	ExpertCPUMsPerToken float64 `json:"expert_cpu_ms_per_token,omitempty"`
+}
+
+// memorySweep is what `tessera bench --gpu-memory A,B,… --json` writes.
+type memorySweep struct {
+	Model   string        `json:"model"`
+	Adapter string        `json:"adapter"`
+	Load    string        `json:"load,omitempty"` // /proc/loadavg when the sweep started
+	Budgets []benchResult `json:"gpu_memory_sweep"`
 }
 
 // benchGPUArgs are the settings benchGPU measures with.
@@ -63,7 +83,17 @@ type benchGPUArgs struct {
 	chunk                   int
 	weightBytes, readBytes  int64
 	jsonOut                 string
-	sweep                   []int // --ctx-sweep context lengths
+	sweep                   []int   // --ctx-sweep context lengths
+	gpuMemory               string  // --gpu-memory (one budget)
+	bandwidth               float64 // the device's copy bandwidth (B/s) when measured before, else 0
+}
+
+// withModel fills in the weight sizes of e's model.
+func (a benchGPUArgs) withModel(e *engine.Engine) benchGPUArgs {
+	a.weightBytes = e.Info().WeightBytes
+	st := model.ComputeStats(e.Cfg)
+	a.readBytes = int64(float64(st.DecodeReadParams) * float64(a.weightBytes) / float64(st.TotalParams))
+	return a
 }
 
 // sweepResult is decode speed and memory at one context length.
@@ -148,6 +178,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto (GPU when an adapter is found)")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	sweep := fs.String("ctx-sweep", "", "comma-separated context lengths (e.g. 1k,8k,64k,1M): decode speed and memory at each; the latent caches are filled with synthetic rows")
+	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
+	gpuMem := fs.String("gpu-memory", "", "GPU memory budget: bytes (512MiB, 6G) or a share of the routed experts (50%); a comma-separated list (100%,50%,25%) sweeps tok/s against budget (default "+engine.GPUMemEnv+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -161,8 +193,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *promptLen < 1 || *gen < 1 || *repeats < 1 {
 		return fmt.Errorf("--prompt-len, --gen and --repeats must be ≥ 1")
 	}
-	if *backend != "cpu" && *plotDir != "" {
-		return fmt.Errorf("--plot measures the CPU backend; drop it or use --backend cpu")
+	budgets := strings.Split(*gpuMem, ",")
+	for _, b := range budgets {
+		if _, err := engine.ParseGPUMemory(b); err != nil && *gpuMem != "" {
+			return fmt.Errorf("--gpu-memory: %w", err)
+		}
+	}
+	if (*gpuMem != "" || *nCPUMoE != 0) && *backend == "cpu" {
+		return fmt.Errorf("--gpu-memory and --n-cpu-moe split a model between GPU and host: add --backend gpu")
+	}
+	if *backend != "cpu" && *plotDir != "" && len(budgets) < 2 {
+		return fmt.Errorf("--plot measures the CPU backend or a --gpu-memory sweep; drop it or use --backend cpu")
 	}
 	var lens []int
 	if *sweep != "" && *backend != "cpu" {
@@ -171,7 +212,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1}, stderr)
+	oo := engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1, GPUMemory: budgets[0], CPUMoELayers: *nCPUMoE}
+	ga := benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk, jsonOut: *jsonOut, sweep: lens, gpuMemory: budgets[0]}
+	if len(budgets) > 1 {
+		return benchMemorySweep(budgets, oo, ga, *plotDir, stdout, stderr)
+	}
+	e, err := openEngine(*dir, oo, stderr)
 	if err != nil {
 		return err
 	}
@@ -185,9 +231,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	st := model.ComputeStats(c)
 	bytesPerParam := float64(weightBytes) / float64(st.TotalParams)
 	if e.GPU != nil {
-		return benchGPU(e, benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk,
-			weightBytes: weightBytes, readBytes: int64(float64(st.DecodeReadParams) * bytesPerParam), jsonOut: *jsonOut,
-			sweep: lens}, stdout, stderr)
+		_, err := benchGPU(e, ga.withModel(e), stdout, stderr)
+		return err
 	}
 	// --backend auto without a GPU: the notice is printed; measure the CPU
 	if *cpuProf != "" {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/tokenizer"
@@ -29,6 +30,8 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	system := fs.String("system", "", "system prompt (default: none, so the template's own default applies; the built-in Kimi format uses \""+tokenizer.DefaultKimiSystemPrompt+"\")")
 	maxTok := fs.Int("max-tokens", 512, "maximum new tokens per reply")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto (as in run)")
+	gpuMem := fs.String("gpu-memory", "", gpuMemoryHelp)
+	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
 	session := fs.String("session", "", "conversation file: resumed (without prefilling it again) when it exists, saved after every reply")
 	cacheSize := fs.String("prefix-cache", "256M", "memory for the states of the conversation so far (bytes, K/M/G suffixes)")
 	sf := addSamplingFlags(fs, 0.7, 0.95)
@@ -47,7 +50,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil || budget <= 0 {
 		return fmt.Errorf("--prefix-cache %q: want a positive byte count such as 256M", *cacheSize)
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget, GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE}, stderr)
 	if err != nil {
 		return err
 	}
@@ -55,9 +58,9 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if _, isByte := e.Codec().(tokenizer.ByteCodec); isByte {
 		return fmt.Errorf("%s has no tokenizer.json or tiktoken.model: chat needs the model's tokenizer", *dir)
 	}
-	var first []engine.Message
+	var first []chat.Message
 	if *system != "" {
-		first = []engine.Message{{Role: "system", Content: *system}}
+		first = []chat.Message{{Role: "system", Content: chat.Text(*system)}}
 	}
 	conv := engine.Conversation{Messages: slices.Clone(first)}
 	if *session != "" {
@@ -92,7 +95,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, "(conversation cleared)")
 			continue
 		case line == "/prompt":
-			text, err := e.RenderChat(conv.Messages, true)
+			text, err := e.Chat().Render(chat.Input{Messages: conv.Messages, AddGenerationPrompt: true})
 			if err != nil {
 				fmt.Fprintf(stdout, "(%v)\n", err)
 				continue
@@ -127,11 +130,11 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		// The whole conversation goes to the engine each turn; the prefix
 		// cache holds the state after the last reply, so only the new turn
 		// is prefilled (and images already seen are not encoded again).
-		msgs := append(conv.Messages, engine.Message{Role: "user", Content: line, Images: len(pending)})
+		msgs := append(conv.Messages, chat.Message{Role: "user", Content: chat.WithImages(len(pending), line)})
 		imgs := append(append([]engine.Image(nil), conv.Images...), pending...)
 		w := bufio.NewWriter(stdout)
 		var reply strings.Builder
-		st, err := e.Generate(context.Background(), engine.Options{Messages: msgs, Images: imgs, MaxTokens: *maxTok, Sampler: so},
+		st, err := e.Generate(context.Background(), engine.Options{Chat: &chat.Input{Messages: msgs}, Images: imgs, MaxTokens: *maxTok, Sampler: so},
 			func(p engine.Piece) bool {
 				reply.WriteString(p.Text)
 				w.WriteString(p.Text)
@@ -152,7 +155,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		w.WriteString(st.Tail)
 		w.WriteString("\n")
 		w.Flush()
-		conv.Messages = append(msgs, engine.Message{Role: "assistant", Content: reply.String()})
+		conv.Messages = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply.String())})
 		conv.Images, pending = imgs, nil
 		if *session != "" {
 			if err := e.SaveConversationFile(*session, conv); err != nil {

@@ -50,6 +50,12 @@ try {
     }
     r.image = await engine.chat.completions.create({ ...base, max_tokens: 2, messages: [{ role: 'user', content: [
       { type: 'image_url', image_url: { url: spec.imageURL } }, { type: 'text', text: 'What is this?' }] }] });
+    // log-probabilities (non-stream and per chunk) and a JSON response format
+    const lp = { ...base, max_tokens: 4, logprobs: true, top_logprobs: 2 };
+    r.logprobs = await engine.chat.completions.create(lp);
+    r.logprobChunks = [];
+    for await (const c of await engine.chat.completions.create({ ...lp, stream: true })) r.logprobChunks.push(c);
+    r.json = await engine.chat.completions.create({ ...base, max_tokens: 24, temperature: 1, seed: 2, response_format: { type: 'json_object' } });
     r.errors = {};
     const bad = { temperature: { ...base, temperature: 5 }, unknown: { ...base, frobnicate: 1 }, empty: { ...base, messages: [] },
       badImage: { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] },
@@ -93,9 +99,14 @@ type chatChunk struct {
 			Role    *string `json:"role"`
 			Content *string `json:"content"`
 		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
+		FinishReason *string       `json:"finish_reason"`
+		Logprobs     *chatLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage *chatUsage `json:"usage"`
+}
+
+type chatLogprobs struct {
+	Content []chat.TokenLogprob `json:"content"`
 }
 
 type chatUsage struct {
@@ -116,7 +127,8 @@ type chatCompletion struct {
 			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
+		FinishReason string        `json:"finish_reason"`
+		Logprobs     *chatLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage chatUsage `json:"usage"`
 }
@@ -146,6 +158,9 @@ type chatReport struct {
 		} `json:"restored"`
 		Resumed        chatCompletion `json:"resumed"`
 		MissingSession string         `json:"missingSession"`
+		Logprobs       chatCompletion `json:"logprobs"`
+		LogprobChunks  []chatChunk    `json:"logprobChunks"`
+		JSON           chatCompletion `json:"json"`
 		Errors         map[string]*struct {
 			Name        string `json:"name"`
 			Message     string `json:"message"`
@@ -396,6 +411,25 @@ func TestBrowserChatAPI(t *testing.T) {
 					assert.Equal(t, "ChatCompletionError", e.Name, k)
 				}
 			}
+			// logprobs: one entry per token with its top_logprobs, the same
+			// streamed (one per chunk); json_object: a JSON object
+			require.NotNil(t, r.Logprobs.Choices[0].Logprobs)
+			lps := r.Logprobs.Choices[0].Logprobs.Content
+			assert.Len(t, lps, r.Logprobs.Usage.CompletionTokens)
+			for _, lp := range lps {
+				assert.Len(t, lp.TopLogprobs, 2)
+				assert.LessOrEqual(t, lp.Logprob, float32(0))
+			}
+			var streamed []chat.TokenLogprob
+			for _, c := range r.LogprobChunks {
+				if len(c.Choices) > 0 && c.Choices[0].Logprobs != nil {
+					streamed = append(streamed, c.Choices[0].Logprobs.Content...)
+				}
+			}
+			assert.Equal(t, lps, streamed, "streamed logprobs")
+			assert.Nil(t, p.Choices[0].Logprobs, "no logprobs unless asked")
+			var obj map[string]any
+			assert.NoError(t, json.Unmarshal([]byte(r.JSON.Choices[0].Message.Content), &obj), "json_object: %q", r.JSON.Choices[0].Message.Content)
 			assert.LessOrEqual(t, r.AbortedChunks, 6, "abort ends the stream")
 			assert.Equal(t, p.Choices[0].Message.Content, r.AfterAbort.Choices[0].Message.Content, "the engine works after an abort")
 			// The saved conversation: restored in a new engine, its next turn

@@ -35,6 +35,12 @@ func (f *samplingFlags) options() (generate.SamplerOptions, error) {
 	return so, so.Validate()
 }
 
+// gpuMemoryHelp is the --gpu-memory flag's help (run, chat, bench).
+const gpuMemoryHelp = "GPU memory budget: bytes (512MiB, 6G) or a share of the routed experts (50%); a model over it streams its experts (default " + engine.GPUMemEnv + ")"
+
+// nCPUMoEHelp is the --n-cpu-moe flag's help (run, chat, bench).
+const nCPUMoEHelp = "GPU backends: compute the routed experts of the first N MoE layers on the CPU (as llama.cpp's --n-cpu-moe)"
+
 // openEngine opens a model directory for generation (memory checked, the
 // backend chosen as o says; the choice is reported on stderr).
 func openEngine(dir string, o engine.OpenOptions, stderr io.Writer) (*engine.Engine, error) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/model"
 )
@@ -132,7 +133,7 @@ Accuracy is reported per set and overall.`, stderr)
 		}
 		var out []int
 		var b strings.Builder
-		st, err := e.Generate(context.Background(), engine.Options{Messages: []engine.Message{{Role: "user", Content: it.Prompt, Images: 1}},
+		st, err := e.Generate(context.Background(), engine.Options{Chat: &chat.Input{Messages: []chat.Message{{Role: "user", Content: chat.WithImages(1, it.Prompt)}}},
 			Images: []engine.Image{{Data: img}}, MaxTokens: *maxTok, NoCache: true}, func(p engine.Piece) bool {
 			out = append(out, p.ID)
 			b.WriteString(p.Text)

@@ -176,3 +176,61 @@ func TestBenchGPU(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "--plot")
 }
+
+// `tessera bench --gpu-memory 100%,50%,25%` sweeps the expert budget of
+// a random model with 48 experts: one row per budget in the JSON (fewer experts resident, less GPU
+// memory, the expert cache's hit rate and uploads measured), a chart;
+// --n-cpu-moe reports the layers and time on the CPU; a budget below the
+// dense part is refused naming the size needed.
+func TestCLIBenchGPUMemorySweep(t *testing.T) {
+	requireGPU(t)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m")
+	code, _, errs := tessera(t, "init-random", "--config", "../../wgsl/testdata/k3-nano-experts.json", "--seed", "3", "--dtype", "bf16", "--out", model)
+	require.Zero(t, code, errs)
+	js := filepath.Join(dir, "sweep.json")
+	code, out, errs := tessera(t, "bench", "--model", model, "--backend", "gpu", "--gpu-memory", "100%,50%,25%",
+		"--prompt-len", "4", "--gen", "6", "--repeats", "1", "--json", js, "--plot", dir)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "GPU memory sweep")
+	var sw memorySweep
+	b, err := os.ReadFile(js)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &sw))
+	require.Len(t, sw.Budgets, 3)
+	for i, want := range []int{48, 24, 12} {
+		r := sw.Budgets[i]
+		require.Equal(t, want, r.ExpertSlots, r.GPUMemory)
+		require.Positive(t, r.DecodeTokPerS)
+		if i > 0 {
+			require.Less(t, r.GPUBytes, sw.Budgets[i-1].GPUBytes)
+			require.LessOrEqual(t, r.ExpertHitRate, 1.0)
+		}
+		if i == 2 { // 12 of 48 experts: six decoded tokens miss
+			require.Positive(t, r.ExpertUploadBytesPerToken)
+			require.Less(t, r.ExpertHitRate, 1.0)
+		}
+	}
+	_, err = os.Stat(filepath.Join(dir, "gpu-memory-sweep.png"))
+	require.NoError(t, err)
+
+	// --n-cpu-moe with a budget for the other layers
+	one := filepath.Join(dir, "one.json")
+	code, out, errs = tessera(t, "bench", "--model", model, "--backend", "gpu", "--gpu-memory", "25%", "--n-cpu-moe", "1",
+		"--prompt-len", "4", "--gen", "6", "--repeats", "1", "--json", one)
+	require.Zero(t, code, errs)
+	require.Contains(t, out, "experts on CPU")
+	var r benchResult
+	b, err = os.ReadFile(one)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &r))
+	require.Equal(t, 1, r.CPUMoELayers)
+	require.Equal(t, 12, r.ExpertSlots)
+	require.Positive(t, r.ExpertCPUMsPerToken)
+
+	code, _, errs = tessera(t, "bench", "--model", model, "--backend", "gpu", "--gpu-memory", "100K", "--gen", "1", "--repeats", "1")
+	require.NotZero(t, code)
+	require.Contains(t, errs, "at least")
+	require.Contains(t, errs, "streamed through 4 per MoE layer")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, errs)
+}

@@ -16,13 +16,15 @@ import (
 )
 
 func init() {
-	register("manifest", "write model.manifest.json (file sizes and sha256) for loading a model in the browser", cmdManifest)
+	register("manifest", "write model.manifest.json (file sizes and sha256; FILE.gguf.manifest.json for a GGUF file) for loading a model in the browser", cmdManifest)
 }
 
-// Manifest file name and format tag; web/tessera-worker.js reads them.
+// Manifest file name (a GGUF file's: the file's name plus
+// ggufManifestSuffix) and format tag; web/tessera-worker.js reads them.
 const (
-	manifestName   = "model.manifest.json"
-	manifestFormat = "tessera-manifest/1"
+	manifestName       = "model.manifest.json"
+	ggufManifestSuffix = ".manifest.json"
+	manifestFormat     = "tessera-manifest/1"
 )
 
 // modelManifest lists the files the browser engine fetches, with the size
@@ -42,13 +44,17 @@ type manifestFile struct {
 // manifestFiles lists the files of dir the browser engine reads:
 // config.json, tokenizer.json and the chat-template files (chat.Files)
 // when present, and the safetensors index and
-// shards or model.safetensors. It checks first that the model loads.
+// shards or model.safetensors; for a GGUF file, that file. It checks
+// first that the model loads.
 func manifestFiles(dir string) ([]string, error) {
 	_, ck, err := model.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer ck.Close()
+	if model.IsGGUF(dir) {
+		return []string{filepath.Base(dir)}, nil
+	}
 	names := []string{"config.json"}
 	for _, n := range append([]string{"tokenizer.json"}, chat.Files...) {
 		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
@@ -64,12 +70,14 @@ func manifestFiles(dir string) ([]string, error) {
 	return names, nil
 }
 
-// buildManifest hashes the model files of dir.
+// buildManifest hashes the model files of dir (a directory, or a GGUF
+// file: its manifest lists the file by its base name).
 func buildManifest(dir string) (*modelManifest, error) {
 	names, err := manifestFiles(dir)
 	if err != nil {
 		return nil, err
 	}
+	dir = filesDir(dir)
 	mf := &modelManifest{Format: manifestFormat}
 	for _, n := range names {
 		f, err := hashFile(filepath.Join(dir, filepath.FromSlash(n)))
@@ -97,12 +105,30 @@ func hashFile(path string) (manifestFile, error) {
 	return manifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
+// manifestPath is where the manifest of a model directory
+// (DIR/model.manifest.json) or GGUF file (FILE.gguf.manifest.json) lives.
+func manifestPath(path string) string {
+	if model.IsGGUF(path) {
+		return path + ggufManifestSuffix
+	}
+	return filepath.Join(path, manifestName)
+}
+
+// filesDir is the directory a manifest's file names are relative to.
+func filesDir(path string) string {
+	if model.IsGGUF(path) {
+		return filepath.Dir(path)
+	}
+	return path
+}
+
 // staleManifest reports why the manifest does not describe dir's files any
 // more (a size differs or a file is missing), or "" when sizes agree. It
-// does not re-hash.
+// does not re-hash. dir is a model directory or GGUF file.
 func staleManifest(dir string, mf *modelManifest) string {
+	base := filesDir(dir)
 	for _, f := range mf.Files {
-		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f.Name)))
+		st, err := os.Stat(filepath.Join(base, filepath.FromSlash(f.Name)))
 		if err != nil {
 			return fmt.Sprintf("%s lists %s, which is missing", manifestName, f.Name)
 		}
@@ -113,19 +139,21 @@ func staleManifest(dir string, mf *modelManifest) string {
 	return ""
 }
 
-// readManifest reads dir's manifest; a missing one gives an error wrapping
+// readManifest reads the manifest of dir (a model directory or GGUF
+// file, manifestPath); a missing one gives an error wrapping
 // fs.ErrNotExist.
 func readManifest(dir string) (*modelManifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	path := manifestPath(dir)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var mf modelManifest
 	if err := json.Unmarshal(b, &mf); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, manifestName), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if mf.Format != manifestFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", filepath.Join(dir, manifestName), mf.Format, manifestFormat)
+		return nil, fmt.Errorf("%s: format %q, want %q", path, mf.Format, manifestFormat)
 	}
 	return &mf, nil
 }
@@ -136,9 +164,9 @@ func (mf *modelManifest) marshal() []byte {
 }
 
 func cmdManifest(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("manifest", "--model DIR [--out FILE]", stderr)
-	dir := fs.String("model", "", "model directory (config.json + safetensors)")
-	out := fs.String("out", "", "output file (default DIR/"+manifestName+"; - for stdout)")
+	fs := newFlags("manifest", "--model DIR|FILE.gguf [--out FILE]", stderr)
+	dir := fs.String("model", "", "model directory (config.json + safetensors) or GGUF file")
+	out := fs.String("out", "", "output file (default DIR/"+manifestName+", or FILE.gguf"+ggufManifestSuffix+"; - for stdout)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -157,7 +185,7 @@ func cmdManifest(args []string, stdout, stderr io.Writer) error {
 	}
 	path := *out
 	if path == "" {
-		path = filepath.Join(*dir, manifestName)
+		path = manifestPath(*dir)
 	}
 	if err := atomicfile.WriteBytes(path, 0o644, data); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -80,3 +80,33 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// A GGUF file's manifest (FILE.gguf.manifest.json, what the browser checks
+// a .gguf URL against) lists that one file with its size and sha256.
+func TestManifestGGUF(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m")
+	e2eRun(t, "init-random", "--config", "k3-nano", "--seed", "1", "--out", model)
+	file := filepath.Join(dir, "m.q8_0.gguf")
+	e2eRun(t, "export", "--model", model, "--out", file, "--type", "q8_0")
+	if out := e2eRun(t, "manifest", "--model", file); !strings.Contains(out, "m.q8_0.gguf"+ggufManifestSuffix) {
+		t.Errorf("output %q", out)
+	}
+	raw, err := os.ReadFile(file + ggufManifestSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mf modelManifest
+	if err := json.Unmarshal(raw, &mf); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if len(mf.Files) != 1 || mf.Files[0].Name != "m.q8_0.gguf" || mf.Files[0].Size != int64(len(data)) ||
+		mf.Files[0].SHA256 != hex.EncodeToString(sum[:]) || mf.TotalSize != int64(len(data)) || mf.Format != manifestFormat {
+		t.Errorf("manifest %+v, want the one file of %d bytes", mf, len(data))
+	}
+}

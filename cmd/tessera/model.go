@@ -60,6 +60,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	sf := addSamplingFlags(fs, 0, 1)
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens")
 	backend := fs.String("backend", "cpu", "cpu, gpu (WebGPU: Vulkan/Metal/DX12) or auto (GPU when found, else CPU)")
+	gpuMem := fs.String("gpu-memory", "", gpuMemoryHelp)
+	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
 	idsOut := fs.Bool("ids", false, "print generated token ids instead of text")
 	var images stringList
 	fs.Var(&images, "image", "image file (JPEG, PNG, GIF, WebP) placed before the prompt; repeat for several")
@@ -80,7 +82,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := engine.CheckBackend(*backend); err != nil {
 		return err
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *maxTok + 4096 + 1024*len(images)}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *maxTok + 4096 + 1024*len(images), GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE}, stderr)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
 	"github.com/tessera-llm/tessera/core/engine"
+	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/web"
 )
 
@@ -67,7 +68,8 @@ type server struct {
 	pageTags map[string]string // ETags of embedded files
 	wasm     *os.Root          // nil: no wasm directory
 	model    *os.Root          // nil: no model
-	manifest []byte            // generated manifest, when the model dir has none or a stale one
+	manifest []byte            // generated manifest, when the model dir has none or a stale one (always for a GGUF file)
+	only     string            // a GGUF file: the one file of the model root served
 	execJS   []byte            // wasm_exec.js from GOROOT when the wasm dir has none
 	started  time.Time
 
@@ -131,7 +133,10 @@ func newServer(cfg serveConfig) (*server, error) {
 	return s, nil
 }
 
-// openModel checks the model directory and its manifest.
+// openModel checks the model directory (or GGUF file) and its manifest.
+// A GGUF file is served alone, under its own name, with its manifest as
+// model.manifest.json: the page's worker loads a directory whose manifest
+// lists one .gguf file and no config.json as that GGUF.
 func (s *server) openModel(dir string) error {
 	mf, err := readManifest(dir)
 	stale := ""
@@ -141,7 +146,7 @@ func (s *server) openModel(dir string) error {
 	if err != nil || stale != "" {
 		why := stale
 		if err != nil && errors.Is(err, fs.ErrNotExist) {
-			why = "no " + manifestName
+			why = "no " + filepath.Base(manifestPath(dir))
 		} else if err != nil {
 			why = err.Error()
 		}
@@ -153,8 +158,13 @@ func (s *server) openModel(dir string) error {
 		fmt.Fprintf(s.cfg.Log, "tessera serve: %s: %s; serving a manifest computed now (write it with \"tessera manifest --model %s\")\n", dir, why, dir)
 	} else if _, err := manifestFiles(dir); err != nil {
 		return fmt.Errorf("--model %s: %w", dir, err)
+	} else if model.IsGGUF(dir) {
+		s.manifest = mf.marshal() // FILE.gguf.manifest.json, served as model.manifest.json
 	}
-	r, err := os.OpenRoot(dir)
+	if model.IsGGUF(dir) {
+		s.only = filepath.Base(dir)
+	}
+	r, err := os.OpenRoot(filesDir(dir))
 	if err != nil {
 		return fmt.Errorf("--model: %w", err)
 	}
@@ -458,6 +468,10 @@ func (s *server) serveModel(w http.ResponseWriter, r *http.Request, name string)
 	h.Set("Content-Type", contentType(name))
 	if name == manifestName && s.manifest != nil {
 		http.ServeContent(w, r, name, s.started, bytes.NewReader(s.manifest))
+		return
+	}
+	if s.only != "" && name != s.only {
+		http.NotFound(w, r)
 		return
 	}
 	f, st, ok := openRegular(s.model, name)

@@ -14,11 +14,13 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -30,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/wgsl"
 )
@@ -110,11 +113,14 @@ type testReport struct {
 		} `json:"adapter"`
 	} `json:"info"`
 	Stats struct {
-		Tokens     int     `json:"tokens"`
-		TTFTMs     float64 `json:"ttftMs"`
-		DecodeTokS float64 `json:"decodeTokPerS"`
+		Tokens       int     `json:"tokens"`
+		PromptTokens int     `json:"promptTokens"`
+		TTFTMs       float64 `json:"ttftMs"`
+		DecodeTokS   float64 `json:"decodeTokPerS"`
 	} `json:"stats"`
-	LoadMs   float64 `json:"loadMs"`
+	Live     *liveReport `json:"live"`
+	GGUF     *ggufReport `json:"gguf"`
+	LoadMs   float64     `json:"loadMs"`
 	Failures map[string]struct {
 		Error         string `json:"error"`
 		CachedWeights int    `json:"cachedWeights"`
@@ -137,8 +143,20 @@ type testReport struct {
 		Lost             bool   `json:"lost"`
 		AfterLossIDs     []int  `json:"afterLossIds"`
 		AfterLossBackend string `json:"afterLossBackend"`
-		Error            string `json:"error"`
-		Adapter          struct {
+		StreamIDs        []int  `json:"streamIds"`
+		StreamCache      *struct {
+			Slots, Experts int
+			Misses         int64
+			HitRate        float64 `json:"hitRate"`
+		} `json:"streamCache"`
+		Error string `json:"error"`
+		Live  *struct {
+			Tokens   int        `json:"tokens"`
+			Backend  string     `json:"backend"`
+			Load     []float64  `json:"load"`
+			KDANorms []*float64 `json:"kdaNorms"`
+		} `json:"live"`
+		Adapter struct {
 			Errors []string `json:"errors"`
 		} `json:"adapter"`
 		Stats struct {
@@ -171,6 +189,188 @@ type testReport struct {
 		Stopped string `json:"stopped"`
 	} `json:"abort"`
 	Vision *visionReport `json:"vision"`
+}
+
+// ggufReport is what the page's ggufCheck posts: greedy runs of GGUF
+// files and the errors of broken ones.
+type ggufReport struct {
+	Runs []struct {
+		URL       string `json:"url"`
+		Want      string `json:"want"`
+		Backend   string `json:"backend"`
+		Tokenizer string `json:"tokenizer"`
+		Layout    string `json:"layout"`
+		IDs       []int  `json:"ids"`
+		Error     string `json:"error"`
+		Cache     struct {
+			Misses          int   `json:"misses"`
+			BytesDownloaded int64 `json:"bytesDownloaded"`
+		} `json:"cache"`
+	} `json:"runs"`
+	Bad map[string]struct {
+		Error  string `json:"error"`
+		Cached int    `json:"cached"`
+	} `json:"bad"`
+}
+
+// e2eGGUF exports k3-micro (F16: the greedy tokens of its safetensors; and
+// Q8_0) to GGUF files with their manifests in dir, plus broken ones:
+// cut.gguf (its manifest lists the whole file, the server sends half),
+// half.gguf (half a file whose manifest matches it), nope.gguf (no
+// manifest). It returns the native greedy ids each good file must give.
+func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
+	t.Helper()
+	const micro = "../../models/k3-micro"
+	run := func(model string) []int {
+		return e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", model, "--prompt", prompt, "--max-tokens", strconv.Itoa(maxTok), "--ids"))
+	}
+	want := map[string][]int{}
+	st := run(micro)
+	for _, typ := range []string{"f16", "q8_0"} {
+		name := "k3-micro." + typ + ".gguf"
+		path := filepath.Join(dir, name)
+		e2eRun(t, "export", "--model", micro, "--out", path, "--type", typ)
+		e2eRun(t, "manifest", "--model", path)
+		want[name] = run(path)
+	}
+	if !slices.Equal(want["k3-micro.f16.gguf"], st) {
+		t.Fatalf("native: the F16 GGUF gives %v, the safetensors %v", want["k3-micro.f16.gguf"], st)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "k3-micro.f16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := data[:len(data)/2]
+	manifest := func(name string, b []byte) {
+		sum := sha256.Sum256(b)
+		mf := modelManifest{Format: manifestFormat, TotalSize: int64(len(b)),
+			Files: []manifestFile{{Name: name, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}}}
+		if err := os.WriteFile(filepath.Join(dir, name+ggufManifestSuffix), mf.marshal(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, b := range map[string][]byte{"cut.gguf": half, "half.gguf": half} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest("cut.gguf", data)
+	manifest("half.gguf", half)
+	return want
+}
+
+// e2eCheckGGUF checks the page's GGUF runs against the native ids and
+// the errors of the broken files.
+func e2eCheckGGUF(t *testing.T, g *ggufReport, want map[string][]int) {
+	t.Helper()
+	if g == nil || len(g.Runs) != 4 {
+		t.Fatalf("GGUF in the browser: %+v, want 4 runs", g)
+	}
+	for _, r := range g.Runs {
+		w := want[path.Base(r.URL)]
+		switch {
+		case r.Error != "" || !slices.Equal(r.IDs, w):
+			t.Errorf("GGUF %s (backend %s) in the browser: ids %v, error %q; native ids %v", r.URL, r.Want, r.IDs, r.Error, w)
+		case r.Want == "gpu" && !strings.HasPrefix(r.Backend, "gpu"):
+			t.Errorf("GGUF %s on WebGPU ran on %q", r.URL, r.Backend)
+		case !strings.Contains(r.Tokenizer, "gguf") || r.Cache.BytesDownloaded == 0 && r.Cache.Misses != 0:
+			t.Errorf("GGUF %s: tokenizer %q, cache %+v", r.URL, r.Tokenizer, r.Cache)
+		default:
+			t.Logf("GGUF %s in the browser (%s): ids match native (%s)", r.URL, r.Backend, r.Tokenizer)
+		}
+	}
+	for u, want := range map[string]string{
+		"/gguf/cut.gguf":  "stopped after",
+		"/gguf/half.gguf": "runs past the end of the file",
+		"/gguf/nope.gguf": "no nope.gguf.manifest.json",
+	} {
+		b, ok := g.Bad[u]
+		if !ok || !strings.Contains(b.Error, want) || (u == "/gguf/cut.gguf" && b.Cached != 0) {
+			t.Errorf("loading %s: %+v, want an error containing %q", u, b, want)
+		} else {
+			t.Logf("loading %s fails: %s", u, b.Error)
+		}
+	}
+}
+
+// liveReport is what the page drew of its live routing/state view after
+// the test generation (app.js liveReport).
+type liveReport struct {
+	Tokens    int       `json:"tokens"`
+	Window    int       `json:"window"`
+	Rows      []int     `json:"rows"`
+	Experts   int       `json:"experts"`
+	TopK      int       `json:"topK"`
+	RowSums   []float64 `json:"rowSums"`
+	Load      []float64 `json:"load"`
+	Target    float64   `json:"target"`
+	BandLo    float64   `json:"bandLo"`
+	BandHi    float64   `json:"bandHi"`
+	Backend   string    `json:"backend"`
+	KDANorms  []float64 `json:"kdaNorms"`
+	Steps     int       `json:"steps"`
+	DrawnRows int       `json:"drawnRows"`
+	DrawnKDA  int       `json:"drawnKDA"`
+	HeatInk   int       `json:"heatInk"`
+	NormsInk  int       `json:"normsInk"`
+	Caption   string    `json:"caption"`
+}
+
+// e2eCheckLive checks the page's live view of a greedy generation of
+// maxTok tokens from a promptTokens-token prompt of the model in dir: the
+// routing window holds the tokens the model ran, every MoE layer of the
+// configuration has a row whose loads add up to top-k, every KDA layer a
+// positive state norm, and both canvases were drawn.
+func e2eCheckLive(t *testing.T, l *liveReport, dir string, promptTokens, maxTok int) {
+	t.Helper()
+	if l == nil {
+		t.Fatal("the page reported no live view")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moe []int
+	kda := 0
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		if cfg.IsMoE(i) {
+			moe = append(moe, i)
+		}
+		if cfg.Kinds[i] == config.KDA {
+			kda++
+		}
+	}
+	if want := min(l.Window, promptTokens+maxTok); l.Tokens != want || promptTokens == 0 {
+		t.Errorf("live view: %d tokens in the window, want %d (prompt %d + %d generated, window %d)", l.Tokens, want, promptTokens, maxTok, l.Window)
+	}
+	if !slices.Equal(l.Rows, moe) || l.Experts != cfg.NumExperts || l.TopK != cfg.TopK || l.Steps != maxTok {
+		t.Errorf("live view: rows %v experts %d top-k %d steps %d; want rows %v, %d experts, top-%d, %d steps", l.Rows, l.Experts, l.TopK, l.Steps, moe, cfg.NumExperts, cfg.TopK, maxTok)
+	}
+	for r, s := range l.RowSums {
+		if math.Abs(s-float64(cfg.TopK)) > 1e-9 {
+			t.Errorf("live view: layer %d loads add up to %v, want top-k %d", l.Rows[r], s, cfg.TopK)
+		}
+	}
+	if !(l.BandLo < l.Target && l.Target < l.BandHi) || l.Target != float64(cfg.TopK)/float64(cfg.NumExperts) {
+		t.Errorf("live view: target %v band [%v, %v]", l.Target, l.BandLo, l.BandHi)
+	}
+	if len(l.KDANorms) != kda || kda == 0 {
+		t.Errorf("live view: %d KDA norms, want %d", len(l.KDANorms), kda)
+	}
+	for _, n := range l.KDANorms {
+		if !(n > 0) {
+			t.Errorf("live view: KDA norms %v, want all > 0", l.KDANorms)
+			break
+		}
+	}
+	if l.DrawnRows != len(moe) || l.DrawnKDA != kda || l.HeatInk < len(moe)*cfg.NumExperts || l.NormsInk == 0 || l.Backend != "CPU" {
+		t.Errorf("live view drawn: %d rows, %d KDA lines, %d + %d inked pixels, backend %q", l.DrawnRows, l.DrawnKDA, l.HeatInk, l.NormsInk, l.Backend)
+	}
+	t.Logf("live view: %s", l.Caption)
 }
 
 // visionReport is what the page's visionCheck posts: a greedy image+text
@@ -287,6 +487,19 @@ func TestBrowserE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	ggufDir := filepath.Join(dir, "gguf")
+	if err := os.MkdirAll(ggufDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ggufWant := e2eGGUF(t, ggufDir, prompt, maxTok)
+	// `tessera serve --model FILE.gguf`, under /ggufsrv/: the page loads
+	// the directory URL, whose manifest lists the one GGUF file
+	gsrv, err := newServer(serveConfig{ModelDir: filepath.Join(ggufDir, "k3-micro.q8_0.gguf"), Loopback: true, Log: &logBuf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gsrv.Close()
+	ggufWant["ggufsrv"] = ggufWant["k3-micro.q8_0.gguf"]
 	vsrv, err := newServer(serveConfig{ModelDir: visionDir, Loopback: true, Log: &logBuf})
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +554,11 @@ func TestBrowserE2E(t *testing.T) {
 		http.ServeFile(w, r, gpuWasm)
 	})
 	mux.Handle("/__test/img/", http.StripPrefix("/__test/img/", http.FileServer(http.Dir(imgDir))))
+	mux.Handle("/gguf/", http.StripPrefix("/gguf/", http.FileServer(http.Dir(ggufDir))))
+	mux.HandleFunc("/ggufsrv/", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/ggufsrv/")
+		gsrv.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/vision/", func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/vision/")
 		vsrv.ServeHTTP(w, r)
@@ -370,14 +588,16 @@ func TestBrowserE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every 404 the page gets is a failure, except under /nope/, the
-	// failure check's deliberately missing model.
+	// failure check's deliberately missing model, and the GGUF check's
+	// missing manifest.
 	var missing notFoundLog
-	hs := newHTTPServer(missing.wrap(mux, "/nope/"))
+	hs := newHTTPServer(missing.wrap(mux, "/nope/", "/gguf/nope.gguf"))
 	go hs.Serve(ln)
 	defer hs.Close()
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
-		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"}}
+		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
+		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
 	var decodeURLs []string
 	for _, n := range decodeNames {
 		decodeURLs = append(decodeURLs, "/__test/img/"+n)
@@ -434,6 +654,7 @@ func TestBrowserE2E(t *testing.T) {
 	if !r1.Info.Adapter.Available {
 		t.Errorf("no WebGPU adapter under --enable-unsafe-webgpu: %s", r1.Info.Adapter.Reason)
 	}
+	e2eCheckLive(t, r1.Live, modelDir, r1.Stats.PromptTokens, maxTok)
 	if r1.Abort == nil || r1.Abort.Stopped != "cancelled" || r1.Abort.Tokens > 20 {
 		t.Errorf("aborting a generation after 3 tokens: %+v, want stopped=cancelled within a few tokens", r1.Abort)
 	}
@@ -482,11 +703,31 @@ func TestBrowserE2E(t *testing.T) {
 		if !slices.Equal(g.SampledIDs, nativeSampled) {
 			t.Errorf("sampled ids on WebGPU %v, native CPU %v", g.SampledIDs, nativeSampled)
 		}
+		// the live view on WebGPU: the routing read back from the device
+		// equals the CPU path's
+		if l := g.Live; l == nil || l.Backend != "WebGPU" || r1.Live == nil || l.Tokens != r1.Live.Tokens || !slices.Equal(l.Load, r1.Live.Load) {
+			t.Errorf("live view on WebGPU: %+v, want the CPU's routing (%v)", l, r1.Live)
+		} else {
+			for _, n := range l.KDANorms {
+				if n != nil && !(*n > 0) {
+					t.Errorf("live view on WebGPU: KDA norm %v", *n)
+				}
+			}
+		}
 		if !g.WeightsDeferred {
 			t.Errorf("the WebGPU engine loaded the weights into the wasm heap (weightsDeferred false)")
 		}
+		// gpuMemory 25%: experts streamed through 2 of 8 slots per layer
+		// (routing read back in js), the same ids
+		if c := g.StreamCache; c == nil || c.Slots != 2 || c.Misses == 0 || !slices.Equal(g.StreamIDs, native) {
+			t.Errorf("gpuMemory 25%% in the browser: ids %v, expert cache %+v; want ids %v and misses in 2 slots", g.StreamIDs, c, native)
+		} else {
+			t.Logf("gpuMemory 25%%: ids match native; expert cache %+v", *c)
+		}
 		// a lost GPU device: backend auto goes on on the CPU with the same ids
-		if !g.Lost || !slices.Equal(g.AfterLossIDs, native) || !strings.HasPrefix(g.AfterLossBackend, "cpu (wasm); the GPU device was lost") {
+		// (the engine's mid-generation fallback, or the next generation's)
+		if !g.Lost || !slices.Equal(g.AfterLossIDs, native) || !strings.HasPrefix(g.AfterLossBackend, "cpu (wasm); the GPU") ||
+			!strings.Contains(g.AfterLossBackend, "device was lost") {
 			t.Errorf("after losing the GPU device: lost %v, ids %v, backend %q; want the CPU with ids %v", g.Lost, g.AfterLossIDs, g.AfterLossBackend, native)
 		} else {
 			t.Logf("after losing the GPU device: %s; ids match native", g.AfterLossBackend)
@@ -518,6 +759,7 @@ func TestBrowserE2E(t *testing.T) {
 			}
 		}
 	}
+	e2eCheckGGUF(t, r1.GGUF, ggufWant)
 	if r1.Info.Vision {
 		t.Errorf("k3-nano info says vision: true")
 	}

@@ -246,3 +246,40 @@ func TestCleanPathAndHosts(t *testing.T) {
 		}
 	}
 }
+
+// `tessera serve --model FILE.gguf` serves that one file under its name and
+// its manifest as model.manifest.json (what the page's worker loads as a
+// GGUF): nothing else of the file's directory, with the file's own
+// FILE.gguf.manifest.json when it is there and current.
+func TestServeGGUF(t *testing.T) {
+	f := newServeFixture(t)
+	file := filepath.Join(f.root, "m.q8_0.gguf")
+	e2eRun(t, "export", "--model", f.model, "--out", file, "--type", "q8_0")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, written := range []bool{false, true} {
+		if written {
+			e2eRun(t, "manifest", "--model", file)
+		}
+		s, err := newServer(serveConfig{ModelDir: file, WasmDir: f.wasm, Loopback: true, Log: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := get(s, "/model/"+manifestName)
+		var mf modelManifest
+		if err := json.Unmarshal(w.Body.Bytes(), &mf); w.Code != 200 || err != nil || len(mf.Files) != 1 || mf.Files[0].Name != "m.q8_0.gguf" || mf.Files[0].Size != int64(len(data)) {
+			t.Errorf("manifest (written %v): %d %s", written, w.Code, w.Body.String())
+		}
+		if w := get(s, "/model/m.q8_0.gguf"); w.Code != 200 || !bytes.Equal(w.Body.Bytes(), data) {
+			t.Errorf("the GGUF file: %d, %d bytes, want %d", w.Code, w.Body.Len(), len(data))
+		}
+		for _, p := range []string{"/model/secret.txt", "/model/m.q8_0.gguf" + ggufManifestSuffix, "/model/model/config.json", "/model/config.json"} {
+			if w := get(s, p); w.Code != 404 {
+				t.Errorf("GET %s: %d, want 404", p, w.Code)
+			}
+		}
+		s.Close()
+	}
+}

@@ -41,6 +41,20 @@ func Text(s string) Content { return Content{Text: s} }
 // Parts returns content made of parts.
 func Parts(p ...Part) Content { return Content{Parts: p, IsParts: true} }
 
+// WithImages is content of n images followed by text (just the text when
+// n is 0), as a turn with attached images; each image takes the next of
+// the request's decoded images.
+func WithImages(n int, text string) Content {
+	if n == 0 {
+		return Text(text)
+	}
+	parts := make([]Part, 0, n+1)
+	for range n {
+		parts = append(parts, Part{Type: "image"})
+	}
+	return Parts(append(parts, Part{Type: "text", Text: text})...)
+}
+
 // Part is one element of list content: {"type": "text", "text": …} or an
 // image, {"type": "image_url", "image_url": {"url": …}} (OpenAI) or
 // {"type": "image"} (Hugging Face).

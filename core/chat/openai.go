@@ -10,39 +10,77 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/grammar"
 )
 
-// Request is an OpenAI chat-completion request, as the browser's
-// engine.chat.completions.create takes it. Besides OpenAI's fields it
-// accepts the extensions vLLM and llama.cpp accept: top_k, min_p,
-// repetition_penalty and chat_template_kwargs (extra template variables,
-// e.g. {"enable_thinking": false}). Fields tessera does not implement are
-// accepted at their neutral values only, so a request is never silently
-// served differently than asked.
+// Sampling are the request fields OpenAI's chat completions and (legacy)
+// completions share: the model, the output's length, sampling, stop
+// sequences and streaming. Besides OpenAI's fields it accepts the
+// extensions vLLM and llama.cpp accept: top_k, min_p and
+// repetition_penalty. Fields tessera does not implement are accepted at
+// their neutral values only, so a request is never silently served
+// differently than asked.
+type Sampling struct {
+	Model             string         `json:"model,omitempty"`
+	MaxTokens         *int           `json:"max_tokens,omitempty"`
+	Temperature       *float64       `json:"temperature,omitempty"`
+	TopP              *float64       `json:"top_p,omitempty"`
+	Seed              *int64         `json:"seed,omitempty"`
+	Stop              Stop           `json:"stop,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	StreamOptions     *StreamOptions `json:"stream_options,omitempty"`
+	N                 *int           `json:"n,omitempty"`
+	User              string         `json:"user,omitempty"`
+	TopK              *int           `json:"top_k,omitempty"`
+	MinP              *float64       `json:"min_p,omitempty"`
+	RepetitionPenalty *float64       `json:"repetition_penalty,omitempty"`
+	// Accepted at their neutral values only.
+	FrequencyPenalty *float64           `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64           `json:"presence_penalty,omitempty"`
+	LogitBias        map[string]float64 `json:"logit_bias,omitempty"`
+	// Accepted and ignored: bookkeeping that does not change what is
+	// generated (a local server stores nothing and has one tier).
+	Store       *bool             `json:"store,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	ServiceTier string            `json:"service_tier,omitempty"`
+}
+
+// Request is an OpenAI chat-completion request, as tessera serve's
+// /v1/chat/completions and the browser's engine.chat.completions.create
+// take it: the Sampling fields, the messages, tools and tool_choice
+// (passed to the chat template), log-probabilities, a response format
+// (JSON, or JSON matching a schema) and chat_template_kwargs (extra
+// template variables, e.g. {"enable_thinking": false}).
 type Request struct {
-	Model               string            `json:"model,omitempty"` // any name: the loaded model answers
+	Sampling
 	Messages            []Message         `json:"messages"`
 	Tools               []json.RawMessage `json:"tools,omitempty"`
 	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
-	MaxTokens           *int              `json:"max_tokens,omitempty"`
 	MaxCompletionTokens *int              `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64          `json:"temperature,omitempty"`
-	TopP                *float64          `json:"top_p,omitempty"`
-	Seed                *int64            `json:"seed,omitempty"`
-	Stop                Stop              `json:"stop,omitempty"`
-	Stream              bool              `json:"stream,omitempty"`
-	StreamOptions       *StreamOptions    `json:"stream_options,omitempty"`
-	N                   *int              `json:"n,omitempty"`
-	User                string            `json:"user,omitempty"`
-	TopK                *int              `json:"top_k,omitempty"`
-	MinP                *float64          `json:"min_p,omitempty"`
-	RepetitionPenalty   *float64          `json:"repetition_penalty,omitempty"`
 	ChatTemplateKwargs  map[string]any    `json:"chat_template_kwargs,omitempty"`
-	// Accepted at their neutral values only.
-	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
-	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
-	Logprobs         *bool           `json:"logprobs,omitempty"`
-	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
+	Logprobs            bool              `json:"logprobs,omitempty"`
+	TopLogprobs         *int              `json:"top_logprobs,omitempty"`
+	ResponseFormat      *ResponseFormat   `json:"response_format,omitempty"`
+	// ParallelToolCalls is accepted and ignored: the model emits the tool
+	// calls its template lets it, parsed by the caller.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+
+	grammar *grammar.Grammar // response_format's, compiled once by Grammar
+}
+
+// ResponseFormat is OpenAI's response_format: "text", "json_object" (any
+// JSON object) or "json_schema" (JSON matching JSONSchema.Schema).
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is response_format.json_schema.
+type JSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // StreamOptions are OpenAI's stream_options.
@@ -77,8 +115,9 @@ func (s *Stop) UnmarshalJSON(b []byte) error {
 }
 
 // Error is an error in OpenAI's shape: HTTP status, message, type
-// ("invalid_request_error", "server_error"), the offending parameter and
-// a code. Its JSON form is {"error": {"message", "type", "param", "code"}}.
+// ("invalid_request_error", "server_error", …), the offending parameter
+// and a code. Its JSON form is {"error": {"message", "type", "param",
+// "code"}}.
 type Error struct {
 	Status  int
 	Message string
@@ -109,9 +148,10 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 	}{b})
 }
 
-// invalid is a 400 invalid_request_error about param.
-func invalid(param, format string, args ...any) *Error {
-	return &Error{Status: 400, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+// Invalid is a 400 invalid_request_error about param with code (e.g.
+// "invalid_value", "missing_required_parameter").
+func Invalid(param, code, format string, args ...any) *Error {
+	return &Error{Status: 400, Type: "invalid_request_error", Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // AsError returns err as an OpenAI error: itself when it is one, else a
@@ -124,122 +164,175 @@ func AsError(err error) *Error {
 	return &Error{Status: 500, Type: "server_error", Message: err.Error()}
 }
 
+// Decode reads one JSON request body into v (a Request, or a request type
+// that embeds Sampling), refusing fields v does not have, as OpenAI does;
+// its errors are *Error values naming the parameter.
+func Decode(body []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			f = strings.Trim(f, `"`)
+			return Invalid(f, "unknown_parameter", "Unrecognized request argument supplied: %s", f)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			f := strings.TrimPrefix(te.Field, "Sampling.") // the embedded struct's Go name
+			return Invalid(f, "invalid_type", "Invalid type for '%s': expected %s, got %s", f, te.Type, te.Value)
+		}
+		return Invalid("", "invalid_json", "We could not parse the JSON body of your request: %s", msg)
+	}
+	if d.More() {
+		return Invalid("", "invalid_json", "We could not parse the JSON body of your request: data after the JSON object")
+	}
+	return nil
+}
+
 // ParseRequest reads and checks a chat-completion request; its errors are
 // *Error values naming the parameter.
 func ParseRequest(body []byte) (*Request, error) {
 	var r Request
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&r); err != nil {
-		msg := err.Error()
-		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			f = strings.Trim(f, `"`)
-			return nil, invalid(f, "Unrecognized request argument supplied: %s", f)
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return nil, invalid(te.Field, "Invalid type for '%s': expected %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return nil, invalid("", "We could not parse the JSON body of your request: %s", msg)
-	}
-	if d.More() {
-		return nil, invalid("", "We could not parse the JSON body of your request: data after the JSON object")
+	if err := Decode(body, &r); err != nil {
+		return nil, err
 	}
 	return &r, r.Check()
+}
+
+// Check validates the shared fields.
+func (s *Sampling) Check() error {
+	if s.MaxTokens != nil && *s.MaxTokens < 1 {
+		return Invalid("max_tokens", "invalid_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", *s.MaxTokens)
+	}
+	if t := s.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {
+		return Invalid("temperature", "invalid_value", "Invalid 'temperature': expected a value between 0 and 2, got %g.", *t)
+	}
+	if p := s.TopP; p != nil && (math.IsNaN(*p) || *p <= 0 || *p > 1) {
+		return Invalid("top_p", "invalid_value", "Invalid 'top_p': expected a value in (0, 1], got %g.", *p)
+	}
+	if s.TopK != nil && *s.TopK < 0 {
+		return Invalid("top_k", "invalid_value", "Invalid 'top_k': expected a non-negative integer, got %d.", *s.TopK)
+	}
+	if p := s.MinP; p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
+		return Invalid("min_p", "invalid_value", "Invalid 'min_p': expected a value between 0 and 1, got %g.", *p)
+	}
+	if p := s.RepetitionPenalty; p != nil && (math.IsNaN(*p) || *p <= 0) {
+		return Invalid("repetition_penalty", "invalid_value", "Invalid 'repetition_penalty': expected a value > 0, got %g.", *p)
+	}
+	if len(s.Stop) > 4 {
+		return Invalid("stop", "invalid_value", "Invalid 'stop': at most 4 stop sequences, got %d.", len(s.Stop))
+	}
+	for _, x := range s.Stop {
+		if x == "" {
+			return Invalid("stop", "invalid_value", "Invalid 'stop': empty stop sequence.")
+		}
+	}
+	if s.N != nil && *s.N != 1 {
+		return Invalid("n", "unsupported_value", "Invalid 'n': tessera generates one choice per request (n=1), got %d.", *s.N)
+	}
+	if s.StreamOptions != nil && !s.Stream {
+		return Invalid("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+	}
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"frequency_penalty", s.FrequencyPenalty}, {"presence_penalty", s.PresencePenalty}} {
+		if p.v != nil && *p.v != 0 {
+			return Invalid(p.name, "unsupported_value", "'%s' is not supported by tessera (use repetition_penalty); only 0 is accepted.", p.name)
+		}
+	}
+	if len(s.LogitBias) > 0 {
+		return Invalid("logit_bias", "unsupported_value", "'logit_bias' is not supported by tessera; only an empty map is accepted.")
+	}
+	return nil
 }
 
 // Check validates the request.
 func (r *Request) Check() error {
 	if len(r.Messages) == 0 {
-		return invalid("messages", "[] is too short - 'messages'")
+		return Invalid("messages", "missing_required_parameter", "[] is too short - 'messages'")
 	}
 	for i := range r.Messages {
 		m := &r.Messages[i]
+		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "user", "assistant", "tool":
 		case "developer": // OpenAI's newer name for system; templates know "system"
 			m.Role = "system"
 		case "":
-			return invalid(fmt.Sprintf("messages[%d].role", i), "Missing required parameter: 'messages[%d].role'.", i)
+			return Invalid(param+".role", "missing_required_parameter", "Missing required parameter: '%s.role'.", param)
 		default:
-			return invalid(fmt.Sprintf("messages[%d].role", i), "Invalid value: '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", m.Role)
+			return Invalid(param+".role", "invalid_value", "Invalid value: '%s'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", m.Role)
+		}
+		for j, p := range m.Content.Parts {
+			if p.IsImage() && m.Role != "user" {
+				return Invalid(fmt.Sprintf("%s.content[%d]", param, j), "invalid_value", "%s.content[%d]: images go in user messages.", param, j)
+			}
 		}
 	}
-	for _, p := range []struct {
-		name string
-		v    *int
-	}{{"max_tokens", r.MaxTokens}, {"max_completion_tokens", r.MaxCompletionTokens}} {
-		if p.v != nil && *p.v < 1 {
-			return invalid(p.name, "Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", p.name, *p.v)
-		}
+	if err := r.Sampling.Check(); err != nil {
+		return err
 	}
-	if t := r.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {
-		return invalid("temperature", "Invalid 'temperature': expected a value between 0 and 2, got %g.", *t)
+	if r.MaxCompletionTokens != nil && *r.MaxCompletionTokens < 1 {
+		return Invalid("max_completion_tokens", "invalid_value", "Invalid 'max_completion_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", *r.MaxCompletionTokens)
 	}
-	if p := r.TopP; p != nil && (math.IsNaN(*p) || *p <= 0 || *p > 1) {
-		return invalid("top_p", "Invalid 'top_p': expected a value in (0, 1], got %g.", *p)
+	if k := r.TopLogprobs; k != nil && (*k < 0 || *k > 20 || !r.Logprobs) {
+		return Invalid("top_logprobs", "invalid_value", "Invalid 'top_logprobs': expected a value in [0, 20] with 'logprobs': true, got %d.", *k)
 	}
-	if r.Seed != nil && *r.Seed < 0 {
-		return invalid("seed", "Invalid 'seed': expected a non-negative integer, got %d.", *r.Seed)
-	}
-	if r.TopK != nil && *r.TopK < 0 {
-		return invalid("top_k", "Invalid 'top_k': expected a non-negative integer, got %d.", *r.TopK)
-	}
-	if p := r.MinP; p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
-		return invalid("min_p", "Invalid 'min_p': expected a value between 0 and 1, got %g.", *p)
-	}
-	if p := r.RepetitionPenalty; p != nil && (math.IsNaN(*p) || *p <= 0) {
-		return invalid("repetition_penalty", "Invalid 'repetition_penalty': expected a value > 0, got %g.", *p)
-	}
-	if len(r.Stop) > 4 {
-		return invalid("stop", "Invalid 'stop': at most 4 stop sequences, got %d.", len(r.Stop))
-	}
-	for _, s := range r.Stop {
-		if s == "" {
-			return invalid("stop", "Invalid 'stop': empty stop sequence.")
-		}
-	}
-	if r.N != nil && *r.N != 1 {
-		return invalid("n", "Invalid 'n': tessera generates one choice per request (n=1), got %d.", *r.N)
-	}
-	if r.StreamOptions != nil && !r.Stream {
-		return invalid("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
-	}
-	for _, p := range []struct {
-		name string
-		v    *float64
-	}{{"frequency_penalty", r.FrequencyPenalty}, {"presence_penalty", r.PresencePenalty}} {
-		if p.v != nil && *p.v != 0 {
-			return invalid(p.name, "'%s' is not supported by tessera (use repetition_penalty); only 0 is accepted.", p.name)
-		}
-	}
-	if r.Logprobs != nil && *r.Logprobs {
-		return invalid("logprobs", "'logprobs' is not supported here.")
-	}
-	if len(r.ResponseFormat) > 0 && !bytes.Equal(bytes.TrimSpace(r.ResponseFormat), []byte("null")) {
-		var rf struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(r.ResponseFormat, &rf) != nil || rf.Type != "text" {
-			return invalid("response_format", "Only response_format {\"type\": \"text\"} is supported here.")
-		}
+	if _, err := r.Grammar(); err != nil {
+		return err
 	}
 	for k := range r.ChatTemplateKwargs {
 		switch k {
 		case "messages", "tools", "add_generation_prompt":
-			return invalid("chat_template_kwargs", "chat_template_kwargs may not set %q.", k)
+			return Invalid("chat_template_kwargs", "invalid_value", "chat_template_kwargs may not set %q.", k)
 		}
 	}
 	return nil
 }
 
+// Grammar is the grammar response_format asks for: nil for text (or none),
+// any JSON object for json_object, JSON matching the schema for
+// json_schema. Its errors are *Error values.
+func (r *Request) Grammar() (*grammar.Grammar, error) {
+	f := r.ResponseFormat
+	if f == nil {
+		return nil, nil
+	}
+	if r.grammar != nil {
+		return r.grammar, nil
+	}
+	switch f.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return grammar.JSONObject(), nil
+	case "json_schema":
+		if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 {
+			return nil, Invalid("response_format.json_schema", "missing_required_parameter", "response_format json_schema needs json_schema.schema.")
+		}
+		g, err := grammar.Schema(f.JSONSchema.Schema)
+		if err != nil {
+			return nil, Invalid("response_format.json_schema.schema", "invalid_value", "%v", err)
+		}
+		r.grammar = g
+		return g, nil
+	}
+	return nil, Invalid("response_format.type", "invalid_value", "Invalid 'response_format.type': '%s'. Supported values are: 'text', 'json_object' and 'json_schema'.", f.Type)
+}
+
 // MaxNewTokens is max_completion_tokens, else max_tokens, else def.
 func (r *Request) MaxNewTokens(def int) int {
-	switch {
-	case r.MaxCompletionTokens != nil:
+	if r.MaxCompletionTokens != nil {
 		return *r.MaxCompletionTokens
-	case r.MaxTokens != nil:
-		return *r.MaxTokens
+	}
+	return r.Sampling.MaxNewTokens(def)
+}
+
+// MaxNewTokens is max_tokens, else def.
+func (s *Sampling) MaxNewTokens(def int) int {
+	if s.MaxTokens != nil {
+		return *s.MaxTokens
 	}
 	return def
 }
@@ -247,25 +340,25 @@ func (r *Request) MaxNewTokens(def int) int {
 // SamplerOptions are the request's sampling options with OpenAI's
 // defaults (temperature 1, top_p 1); without a seed, a random one (as
 // OpenAI samples differently on every call).
-func (r *Request) SamplerOptions() generate.SamplerOptions {
+func (s *Sampling) SamplerOptions() generate.SamplerOptions {
 	o := generate.SamplerOptions{Temperature: 1, TopP: 1}
-	if r.Temperature != nil {
-		o.Temperature = float32(*r.Temperature)
+	if s.Temperature != nil {
+		o.Temperature = float32(*s.Temperature)
 	}
-	if r.TopP != nil {
-		o.TopP = float32(*r.TopP)
+	if s.TopP != nil {
+		o.TopP = float32(*s.TopP)
 	}
-	if r.TopK != nil {
-		o.TopK = *r.TopK
+	if s.TopK != nil {
+		o.TopK = *s.TopK
 	}
-	if r.MinP != nil {
-		o.MinP = float32(*r.MinP)
+	if s.MinP != nil {
+		o.MinP = float32(*s.MinP)
 	}
-	if r.RepetitionPenalty != nil {
-		o.RepetitionPenalty = float32(*r.RepetitionPenalty)
+	if s.RepetitionPenalty != nil {
+		o.RepetitionPenalty = float32(*s.RepetitionPenalty)
 	}
-	if r.Seed != nil {
-		o.Seed = uint64(*r.Seed)
+	if s.Seed != nil {
+		o.Seed = uint64(*s.Seed)
 	} else {
 		o.Seed = rand.Uint64()
 	}
@@ -335,4 +428,20 @@ func (s *Stopper) Flush() string {
 	h := s.held
 	s.held = ""
 	return h
+}
+
+// TokenLogprob is one token of a chat completion's logprobs.content: its
+// text, log-probability and bytes, and the most likely alternatives.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float32      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one alternative of a TokenLogprob.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
 }

@@ -26,22 +26,34 @@ func TestParseRequest(t *testing.T) {
 	assert.True(t, in.AddGenerationPrompt)
 	assert.Equal(t, map[string]any{"enable_thinking": false, "tool_choice": "none"}, in.Vars)
 
-	for _, tc := range []struct{ body, param, msg string }{
-		{`{"messages": []}`, "messages", "too short"},
-		{`{"messages": [{"role": "user", "content": "x"}], "foo": 1}`, "foo", "Unrecognized request argument supplied: foo"},
-		{`{"messages": [{"role": "robot", "content": "x"}]}`, "messages[0].role", "Invalid value: 'robot'"},
-		{`{"messages": [{"content": "x"}]}`, "messages[0].role", "Missing required parameter"},
-		{`{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}`, "max_tokens", "minimum value"},
-		{`{"messages": [{"role": "user", "content": "x"}], "temperature": 3}`, "temperature", "between 0 and 2"},
-		{`{"messages": [{"role": "user", "content": "x"}], "top_p": 0}`, "top_p", "(0, 1]"},
-		{`{"messages": [{"role": "user", "content": "x"}], "n": 2}`, "n", "n=1"},
-		{`{"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]}`, "stop", "at most 4"},
-		{`{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}`, "stream_options", "only allowed when 'stream'"},
-		{`{"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1}`, "presence_penalty", "not supported"},
-		{`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}`, "response_format", "Only response_format"},
-		{`{"messages": [{"role": "user", "content": "x"}], "max_tokens": "many"}`, "max_tokens", "Invalid type"},
-		{`{"messages": [`, "", "could not parse"},
-		{`{"messages": [{"role": "user", "content": 5}]}`, "", "content must be"},
+	// Bookkeeping fields common clients send are accepted.
+	_, err = ParseRequest([]byte(`{"messages": [{"role": "user", "content": "x"}], "store": false, "metadata": {"a": "b"},
+		"service_tier": "auto", "parallel_tool_calls": true, "logit_bias": {}, "user": "u"}`))
+	require.NoError(t, err)
+
+	for _, tc := range []struct{ body, param, code, msg string }{
+		{`{"messages": []}`, "messages", "missing_required_parameter", "too short"},
+		{`{"messages": [{"role": "user", "content": "x"}], "foo": 1}`, "foo", "unknown_parameter", "Unrecognized request argument supplied: foo"},
+		{`{"messages": [{"role": "robot", "content": "x"}]}`, "messages[0].role", "invalid_value", "Invalid value: 'robot'"},
+		{`{"messages": [{"content": "x"}]}`, "messages[0].role", "missing_required_parameter", "Missing required parameter"},
+		{`{"messages": [{"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]}`, "messages[0].content[0]", "invalid_value", "images go in user messages"},
+		{`{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}`, "max_tokens", "invalid_value", "minimum value"},
+		{`{"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 0}`, "max_completion_tokens", "invalid_value", "minimum value"},
+		{`{"messages": [{"role": "user", "content": "x"}], "temperature": 3}`, "temperature", "invalid_value", "between 0 and 2"},
+		{`{"messages": [{"role": "user", "content": "x"}], "top_p": 0}`, "top_p", "invalid_value", "(0, 1]"},
+		{`{"messages": [{"role": "user", "content": "x"}], "n": 2}`, "n", "unsupported_value", "n=1"},
+		{`{"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]}`, "stop", "invalid_value", "at most 4"},
+		{`{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}`, "stream_options", "invalid_value", "only allowed when 'stream'"},
+		{`{"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1}`, "presence_penalty", "unsupported_value", "not supported"},
+		{`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"42": 5}}`, "logit_bias", "unsupported_value", "not supported"},
+		{`{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}`, "top_logprobs", "invalid_value", "'logprobs': true"},
+		{`{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21}`, "top_logprobs", "invalid_value", "[0, 20]"},
+		{`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}}`, "response_format.type", "invalid_value", "Supported values"},
+		{`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}}`, "response_format.json_schema", "missing_required_parameter", "needs json_schema.schema"},
+		{`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "wat"}}}}`, "response_format.json_schema.schema", "invalid_value", "wat"},
+		{`{"messages": [{"role": "user", "content": "x"}], "max_tokens": "many"}`, "max_tokens", "invalid_type", "Invalid type"},
+		{`{"messages": [`, "", "invalid_json", "could not parse"},
+		{`{"messages": [{"role": "user", "content": 5}]}`, "", "invalid_json", "content must be"},
 	} {
 		_, err := ParseRequest([]byte(tc.body))
 		var e *Error
@@ -49,11 +61,29 @@ func TestParseRequest(t *testing.T) {
 		assert.Equal(t, 400, e.Status, tc.body)
 		assert.Equal(t, "invalid_request_error", e.Type, tc.body)
 		assert.Equal(t, tc.param, e.Param, tc.body)
+		assert.Equal(t, tc.code, e.Code, tc.body)
 		assert.Contains(t, e.Message, tc.msg, tc.body)
 	}
-	b, err := json.Marshal(invalid("n", "bad n"))
+	// logprobs, top_logprobs and response formats are taken
+	for _, body := range []string{`{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 3}`,
+		`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}`,
+		`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "p", "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}}`} {
+		r, err := ParseRequest([]byte(body))
+		require.NoError(t, err, body)
+		g, err := r.Grammar()
+		require.NoError(t, err)
+		assert.Equal(t, r.ResponseFormat != nil, g != nil, body)
+		if strings.Contains(body, "json_schema") {
+			g2, _ := r.Grammar()
+			assert.Same(t, g, g2, "the schema is compiled once (by ParseRequest's check)")
+		}
+	}
+	b, err := json.Marshal(Invalid("n", "unsupported_value", "bad n"))
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"error": {"message": "bad n", "type": "invalid_request_error", "param": "n", "code": null}}`, string(b))
+	assert.JSONEq(t, `{"error": {"message": "bad n", "type": "invalid_request_error", "param": "n", "code": "unsupported_value"}}`, string(b))
+	b, err = json.Marshal(&Error{Status: 500, Type: "server_error", Message: "x"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"error": {"message": "x", "type": "server_error", "param": null, "code": null}}`, string(b))
 	assert.Equal(t, 500, AsError(assert.AnError).Status)
 }
 

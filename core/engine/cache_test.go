@@ -30,11 +30,11 @@ func openMicro(t *testing.T, cache int64) *Engine {
 
 // turn generates a greedy reply to msgs and returns it with the logits of
 // its first token and the stats.
-func turn(t *testing.T, e *Engine, msgs []Message, n int) (string, []float32, Stats) {
+func turn(t *testing.T, e *Engine, msgs []chat.Message, n int) (string, []float32, Stats) {
 	t.Helper()
 	var first []float32
 	var out strings.Builder
-	st, err := e.Generate(context.Background(), Options{Messages: msgs, MaxTokens: n,
+	st, err := e.Generate(context.Background(), Options{Chat: &chat.Input{Messages: msgs}, MaxTokens: n,
 		inspect: func(l []float32) {
 			if first == nil {
 				first = append([]float32(nil), l...)
@@ -58,7 +58,7 @@ func maxDiff(a, b []float32) float64 {
 // cache, prefilling only the new turn, and the logits equal a cold run's.
 func TestPrefixCacheChatTurns(t *testing.T) {
 	warm, cold := openMicro(t, 64<<20), openMicro(t, 0)
-	msgs := []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "And God said"}}
+	msgs := []chat.Message{{Role: "system", Content: chat.Text("You are a helpful assistant.")}, {Role: "user", Content: chat.Text("And God said")}}
 	for n := 1; n <= 3; n++ {
 		reply, wl, ws := turn(t, warm, msgs, 12)
 		_, cl, cs := turn(t, cold, msgs, 12)
@@ -75,7 +75,7 @@ func TestPrefixCacheChatTurns(t *testing.T) {
 			t.Fatalf("turn %d resumed %d of %d prompt tokens", n, ws.CachedTokens, ws.PromptTokens)
 		}
 		t.Logf("turn %d: %d prompt tokens, %d from the cache", n, ws.PromptTokens, ws.CachedTokens)
-		msgs = append(msgs, Message{Role: "assistant", Content: reply}, Message{Role: "user", Content: "Tell me more."})
+		msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply)}, chat.Message{Role: "user", Content: chat.Text("Tell me more.")})
 	}
 	if s := warm.Totals().Cache; s.Hits < 2 || s.SavedTokens == 0 {
 		t.Errorf("cache stats %+v", s)
@@ -85,9 +85,9 @@ func TestPrefixCacheChatTurns(t *testing.T) {
 // Requests that share a system prompt resume from its state.
 func TestPrefixCacheSharedSystem(t *testing.T) {
 	e := openMicro(t, 64<<20)
-	sys := Message{Role: "system", Content: "You answer in one short sentence about the weather in spring."}
-	_, _, s1 := turn(t, e, []Message{sys, {Role: "user", Content: "Hello"}}, 2)
-	_, _, s2 := turn(t, e, []Message{sys, {Role: "user", Content: "Something else entirely"}}, 2)
+	sys := chat.Message{Role: "system", Content: chat.Text("You answer in one short sentence about the weather in spring.")}
+	_, _, s1 := turn(t, e, []chat.Message{sys, {Role: "user", Content: chat.Text("Hello")}}, 2)
+	_, _, s2 := turn(t, e, []chat.Message{sys, {Role: "user", Content: chat.Text("Something else entirely")}}, 2)
 	if s1.CachedTokens != 0 || s2.CachedTokens == 0 {
 		t.Fatalf("first %+v, second %+v", s1, s2)
 	}
@@ -97,11 +97,11 @@ func TestPrefixCacheSharedSystem(t *testing.T) {
 // used snapshots.
 func TestPrefixCacheBudget(t *testing.T) {
 	e := openMicro(t, 64<<20)
-	turn(t, e, []Message{{Role: "user", Content: "a"}}, 2)
+	turn(t, e, []chat.Message{{Role: "user", Content: chat.Text("a")}}, 2)
 	one := e.Cache.Stats().Bytes
 	e.Cache = NewPrefixCache(one * 3 / 2)
 	for _, u := range []string{"one", "two", "three"} {
-		turn(t, e, []Message{{Role: "user", Content: u}}, 2)
+		turn(t, e, []chat.Message{{Role: "user", Content: chat.Text(u)}}, 2)
 		if s := e.Cache.Stats(); s.Bytes > s.Budget {
 			t.Fatalf("cache over budget: %+v", s)
 		}
@@ -112,9 +112,9 @@ func TestPrefixCacheBudget(t *testing.T) {
 // again, and is refused by another model or format version.
 func TestConversationSaveRestore(t *testing.T) {
 	a := openMicro(t, 64<<20)
-	msgs := []Message{{Role: "user", Content: "In the beginning"}}
+	msgs := []chat.Message{{Role: "user", Content: chat.Text("In the beginning")}}
 	reply, _, _ := turn(t, a, msgs, 10)
-	msgs = append(msgs, Message{Role: "assistant", Content: reply})
+	msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply)})
 	path := filepath.Join(t.TempDir(), "chat.session")
 	if err := a.SaveConversationFile(path, Conversation{Messages: msgs}); err != nil {
 		t.Fatal(err)
@@ -124,10 +124,10 @@ func TestConversationSaveRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Messages) != 2 || c.Messages[1].Content != reply {
+	if len(c.Messages) != 2 || c.Messages[1].Content.String() != reply {
 		t.Fatalf("restored %+v", c)
 	}
-	next := append(c.Messages, Message{Role: "user", Content: "Go on."})
+	next := append(c.Messages, chat.Message{Role: "user", Content: chat.Text("Go on.")})
 	_, bl, bs := turn(t, b, next, 4)
 	_, cl, cs := turn(t, cold, next, 4)
 	if bs.CachedTokens == 0 || bs.CachedTokens < cs.PromptTokens-20 {
@@ -176,7 +176,7 @@ func TestGrammarThroughEngine(t *testing.T) {
 		seed uint64
 	}{{40, 0, 1}, {40, 1, 2}, {64, 1.5, 3}, {31, 1, 4}, {32, 2, 5}} {
 		var out strings.Builder
-		st, err := e.Generate(context.Background(), Options{Messages: []Message{{Role: "user", Content: "Give me JSON."}}, MaxTokens: tc.max,
+		st, err := e.Generate(context.Background(), Options{Chat: &chat.Input{Messages: []chat.Message{{Role: "user", Content: chat.Text("Give me JSON.")}}}, MaxTokens: tc.max,
 			Grammar: g, Sampler: generate.SamplerOptions{Temperature: tc.temp, Seed: tc.seed}}, func(p Piece) bool { out.WriteString(p.Text); return true })
 		if err != nil {
 			t.Fatal(err)
@@ -260,10 +260,9 @@ func TestCancelDuringPrefill(t *testing.T) {
 	}
 }
 
-// A conversation in chat completions' shape (core/chat messages with text
-// parts, as the browser's engine.chat.completions.create takes it) saves
-// and restores like engine messages: the restored engine's next turn
-// resumes the saved state.
+// A conversation with content parts (as the browser's
+// engine.chat.completions.create takes it) saves and restores with its
+// parts: the restored engine's next turn resumes the saved state.
 func TestChatConversationSaveRestore(t *testing.T) {
 	a := openMicro(t, 64<<20)
 	msgs := []chat.Message{{Role: "user", Content: chat.Parts(chat.Part{Type: "text", Text: "In the "}, chat.Part{Type: "text", Text: "beginning"})}}
@@ -279,7 +278,7 @@ func TestChatConversationSaveRestore(t *testing.T) {
 	}
 	reply, _ := chatTurn(a, msgs, 10)
 	msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply)})
-	data, err := a.SaveConversation(Conversation{ChatMessages: msgs})
+	data, err := a.SaveConversation(Conversation{Messages: msgs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +287,11 @@ func TestChatConversationSaveRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.ChatMessages) != 2 || len(c.Messages) != 0 {
+	if len(c.Messages) != 2 || !c.Messages[0].Content.IsParts || c.Messages[0].Content.String() != "In the beginning" {
 		t.Fatalf("restored %+v", c)
 	}
-	_, st := chatTurn(b, append(c.ChatMessages, chat.Message{Role: "user", Content: chat.Text("Go on.")}), 2)
+	_, st := chatTurn(b, append(c.Messages, chat.Message{Role: "user", Content: chat.Text("Go on.")}), 2)
 	if st.CachedTokens == 0 || st.CachedTokens >= st.PromptTokens {
 		t.Fatalf("resumed %d of %d prompt tokens", st.CachedTokens, st.PromptTokens)
-	}
-	if _, err := a.SaveConversation(Conversation{Messages: []Message{{Role: "user", Content: "x"}}, ChatMessages: msgs}); err == nil {
-		t.Error("a conversation with both message shapes was accepted")
 	}
 }

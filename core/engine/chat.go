@@ -5,41 +5,11 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/chat"
-	"github.com/tessera-llm/tessera/core/tokenizer"
 )
-
-// Message is one chat message: a role, its text and the number of images
-// attached to it (placed before the text; their pixels go in
-// Options.Images, in message order).
-type Message = tokenizer.Message
 
 // Chat is the engine's chat renderer: the model's chat template, else the
 // built-in Kimi format (chat.Load).
 func (e *Engine) Chat() *chat.Renderer { return e.chat }
-
-// chatInput converts engine messages to core/chat's shape: each message's
-// images as image parts ahead of its text.
-func chatInput(msgs []Message, addGenerationPrompt bool) chat.Input {
-	out := make([]chat.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = chat.Message{Role: m.Role, Content: chat.Text(m.Content)}
-		if m.Images > 0 {
-			parts := make([]chat.Part, 0, m.Images+1)
-			for range m.Images {
-				parts = append(parts, chat.Part{Type: "image"})
-			}
-			out[i].Content = chat.Parts(append(parts, chat.Part{Type: "text", Text: m.Content})...)
-		}
-	}
-	return chat.Input{Messages: out, AddGenerationPrompt: addGenerationPrompt}
-}
-
-// RenderChat renders messages with the model's chat template (Chat),
-// ending with the assistant's generation prompt when addGenerationPrompt
-// is set. It is the one place the engine renders chat.
-func (e *Engine) RenderChat(msgs []Message, addGenerationPrompt bool) (string, error) {
-	return e.chat.Render(chatInput(msgs, addGenerationPrompt))
-}
 
 // chatStops are the tokens that end an assistant turn: the configured EOS
 // ids, the template's eos_token and the Kimi end-of-turn marker

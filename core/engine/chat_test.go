@@ -40,8 +40,7 @@ func templatedMicro(t *testing.T) string {
 
 // The engine renders chat with the model's template, natively (Open) and
 // as the browser loads it (Load): the prompt is the template's rendering,
-// a template's raise_exception is a bad request, and a conversation in
-// core/chat's shape (Options.Chat) renders the same as engine messages.
+// and a template's raise_exception is a bad request.
 func TestChatTemplate(t *testing.T) {
 	dir := templatedMicro(t)
 	native, err := Open(dir, OpenOptions{})
@@ -54,14 +53,14 @@ func TestChatTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer browser.Close()
-	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "And God said"}}
+	msgs := []chat.Message{{Role: "system", Content: chat.Text("Be brief.")}, {Role: "user", Content: chat.Text("And God said")}}
 	const want = "<system>Be brief.<|im_end|><user>And God said<|im_end|><assistant>"
 	for name, e := range map[string]*Engine{"Open": native, "Load": browser} {
 		t.Run(name, func(t *testing.T) {
 			if src := e.Chat().Source; src != "tokenizer_config.json" {
 				t.Fatalf("template from %q", src)
 			}
-			got, err := e.RenderChat(msgs, true)
+			got, err := e.Chat().Render(chat.Input{Messages: msgs, AddGenerationPrompt: true})
 			if err != nil || got != want {
 				t.Fatalf("rendered %q (%v), want %q", got, err, want)
 			}
@@ -69,18 +68,14 @@ func TestChatTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := chat.Input{Messages: []chat.Message{{Role: "system", Content: chat.Text("Be brief.")}, {Role: "user", Content: chat.Text("And God said")}}}
-			for _, o := range []Options{{Messages: msgs}, {Chat: &in}} {
-				o.MaxTokens = 2
-				st, err := e.Generate(context.Background(), o, func(Piece) bool { return true })
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st.PromptTokens != len(ids) {
-					t.Errorf("prompt of %d tokens, the template's rendering has %d", st.PromptTokens, len(ids))
-				}
+			st, err := e.Generate(context.Background(), Options{Chat: &chat.Input{Messages: msgs}, MaxTokens: 2}, func(Piece) bool { return true })
+			if err != nil {
+				t.Fatal(err)
 			}
-			_, err = e.Generate(context.Background(), Options{Messages: []Message{{Role: "user", Content: "boom"}}, MaxTokens: 2}, func(Piece) bool { return true })
+			if st.PromptTokens != len(ids) {
+				t.Errorf("prompt of %d tokens, the template's rendering has %d", st.PromptTokens, len(ids))
+			}
+			_, err = e.Generate(context.Background(), Options{Chat: &chat.Input{Messages: []chat.Message{{Role: "user", Content: chat.Text("boom")}}}, MaxTokens: 2}, func(Piece) bool { return true })
 			if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no booms here") {
 				t.Errorf("raise_exception: %v", err)
 			}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ import (
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/generate"
+	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
@@ -73,6 +75,14 @@ type Engine struct {
 	// model runs there (Open with backend gpu or auto), else nil.
 	GPU *wgsl.Runner
 	Dev *wgsl.Device
+	// ExpertStats, when the model runs on a GPU runner, reads its
+	// routed-expert cache's counters (Stats.ExpertCache); nil on the CPU.
+	ExpertStats func() wgsl.ExpertStats
+	// CPUFallback: a GPU step that fails mid-generation (a device out of
+	// memory while uploading experts, a lost device) moves the engine to
+	// the CPU and the generation goes on there, keeping the tokens
+	// generated so far (set under backend auto).
+	CPUFallback bool
 
 	identity   [32]byte
 	tokFile    string
@@ -152,6 +162,48 @@ func load(open safetensors.Opener, deferred bool) (*Engine, error) {
 	}
 	e := newEngine(m, ck, codec, raw)
 	e.tokFile, e.chat = tokFile, rd
+	return e, nil
+}
+
+// LoadGGUF loads a GGUF model file held in src — in the browser, the
+// bytes the page fetched and checked against its manifest — as Open loads
+// a .gguf path natively (the same loader, fromGGUF): llama.cpp's kimi-k3 /
+// kimi-linear layout, its vocabulary and chat template. deferred is
+// LoadDeferred's (weights read later by a GPU runner). A malformed or
+// truncated file is an error naming what is wrong (gguf.FormatError).
+func LoadGGUF(src safetensors.Source, deferred bool) (*Engine, error) {
+	f, err := gguf.Parse(src, src.Size(), gguf.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	return fromGGUF(f, deferred)
+}
+
+// fromGGUF builds the engine of a parsed GGUF file: the model
+// (gguf.LoadModel, which takes over f's source), the codec of its
+// vocabulary (gguf.Codec) and its chat template (chat.FromGGUF).
+func fromGGUF(f *gguf.File, deferred bool) (*Engine, error) {
+	rd, err := chat.FromGGUF(f.Get)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m, ck, err := gguf.LoadModel(f, deferred)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := gguf.Codec(f, m.Cfg.VocabSize)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	raw, err := json.Marshal(m.Cfg) // the configuration as parsed (the session identity hashes it)
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	e := newEngine(m, ck, codec, raw)
+	e.chat = rd
 	return e, nil
 }
 
@@ -348,6 +400,10 @@ type Info struct {
 	// WeightsDeferred: the weight matrices were uploaded to the GPU one at
 	// a time from the fetched files, never all held in the wasm heap.
 	WeightsDeferred bool `json:"weightsDeferred"`
+	// ExpertCache: when the GPU streams routed experts (a GPU memory
+	// budget below the model), its cache's counters since the model was
+	// loaded: slots per layer, hit rate, bytes and time uploaded.
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
 }
 
 // ImageTokens gives the prompt tokens of a sample image size and the
@@ -392,7 +448,7 @@ func (e *Engine) Info() Info {
 		VocabSize: c.VocabSize, Layers: c.NumHiddenLayers, HiddenSize: c.HiddenSize,
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
 		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
-		WeightsDeferred: e.Model != nil && e.Model.Deferred,
+		WeightsDeferred: e.Model != nil && e.Model.Deferred, ExpertCache: e.Totals().ExpertCache,
 	}
 }
 

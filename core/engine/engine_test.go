@@ -136,3 +136,13 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}
 }
+
+// FinishReason is the one mapping of Stats.Stopped to OpenAI's
+// finish_reason (the API server, the browser's chat API).
+func TestFinishReason(t *testing.T) {
+	for stopped, want := range map[string]string{"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"} {
+		if got := (Stats{Stopped: stopped}).FinishReason(); got != want {
+			t.Errorf("Stopped %q: finish_reason %q, want %q", stopped, got, want)
+		}
+	}
+}

@@ -13,18 +13,17 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // Options describe one generation.
 type Options struct {
-	// The prompt: Messages or Chat (rendered with the chat template,
-	// generation prompt added), else Tokens, else Prompt text. With Tokens or Prompt,
-	// the images go before the prompt (as `tessera run --image`); with
-	// Messages, each message's images go before its text.
-	Messages []Message
-	// Chat is a conversation in core/chat's shape (text and image parts,
-	// tools, template variables) in place of Messages; its image parts
-	// take Images in order.
+	// The prompt: Chat (a conversation in core/chat's, OpenAI's, shape:
+	// text and image parts, tools, template variables; rendered with the
+	// chat template, generation prompt added), else Tokens, else Prompt
+	// text. Chat's image parts (chat.WithImages) take Images in order; with
+	// Tokens or Prompt the images go before the prompt (as `tessera run
+	// --image`).
 	Chat   *chat.Input
 	Prompt string
 	Tokens []int
@@ -56,16 +55,18 @@ type Options struct {
 	// NoCache skips the prefix cache for this generation.
 	NoCache bool
 	// RouteHook, when set, receives the experts each MoE layer chose
-	// (CPU backend only; see model.Runner.RouteHook).
+	// (model.Runner.RouteHook on the CPU; on the GPU a LiveBackend reads
+	// them back after each step).
 	RouteHook func(layer int, experts []int, T, K int)
+	// Live, when set, receives the routing of every step and, after the
+	// prompt and after each decoded token (before it is emitted), the
+	// sequence state (KDA norms, cache size): the live routing/state view
+	// of the desktop and the page. Without it nothing extra is read back.
+	Live *LiveView
 	// OnStart, when set, is called once the request is accepted (prompt
 	// rendered, images prepared, context checked) with the prompt's
 	// token count, before the prefill.
 	OnStart func(promptTokens int)
-	// Probe, when set, is called after the prompt and after each decoded
-	// token, before the token is emitted, with the session (the desktop's
-	// live view reads the state).
-	Probe func(s *generate.Session, tokens int)
 
 	// inspect (tests) sees the logits of each sample before any change.
 	inspect func(logits []float32)
@@ -107,6 +108,51 @@ type Stats struct {
 	// vision tower (part of TTFT).
 	Images   []ImageStats `json:"images,omitempty"`
 	EncodeMs float64      `json:"encodeMs,omitempty"`
+	// ExpertCache: the GPU's routed-expert cache over this generation,
+	// when the GPU streams experts (a budget below the model's size).
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
+}
+
+// ExpertCacheStats describe the GPU's routed-expert cache (expert
+// streaming) over a generation, or since the engine was opened (Totals).
+type ExpertCacheStats struct {
+	Slots               int     `json:"slots"`   // experts per MoE layer kept on the GPU
+	Experts             int     `json:"experts"` // routed experts per MoE layer
+	Hits                int64   `json:"hits"`    // routed experts found on the GPU
+	Misses              int64   `json:"misses"`  // routed experts uploaded
+	HitRate             float64 `json:"hitRate"` // hits / (hits + misses)
+	UploadBytes         int64   `json:"uploadBytes"`
+	UploadBytesPerToken float64 `json:"uploadBytesPerToken"`
+	UploadMs            float64 `json:"uploadMs"` // time reading, packing and writing the misses
+	// CPULayers MoE layers compute their experts on the CPU (--n-cpu-moe),
+	// taking CPUMs to compute and write back.
+	CPULayers int     `json:"cpuLayers,omitempty"`
+	CPUMs     float64 `json:"cpuMs,omitempty"`
+}
+
+// expertCacheStats converts the runner's counters (nil when it neither
+// streams nor runs experts on the CPU).
+func expertCacheStats(s wgsl.ExpertStats) *ExpertCacheStats {
+	if !s.Streaming && s.CPULayers == 0 {
+		return nil
+	}
+	c := &ExpertCacheStats{Slots: s.Slots, Experts: s.Experts, Hits: s.Hits, Misses: s.Misses, HitRate: s.HitRate(),
+		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime), CPULayers: s.CPULayers, CPUMs: ms(s.CPUTime)}
+	if s.Tokens > 0 {
+		c.UploadBytesPerToken = float64(s.UploadBytes) / float64(s.Tokens)
+	}
+	return c
+}
+
+// FinishReason is OpenAI's finish_reason for the generation: "length"
+// when it ran out of tokens (max_tokens or the context), else "stop" (a
+// stop token or string, or a cancelled generation: a client that stopped
+// reading asked for no more). It is the one mapping every API uses.
+func (s Stats) FinishReason() string {
+	if s.Stopped == "length" || s.Stopped == "context" {
+		return "length"
+	}
+	return "stop"
 }
 
 // counters are the engine's totals since it was opened.
@@ -121,6 +167,9 @@ type Totals struct {
 	PromptTokens int64      `json:"promptTokens"`
 	CachedTokens int64      `json:"cachedTokens"`
 	Cache        CacheStats `json:"cache"`
+	// ExpertCache: the GPU's routed-expert cache since the engine was
+	// opened, when it streams experts.
+	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
 }
 
 // Totals reports the engine's counters.
@@ -129,6 +178,9 @@ func (e *Engine) Totals() Totals {
 		PromptTokens: e.counters.promptTokens.Load(), CachedTokens: e.counters.cachedTokens.Load()}
 	if e.Cache != nil {
 		t.Cache = e.Cache.Stats()
+	}
+	if e.ExpertStats != nil {
+		t.ExpertCache = expertCacheStats(e.ExpertStats())
 	}
 	return t
 }
@@ -159,12 +211,9 @@ func bad(err error) error {
 func (e *Engine) prompt(opt *Options) (ids []int, boundary int, stops []int, err error) {
 	stops = e.Cfg.EOSTokenIDs
 	switch {
-	case opt.Chat != nil || len(opt.Messages) > 0:
-		in := chatInput(opt.Messages, true)
-		if opt.Chat != nil {
-			in = *opt.Chat
-			in.AddGenerationPrompt = true
-		}
+	case opt.Chat != nil:
+		in := *opt.Chat
+		in.AddGenerationPrompt = true
 		if n := len(chat.Images(in.Messages)); n != len(opt.Images) {
 			return nil, 0, nil, fmt.Errorf("the messages attach %d images but %d were given", n, len(opt.Images))
 		}
@@ -218,11 +267,11 @@ func countID(ids []int, id int) int {
 
 // Generate prepares the prompt and generates, calling emit for every
 // token. It stops at a stop token (config eos_token_id; the chat format's
-// end of turn for Messages), a stop string, MaxTokens, the end of the
+// end of turn for Chat), a stop string, MaxTokens, the end of the
 // context, when ctx is cancelled, or when emit returns false. Sampling is
 // restricted to ids the tokenizer knows, as in `tessera run`.
-func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) bool) (Stats, error) {
-	st := Stats{Backend: e.Backend}
+func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) bool) (st Stats, err error) {
+	st = Stats{Backend: e.Backend}
 	if e.Model == nil {
 		return st, errors.New("the engine was disposed; load the model again")
 	}
@@ -261,6 +310,15 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		return st, err
 	}
 	defer release()
+	var x0 wgsl.ExpertStats
+	if e.ExpertStats != nil {
+		x0 = e.ExpertStats()
+		defer func() {
+			if e.ExpertStats != nil {
+				st.ExpertCache = expertCacheStats(e.ExpertStats().Sub(x0))
+			}
+		}()
+	}
 	t0 := time.Now()
 	p, err := e.prepareImages(ids, opt.Images)
 	if err != nil {
@@ -291,10 +349,29 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	if err != nil {
 		return st, err
 	}
-	defer free()
-	if r := sess.Runner(); opt.RouteHook != nil && r != nil {
-		r.RouteHook = func(layer int, experts []int, _ []float32, T, K int) { opt.RouteHook(layer, experts, T, K) }
-		defer func() { r.RouteHook = nil }()
+	defer func() { free() }() // free changes when a failed GPU step moves to the CPU
+	var live *liveRecorder
+	if opt.Live != nil {
+		live = &liveRecorder{v: opt.Live, backend: "WebGPU", last: time.Now()}
+		if sess.Runner() != nil {
+			live.backend = "CPU"
+		}
+	}
+	hook := opt.RouteHook
+	if live != nil {
+		hook = func(layer int, experts []int, T, K int) {
+			live.v.Routed(layer, experts, T, K)
+			if opt.RouteHook != nil {
+				opt.RouteHook(layer, experts, T, K)
+			}
+		}
+	}
+	unhook := func() {}
+	defer func() { unhook() }() // unhook changes with sess
+	if hook != nil {
+		if unhook, err = hookRoutes(sess, hook); err != nil {
+			return st, err
+		}
 	}
 	// Resume from the longest cached prefix (at least one token is left to
 	// prefill: it yields the logits of the first sample).
@@ -334,34 +411,31 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		}
 		return emb[(i-st.CachedTokens)*d:]
 	}
+	var prefillErr error // a failed GPU prefill goes on on the CPU under CPUFallback (onCPU)
 	if cache != nil && boundary > pos && boundary < len(ids) {
 		if x := embAt(pos); x != nil {
-			err = sess.PrefillEmbeddings(ids[pos:boundary], x[:(boundary-pos)*d])
+			prefillErr = sess.PrefillEmbeddings(ids[pos:boundary], x[:(boundary-pos)*d])
 		} else {
-			err = sess.Prefill(ids[pos:boundary])
+			prefillErr = sess.Prefill(ids[pos:boundary])
 		}
-		if err != nil {
-			return st, err
+		if prefillErr == nil {
+			if snap, err := sess.Snapshot(); err == nil {
+				cache.Put(p.key[:boundary], ids[:boundary], snap)
+			}
+			pos = boundary
 		}
-		if snap, err := sess.Snapshot(); err == nil {
-			cache.Put(p.key[:boundary], ids[:boundary], snap)
-		}
-		pos = boundary
 	}
 	// Prefill all but the last piece here, in the pieces the session would
 	// cut, so that a cancelled request (a client that went away) stops
 	// between pieces of a long prompt.
-	for step := sess.B.MaxChunk(); len(ids)-pos > step; pos += step {
+	for step := sess.B.MaxChunk(); prefillErr == nil && len(ids)-pos > step; pos += step {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 		if x := embAt(pos); x != nil {
-			err = sess.PrefillEmbeddings(ids[pos:pos+step], x[:step*d])
+			prefillErr = sess.PrefillEmbeddings(ids[pos:pos+step], x[:step*d])
 		} else {
-			err = sess.Prefill(ids[pos : pos+step])
-		}
-		if err != nil {
-			return st, err
+			prefillErr = sess.Prefill(ids[pos : pos+step])
 		}
 	}
 	gopt := generate.Options{Sampler: opt.Sampler, MaxTokens: opt.MaxTokens, Stop: stops, Vocab: e.codec.Vocab()}
@@ -384,54 +458,109 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 			}
 		}
 	}
+	// A GPU step that fails under backend auto (CPUFallback) moves the
+	// engine to the CPU, where the generation goes on from the prompt and
+	// the tokens emitted so far (text prompts: image features would have
+	// to be encoded again).
+	var emitted []int
+	onCPU := func(cause error) (func(func(int, error) bool), error) {
+		if !e.CPUFallback || ctx.Err() != nil || len(p.pxs) > 0 || errors.Is(cause, ErrContext) {
+			return nil, cause
+		}
+		e.CPUFallback = false
+		if err := e.UseCPU("the GPU failed mid-generation: " + cause.Error()); err != nil {
+			return nil, fmt.Errorf("%w (and moving to the CPU failed: %v)", cause, err)
+		}
+		free()
+		free = func() {}
+		s2, f2, err := e.NewSequence(e.Model, min(len(ids)+opt.MaxTokens, e.Cfg.MaxPositions))
+		if err != nil {
+			return nil, fmt.Errorf("%w (and the CPU sequence failed: %v)", cause, err)
+		}
+		sess, free = s2, f2
+		if err := sess.Reset(); err != nil {
+			return nil, err
+		}
+		if hook != nil {
+			unhook()
+			if unhook, err = hookRoutes(sess, hook); err != nil {
+				return nil, err
+			}
+		}
+		if live != nil {
+			live.backend = "CPU"
+		}
+		st.Backend = e.Backend
+		g := gopt
+		g.MaxTokens = opt.MaxTokens - made
+		return sess.Generate(append(slices.Clone(ids), emitted...), g), nil
+	}
 	var seq func(func(int, error) bool)
-	if x := embAt(pos); x != nil {
+	switch x := embAt(pos); {
+	case prefillErr != nil:
+		if seq, err = onCPU(prefillErr); err != nil {
+			return st, err
+		}
+	case x != nil:
 		seq = sess.GenerateEmbedded(ids[pos:], x, gopt)
-	} else {
+	default:
 		seq = sess.Generate(ids[pos:], gopt)
 	}
 	stream := e.codec.Stream()
 	stopper, hitStop := newStopper(opt.Stop), false
 	var tFirst time.Time
 	st.Stopped = "stop"
-	for tok, err := range seq {
-		if err != nil {
-			return st, err
-		}
-		if st.Tokens == 0 {
-			tFirst = time.Now()
-			st.TTFTMs = ms(tFirst.Sub(t0))
-		}
-		st.Tokens++
-		made++
-		if con != nil {
-			if err := con.Accept(tok); err != nil {
+gen:
+	for {
+		for tok, err := range seq {
+			if err != nil {
+				if seq, err = onCPU(err); err != nil {
+					return st, err
+				}
+				continue gen
+			}
+			emitted = append(emitted, tok)
+			if st.Tokens == 0 {
+				tFirst = time.Now()
+				st.TTFTMs = ms(tFirst.Sub(t0))
+			}
+			st.Tokens++
+			made++
+			if con != nil {
+				if err := con.Accept(tok); err != nil {
+					return st, err
+				}
+			}
+			piece, err := stream.Add(tok)
+			if err != nil {
 				return st, err
 			}
+			text, hit := stopper.Push(piece)
+			hitStop = hit
+			pc := Piece{ID: tok, Text: text}
+			if lp != nil {
+				pc.Logprob, pc.Top = lp.of(tok, e)
+				pc.TokenText = e.TokenText(tok)
+			}
+			if live != nil {
+				live.step(sess, e.Cfg.NumHiddenLayers)
+				if e.ExpertStats != nil { // the cache over this generation so far
+					if x := expertCacheStats(e.ExpertStats().Sub(x0)); x != nil && x.CPULayers == 0 {
+						live.v.SetExpertCache(&ExpertCacheView{HitRate: x.HitRate, BytesPerToken: x.UploadBytesPerToken})
+					}
+				}
+			}
+			if hit {
+				emit(pc)
+				st.Stopped = "stop"
+				break gen
+			}
+			if !emit(pc) || ctx.Err() != nil {
+				st.Stopped = "cancelled"
+				break gen
+			}
 		}
-		piece, err := stream.Add(tok)
-		if err != nil {
-			return st, err
-		}
-		text, hit := stopper.Push(piece)
-		hitStop = hit
-		pc := Piece{ID: tok, Text: text}
-		if lp != nil {
-			pc.Logprob, pc.Top = lp.of(tok, e)
-			pc.TokenText = e.TokenText(tok)
-		}
-		if opt.Probe != nil {
-			opt.Probe(sess, 1)
-		}
-		if hit {
-			emit(pc)
-			st.Stopped = "stop"
-			break
-		}
-		if !emit(pc) || ctx.Err() != nil {
-			st.Stopped = "cancelled"
-			break
-		}
+		break
 	}
 	end := time.Now()
 	if st.Stopped == "stop" && !hitStop {

@@ -4,10 +4,12 @@ package engine
 
 import (
 	"context"
+	"math"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/native"
@@ -16,6 +18,11 @@ import (
 // openMicroGPU opens k3-micro on the native GPU (lavapipe on CI machines
 // without one), skipping without an adapter.
 func openMicroGPU(t *testing.T, cache int64) *Engine {
+	return openMicroGPUWith(t, OpenOptions{PrefixCache: cache})
+}
+
+// openMicroGPUWith is openMicroGPU with more options.
+func openMicroGPUWith(t *testing.T, o OpenOptions) *Engine {
 	t.Helper()
 	d, err := native.OpenQuiet()
 	if err != nil {
@@ -25,7 +32,8 @@ func openMicroGPU(t *testing.T, cache int64) *Engine {
 		t.Skipf("no GPU adapter: %v", err)
 	}
 	d.Close()
-	e, err := Open(microDir, OpenOptions{Backend: "gpu", PrefixCache: cache, MaxContext: 512, Quiet: true})
+	o.Backend, o.MaxContext, o.Quiet = "gpu", 512, true
+	e, err := Open(microDir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +49,7 @@ func openMicroGPU(t *testing.T, cache int64) *Engine {
 // request (sampled on the host) validates.
 func TestPrefixCacheGPU(t *testing.T) {
 	warm, cold := openMicroGPU(t, 64<<20), openMicroGPU(t, 0)
-	msgs := []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "And God said"}}
+	msgs := []chat.Message{{Role: "system", Content: chat.Text("You are a helpful assistant.")}, {Role: "user", Content: chat.Text("And God said")}}
 	for n := 1; n <= 2; n++ {
 		reply, wl, ws := turn(t, warm, msgs, 8)
 		_, cl, _ := turn(t, cold, msgs, 8)
@@ -52,7 +60,7 @@ func TestPrefixCacheGPU(t *testing.T) {
 		if n > 1 && ws.CachedTokens == 0 {
 			t.Fatalf("turn %d did not resume: %+v", n, ws)
 		}
-		msgs = append(msgs, Message{Role: "assistant", Content: reply}, Message{Role: "user", Content: "More."})
+		msgs = append(msgs, chat.Message{Role: "assistant", Content: chat.Text(reply)}, chat.Message{Role: "user", Content: chat.Text("More.")})
 	}
 	g := grammar.JSONObject()
 	var out strings.Builder
@@ -63,5 +71,43 @@ func TestPrefixCacheGPU(t *testing.T) {
 	}
 	if err := g.Validate([]byte(out.String() + st.Tail)); err != nil {
 		t.Fatalf("%q: %v", out.String(), err)
+	}
+}
+
+// The live routing/state view works on the GPU backend: the same greedy
+// generation fills it as on the CPU (routing loads equal, KDA norms within
+// float error, every step recorded with its backend).
+func TestLiveViewGPU(t *testing.T) {
+	gpu, cpu := openMicroGPU(t, 0), openMicro(t, 0)
+	views := map[string]LiveSnapshot{}
+	for name, e := range map[string]*Engine{"CPU": cpu, "WebGPU": gpu} {
+		v := NewLiveView(e.Cfg, 64, 100)
+		if _, err := e.Generate(context.Background(), Options{Prompt: "And God said", MaxTokens: 12, Live: v, NoCache: true},
+			func(Piece) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+		views[name] = v.View()
+	}
+	c, g := views["CPU"], views["WebGPU"]
+	if !g.HasMoE || !g.HasData || g.Tokens != c.Tokens || len(g.Steps) != len(c.Steps) || len(g.Steps) != 12 {
+		t.Fatalf("GPU view: moe %v data %v tokens %d steps %d; CPU tokens %d steps %d", g.HasMoE, g.HasData, g.Tokens, len(g.Steps), c.Tokens, len(c.Steps))
+	}
+	for i := range c.Load {
+		if g.Load[i] != c.Load[i] {
+			t.Fatalf("expert load %d: GPU %v, CPU %v", i, g.Load[i], c.Load[i])
+		}
+	}
+	kda := 0
+	for i, cn := range c.Last.KDANorm {
+		gn := g.Last.KDANorm[i]
+		if math.IsNaN(cn) != math.IsNaN(gn) || (!math.IsNaN(cn) && math.Abs(gn-cn) > 1e-3*cn) {
+			t.Fatalf("layer %d KDA norm: GPU %v, CPU %v", i, gn, cn)
+		}
+		if !math.IsNaN(cn) {
+			kda++
+		}
+	}
+	if kda == 0 || g.Last.Backend != "WebGPU" || c.Last.Backend != "CPU" || g.Last.CacheTokens != c.Last.CacheTokens || g.Last.StateBytes == 0 {
+		t.Errorf("last step: GPU %+v, CPU %+v", g.Last, c.Last)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // MemCheckContext is the context the memory check budgets the MLA cache
@@ -92,9 +93,13 @@ func AvailableMemory() (avail int64, source string, ok bool, err error) {
 	return avail, source, true, nil
 }
 
-// ParseBytes reads "123", "512M", "8G", "1.5T" (powers of 1024).
+// ParseBytes reads "123", "512M", "8G", "1.5T" (powers of 1024; "512MiB"
+// and "512MB" read as "512M").
 func ParseBytes(s string) (int64, error) {
 	mul := 1.0
+	if t := strings.TrimSuffix(strings.TrimSuffix(s, "B"), "i"); len(t) < len(s) && t != "" && strings.ContainsAny(t[len(t)-1:], "kKmMgGtT") {
+		s = t
+	}
 	if i := len(s) - 1; i >= 0 {
 		switch s[i] {
 		case 'k', 'K':
@@ -127,20 +132,76 @@ func HumanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// GPUMemEnv sets the GPU memory tessera may use (bytes, or with a K/M/G/T
-// suffix): WebGPU does not report how much a device has, so without it a
-// model too large for the GPU is found out when an upload fails.
+// GPUMemEnv sets the GPU memory tessera may use (GPUMemory's forms):
+// WebGPU does not report how much a device has, so without it a model too
+// large for the GPU is found out when an upload fails. A model larger than
+// the budget streams its routed experts (wgsl's expert streaming).
 const GPUMemEnv = "TESSERA_GPU_MEMORY"
 
-// GPUBudget is the GPU memory budget GPUMemEnv sets (0: none).
-func GPUBudget() (int64, error) {
-	v := os.Getenv(GPUMemEnv)
-	if v == "" {
-		return 0, nil
+// GPUMemory is a GPU memory budget: Bytes, or Frac of the model's routed
+// experts beside the rest of the model (a percentage: 50% keeps the dense
+// part, state, caches and half of each MoE layer's experts on the GPU).
+// The zero value is no budget.
+type GPUMemory struct {
+	Bytes int64
+	Frac  float64
+}
+
+// ParseGPUMemory reads a budget: bytes with an optional K/M/G/T suffix
+// ("512MiB", "6G"), or a percentage of the routed experts ("50%"). ""
+// is no budget.
+func ParseGPUMemory(s string) (GPUMemory, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return GPUMemory{}, nil
+	case strings.HasSuffix(s, "%"):
+		p, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%")), 64)
+		if err != nil || p <= 0 || p > 100 {
+			return GPUMemory{}, fmt.Errorf("GPU memory %q: want a percentage in (0, 100]", s)
+		}
+		return GPUMemory{Frac: p / 100}, nil
 	}
-	n, err := ParseBytes(v)
+	n, err := ParseBytes(s)
+	if err != nil || n == 0 {
+		return GPUMemory{}, fmt.Errorf("GPU memory %q: want bytes (e.g. 512MiB, 6G) or a percentage of the experts (e.g. 50%%)", s)
+	}
+	return GPUMemory{Bytes: n}, nil
+}
+
+// Options sets the budget in a GPU runner's options.
+func (g GPUMemory) Options(o wgsl.RunnerOptions) wgsl.RunnerOptions {
+	o.MemoryBudget, o.ExpertShare = g.Bytes, 0
+	if g.Frac > 0 && g.Frac < 1 {
+		o.MemoryBudget, o.ExpertShare = 0, g.Frac
+	}
+	return o
+}
+
+// String is the budget as ParseGPUMemory reads it ("" for none).
+func (g GPUMemory) String() string {
+	switch {
+	case g.Frac > 0:
+		return strconv.FormatFloat(100*g.Frac, 'g', -1, 64) + "%"
+	case g.Bytes > 0:
+		for _, u := range []struct {
+			n int64
+			s string
+		}{{1 << 40, "T"}, {1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
+			if g.Bytes%u.n == 0 {
+				return strconv.FormatInt(g.Bytes/u.n, 10) + u.s
+			}
+		}
+		return strconv.FormatInt(g.Bytes, 10)
+	}
+	return ""
+}
+
+// GPUBudget is the GPU memory budget GPUMemEnv sets (zero: none).
+func GPUBudget() (GPUMemory, error) {
+	g, err := ParseGPUMemory(os.Getenv(GPUMemEnv))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v (want bytes, e.g. 8G)", GPUMemEnv, err)
+		return GPUMemory{}, fmt.Errorf("%s: %w", GPUMemEnv, err)
 	}
-	return n, nil
+	return g, nil
 }

@@ -37,7 +37,19 @@ type OpenOptions struct {
 	Log io.Writer
 	// Quiet leaves out the line naming the GPU adapter.
 	Quiet bool
+	// GPUMemory is the GPU memory budget (ParseGPUMemory: "6G", "512MiB",
+	// or "50%" of the routed experts); "" takes GPUMemEnv. A model over
+	// it streams its routed experts; one whose dense part does not fit
+	// is refused (backend gpu) or runs on the CPU (auto).
+	GPUMemory string
+	// CPUMoELayers computes the routed experts of the first N MoE layers
+	// on the CPU while the rest of the model runs on the GPU (llama.cpp's
+	// --n-cpu-moe; wgsl.RunnerOptions.CPUMoELayers).
+	CPUMoELayers int
 }
+
+// uploadFault, if set (tests), is the GPU runner's UploadFault.
+var uploadFault func(layer, expert int) error
 
 // CheckBackend validates a backend name.
 func CheckBackend(b string) error {
@@ -58,30 +70,46 @@ func Open(dir string, o OpenOptions) (*Engine, error) {
 	if err := CheckBackend(o.Backend); err != nil {
 		return nil, err
 	}
-	m, ck, err := model.OpenDir(dir)
-	if err != nil {
-		return nil, err
+	var e *Engine
+	if model.IsGGUF(dir) {
+		f, err := gguf.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = fromGGUF(f, false); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if err := CheckMemory(e.Model, e.ck); err != nil {
+			e.Close()
+			return nil, err
+		}
+	} else {
+		m, ck, err := model.OpenDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckMemory(m, ck); err != nil {
+			ck.Close()
+			return nil, err
+		}
+		codec, err := tokenizer.LoadCodec(dir, m.Cfg.VocabSize)
+		if err != nil {
+			ck.Close()
+			return nil, err
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+		if err != nil {
+			ck.Close()
+			return nil, err
+		}
+		rd, err := chat.ForModel(dir)
+		if err != nil {
+			ck.Close()
+			return nil, err
+		}
+		e = newEngine(m, ck, codec, raw)
+		e.chat = rd
 	}
-	if err := CheckMemory(m, ck); err != nil {
-		ck.Close()
-		return nil, err
-	}
-	codec, err := LoadCodec(dir, m.Cfg.VocabSize)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil { // a GGUF file: its configuration as parsed
-		raw = []byte(fmt.Sprintf("%+v", *m.Cfg))
-	}
-	rd, err := LoadChat(dir)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	e := newEngine(m, ck, codec, raw)
-	e.chat = rd
 	if o.Chunk > 0 {
 		e.Chunk = o.Chunk
 	}
@@ -98,15 +126,6 @@ func Open(dir string, o OpenOptions) (*Engine, error) {
 	return e, nil
 }
 
-// LoadCodec is the text codec of a model directory, or of a GGUF file's
-// vocabulary.
-func LoadCodec(path string, vocab int) (tokenizer.Codec, error) {
-	if model.IsGGUF(path) {
-		return gguf.LoadCodec(path, vocab)
-	}
-	return tokenizer.LoadCodec(path, vocab)
-}
-
 // useNativeGPU moves the engine onto a wgpu-native device (o.Backend gpu
 // or auto), or leaves it on the CPU under auto, saying why.
 func (e *Engine) useNativeGPU(o OpenOptions) error {
@@ -115,6 +134,11 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 		log = io.Discard
 	}
 	budget, err := GPUBudget()
+	if o.GPUMemory != "" {
+		if budget, err = ParseGPUMemory(o.GPUMemory); err != nil {
+			err = fmt.Errorf("--gpu-memory: %w", err)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -133,8 +157,17 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 			return nil
 		}
 		var r *wgsl.Runner
-		if r, err = wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, MemoryBudget: budget}); err == nil {
+		opt := budget.Options(wgsl.RunnerOptions{MaxChunk: e.Chunk, MaxContext: maxCtx, UploadFault: uploadFault, CPUMoELayers: o.CPUMoELayers})
+		if r, err = wgsl.NewRunner(d, e.Model, opt); err == nil {
 			e.attachGPU(d, r)
+			e.CPUFallback = o.Backend == "auto"
+			if s := r.ExpertStats(); s.Streaming && !quiet {
+				fmt.Fprintf(log, "tessera: GPU memory budget %s: %d of %d experts per MoE layer stay on the GPU, the others are uploaded when routed\n",
+					budget, s.Slots, s.Experts)
+			}
+			if s := r.ExpertStats(); s.CPULayers > 0 && !quiet {
+				fmt.Fprintf(log, "tessera: the routed experts of %d of %d MoE layers run on the CPU\n", s.CPULayers, s.MoELayers)
+			}
 			// the adapter, so a silent fallback to a CPU driver such as
 			// lavapipe is visible (after the upload: a failure is one line)
 			switch {
@@ -161,6 +194,7 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 // holds one sequence) with images encoded by the GPU vision tower.
 func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 	e.GPU, e.Dev = r, d
+	e.ExpertStats = r.ExpertStats
 	e.SetParallel(1)
 	e.Backend = "gpu (" + d.Info() + ")"
 	e.NewSequence = func(_ *model.Model, maxContext int) (*generate.Session, func(), error) {
@@ -189,7 +223,7 @@ func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 		}
 		r.Close()
 		d.Close()
-		e.GPU, e.Dev = nil, nil
+		e.GPU, e.Dev, e.ExpertStats = nil, nil, nil
 	}
 }
 
@@ -210,21 +244,3 @@ func (e *Engine) Sequence(maxContext int) (*generate.Session, func(), error) {
 // Encoder is the vision encoder of the engine's backend and the function
 // that frees it.
 func (e *Engine) Encoder() (generate.Encoder, func(), error) { return e.NewEncoder(e.Model) }
-
-// LoadChat is the chat renderer of a model directory or GGUF file: its
-// chat template, else the built-in Kimi format.
-func LoadChat(path string) (*chat.Renderer, error) {
-	if !model.IsGGUF(path) {
-		return chat.ForModel(path)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := chat.FromGGUF(f.Get)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
-}

@@ -20,11 +20,8 @@ import (
 // the messages so far (the last one usually the assistant's reply) and
 // the images they attach, in order.
 type Conversation struct {
-	Messages []Message `json:"messages,omitempty"`
-	// ChatMessages is the conversation in core/chat's (OpenAI's) shape, as
-	// chat completions take it; when set it is rendered instead of Messages.
-	ChatMessages []chat.Message `json:"chatMessages,omitempty"`
-	Images       []Image        `json:"images,omitempty"`
+	Messages []chat.Message `json:"messages,omitempty"`
+	Images   []Image        `json:"images,omitempty"`
 }
 
 // Saved conversations start with sessionMagic, then the format version
@@ -36,7 +33,7 @@ type Conversation struct {
 const (
 	sessionMagic = "TESSERA-SESSION\x00"
 	// SessionVersion is the saved-conversation format version.
-	SessionVersion = 1
+	SessionVersion = 2
 )
 
 // ErrSessionModel reports a saved conversation of another model or
@@ -53,17 +50,8 @@ type sessionHeader struct {
 // conversationKey is the prefix-cache key and ids of a conversation as
 // rendered so far (no generation prompt).
 func (e *Engine) conversationKey(c Conversation) (*prepared, error) {
-	in, n := chatInput(c.Messages, false), 0
-	for _, m := range c.Messages {
-		n += m.Images
-	}
-	if len(c.ChatMessages) > 0 {
-		if len(c.Messages) > 0 {
-			return nil, errors.New("a conversation has Messages or ChatMessages, not both")
-		}
-		in, n = chat.Input{Messages: c.ChatMessages}, len(chat.Images(c.ChatMessages))
-	}
-	if n != len(c.Images) {
+	in := chat.Input{Messages: c.Messages}
+	if n := len(chat.Images(c.Messages)); n != len(c.Images) {
 		return nil, fmt.Errorf("the messages attach %d images but %d were given", n, len(c.Images))
 	}
 	ids, err := e.encodeChat(in)

@@ -82,3 +82,31 @@ func TestDeviceSamplingIncludesFirstToken(t *testing.T) {
 		r.Close()
 	}
 }
+
+// penaltyCases are repetition penalties on both sides of the rule
+// (SamplerOptions.Penalizes): 0 and 1 are off, anything else positive on.
+var penaltyCases = []struct {
+	p    float32
+	want bool
+}{{0, false}, {1, false}, {0.5, true}, {1.3, true}, {4, true}}
+
+// The host sampler applies a repetition penalty exactly when Penalizes
+// says so, and the session then samples on the host even on a device
+// sampler (wgsl's TestSamplesOnDeviceRepetitionRule checks the GPU's side).
+func TestRepetitionPenaltyRule(t *testing.T) {
+	m := presetModel(t, "k3-nano", 2, "F32")
+	prompt := bytesOf("penalty rule")
+	for _, tc := range penaltyCases {
+		so := SamplerOptions{RepetitionPenalty: tc.p}
+		require.Equal(t, tc.want, so.Penalizes(), "penalty %g", tc.p)
+		l := []float32{2, -2, 1}
+		NewSampler(so, 3).Sample(l, []int{0, 1})
+		require.Equal(t, tc.want, l[0] != 2 || l[1] != -2, "penalty %g applied on the host", tc.p)
+
+		r := model.NewRunner(m, model.Options{MaxChunk: 8})
+		f := &fakeDevice{cpuBackend: cpuBackend{r: r, st: m.NewState()}, logits: make([]float32, m.Cfg.VocabSize),
+			smp: NewSampler(so, m.Cfg.VocabSize)}
+		collect(t, NewSessionOn(f, 0), prompt, Options{MaxTokens: 4, Sampler: so})
+		require.Equal(t, tc.want, f.samples == 0, "penalty %g: sampled on the device %d times", tc.p, f.samples)
+	}
+}

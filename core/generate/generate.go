@@ -288,8 +288,7 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 		// step instead of the logits (not with a repetition penalty, which
 		// needs the history on the host).
 		dev, onDevice := s.B.(DeviceSampler)
-		penalty := opt.Sampler.RepetitionPenalty > 0 && opt.Sampler.RepetitionPenalty != 1
-		onDevice = onDevice && !penalty && opt.Process == nil && dev.SamplesOnDevice(opt.Sampler, len(logits))
+		onDevice = onDevice && !opt.Sampler.Penalizes() && opt.Process == nil && dev.SamplesOnDevice(opt.Sampler, len(logits))
 		var ds *deviceSampling
 		if onDevice {
 			ds = &deviceSampling{dev: dev, opt: opt.Sampler, vocab: len(logits), smp: smp}

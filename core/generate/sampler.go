@@ -46,6 +46,14 @@ func (o SamplerOptions) Validate() error {
 	return nil
 }
 
+// Penalizes reports whether the options apply a repetition penalty (one
+// other than 0 or 1). It is the one rule for it: the host sampler applies
+// the penalty exactly then, and a device sampler, which has no history,
+// declines exactly then (DeviceSampler.SamplesOnDevice).
+func (o SamplerOptions) Penalizes() bool {
+	return o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1
+}
+
 // Sampler picks the next token from logits. It owns its buffers (sized
 // for the vocabulary once), so sampling allocates nothing.
 type Sampler struct {
@@ -75,7 +83,7 @@ func NewSampler(opt SamplerOptions, vocab int) *Sampler {
 // repetition penalty and temperature); history lists the tokens so far.
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	o := s.Opt
-	if o.RepetitionPenalty > 0 && o.RepetitionPenalty != 1 {
+	if o.Penalizes() {
 		s.stamp++
 		for _, id := range history {
 			if id < 0 || id >= len(logits) || s.seen[id] == s.stamp {

@@ -17,15 +17,26 @@ func LoadCodec(path string, vocab int) (tokenizer.Codec, error) {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := Tokenizer(f)
+	c, err := Codec(f, vocab)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Codec is the text codec of f's vocabulary (LoadCodec for a parsed
+// file): the byte-level BPE tokenizer of a "gpt2" vocabulary, else
+// tokenizer.ByteCodec over the model's vocab ids.
+func Codec(f *File, vocab int) (tokenizer.Codec, error) {
+	t, err := Tokenizer(f)
+	if err != nil {
+		return nil, err
 	}
 	if t == nil {
 		return tokenizer.ByteCodec{VocabSize: vocab}, nil
 	}
 	if t.Vocab() > vocab {
-		return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's vocab_size is %d", path, t.Vocab(), vocab)
+		return nil, fmt.Errorf("tokenizer has %d tokens but the model's vocab_size is %d", t.Vocab(), vocab)
 	}
 	return tokenizer.NewCodec(t, "gguf vocab"), nil
 }

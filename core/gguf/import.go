@@ -37,16 +37,34 @@ func OpenModel(path string) (*model.Model, *safetensors.Checkpoint, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	m, ck, err := LoadModel(f, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, ck, nil
+}
+
+// LoadModel imports f (ImportCheckpoint) and binds the model — with
+// model.LoadDeferred when deferred (weights read later, one at a time, by
+// a GPU runner), else model.Load. The checkpoint takes over f's source
+// (closing the checkpoint closes it); on error f is closed. It is the one
+// GGUF loader: natively over the memory-mapped file (OpenModel,
+// engine.Open), in the browser over the fetched bytes (engine.LoadGGUF).
+func LoadModel(f *File, deferred bool) (*model.Model, *safetensors.Checkpoint, error) {
 	cfg, ck, err := ImportCheckpoint(f)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
 	f.closer = nil // owned by ck now
-	m, err := model.Load(cfg, ck)
+	ld := model.Load
+	if deferred {
+		ld = model.LoadDeferred
+	}
+	m, err := ld(cfg, ck)
 	if err != nil {
 		ck.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
 	return m, ck, nil
 }

@@ -166,3 +166,48 @@ func FuzzSchemaOutput(f *testing.F) {
 		}
 	})
 }
+
+// A constrained step (Mask over the vocabulary, then Accept) allocates
+// nothing, whatever the document is in: object keys, enum and literal
+// candidates, strings, numbers, arrays, a free key of an open object.
+func TestConstraintAllocatesNothingPerToken(t *testing.T) {
+	g, err := Schema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"kind":{"enum":["a","ab",12]},
+		"ok":{"type":"boolean"},"tags":{"type":"array","items":{"type":["integer","null"]}},"extra":{"type":"object"}},
+		"required":["name","kind"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"name":"x\u00e9é","kind":"ab","ok":false,"tags":[1,null,-25],"extra":{"k":[true,2.5e3,{"z":"y"}]}}`
+	tok, stop := testTokens()
+	var ids []int
+	for i := range len(doc) { // the single-byte tokens
+		if b := int(doc[i]); b < 0x80 {
+			ids = append(ids, b-0x20)
+		} else {
+			ids = append(ids, 0x7f-0x20+b-0x80)
+		}
+	}
+	ids = append(ids, stop)
+	c, err := NewConstraint(g, tok, []int{stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := c.st.clone(nil)
+	logits := make([]float32, len(tok.Text))
+	allocs := testing.AllocsPerRun(5, func() {
+		c.st = start.clone(c.st.stack)
+		for n, id := range ids {
+			clear(logits)
+			c.Mask(logits, len(ids)-n)
+			if math.IsInf(float64(logits[id]), -1) {
+				t.Fatalf("token %d (%q) masked after %q", n, tok.Text[id], doc[:n])
+			}
+			if err := c.Accept(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per %d-token document, want none", allocs, len(ids))
+	}
+}

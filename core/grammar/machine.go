@@ -2,7 +2,6 @@ package grammar
 
 import (
 	"math"
-	"strings"
 )
 
 // frame kinds
@@ -15,6 +14,12 @@ const (
 	fNumber         // inside a number
 	fLiteral        // inside true/false/null or an enum text: lit holds the candidates
 )
+
+// Candidate lists (literal texts, key names) are never filtered into new
+// slices: a frame keeps its list, ref (one candidate that matches what
+// was written) and count (the bytes written), and a candidate is alive
+// while it starts with the same count bytes as lit[ref]. So a step
+// allocates nothing.
 
 // object phases
 const (
@@ -39,9 +44,41 @@ type frame struct {
 	u8    int  // string: UTF-8 continuation bytes still due
 	u8lo  byte // string: range of the next continuation byte
 	u8hi  byte
-	buf   string
-	lit   []string // literal candidates (fLiteral) or key candidates (fKey)
+	lit   []string // literal candidates (fLiteral) or key candidates (fKey; nil: a free key)
+	ref   int      // fLiteral, fKey: an alive candidate
 }
+
+// alive reports whether candidate c of a literal or key frame still
+// matches the count bytes written.
+func (f *frame) alive(c string) bool {
+	return len(c) >= f.count && c[:f.count] == f.lit[f.ref][:f.count]
+}
+
+// step moves a literal or key frame on by b: false when no alive
+// candidate continues with b.
+func (f *frame) step(b byte) bool {
+	for i, c := range f.lit {
+		if len(c) > f.count && c[f.count] == b && f.alive(c) {
+			f.ref = i
+			f.count++
+			return true
+		}
+	}
+	return false
+}
+
+// ended is the index of an alive candidate that is complete (−1: none).
+func (f *frame) ended() int {
+	for i, c := range f.lit {
+		if len(c) == f.count && f.alive(c) {
+			return i
+		}
+	}
+	return -1
+}
+
+// literals are the texts of true, false and null.
+var literals = [...]string{"true", "false", "null"}
 
 // maxWS bounds whitespace in a row; maxDigits the digits of a number.
 const (
@@ -133,16 +170,10 @@ func (s *state) startValue(b byte) bool {
 		return true
 	}
 	if n.enum != nil {
-		var c []string
-		for _, e := range n.enum {
-			if e[0] == b {
-				c = append(c, e)
-			}
-		}
-		if c == nil {
+		*top = frame{kind: fLiteral, n: n, lit: n.enum}
+		if !top.step(b) {
 			return false
 		}
-		*top = frame{kind: fLiteral, n: n, lit: c, count: 1}
 		s.literalDone(top)
 		return true
 	}
@@ -158,31 +189,30 @@ func (s *state) startValue(b byte) bool {
 		again, ok := s.number(top, b)
 		return ok && !again
 	case b == 't' && n.types&tBool != 0, b == 'f' && n.types&tBool != 0, b == 'n' && n.types&tNull != 0:
-		lit := "null"
+		i := 2
 		switch b {
 		case 't':
-			lit = "true"
+			i = 0
 		case 'f':
-			lit = "false"
+			i = 1
 		}
-		*top = frame{kind: fLiteral, n: n, lit: []string{lit}, count: 1}
+		*top = frame{kind: fLiteral, n: n, lit: literals[i : i+1], count: 1}
 	default:
 		return false
 	}
 	return true
 }
 
-// candidates are the properties that may be written next in a closed
-// object: props[next:] up to and including the first required one.
-func candidates(n *node, next int) []int {
-	var c []int
+// candEnd ends the properties that may be written next in a closed
+// object: props[next:candEnd] runs up to and including the first required
+// one.
+func candEnd(n *node, next int) int {
 	for i := next; i < len(n.props); i++ {
-		c = append(c, i)
 		if n.props[i].required {
-			break
+			return i + 1
 		}
 	}
-	return c
+	return len(n.props)
 }
 
 func (s *state) object(f *frame, b byte) bool {
@@ -201,12 +231,11 @@ func (s *state) object(f *frame, b byte) bool {
 		case b == '"':
 			var lit []string
 			if !n.open {
-				for _, i := range candidates(n, f.next) {
-					lit = append(lit, n.props[i].name)
-				}
-				if lit == nil {
+				end := candEnd(n, f.next)
+				if end == f.next {
 					return false
 				}
+				lit = n.names[f.next:end]
 			}
 			s.stack = append(s.stack, frame{kind: fKey, n: n, lit: lit})
 			return true
@@ -227,7 +256,7 @@ func (s *state) object(f *frame, b byte) bool {
 		return true
 	case oCommaOrEnd:
 		switch {
-		case b == ',' && (n.open || len(candidates(n, f.next)) > 0):
+		case b == ',' && (n.open || candEnd(n, f.next) > f.next):
 			f.phase = oKeyOrEnd
 			return true
 		case b == '}' && (n.open || objectRest(n, f.next, false) == 1):
@@ -252,23 +281,16 @@ func (s *state) key(f *frame, b byte) bool {
 		return ok
 	}
 	if b == '"' {
-		for _, i := range candidates(parent.n, parent.next) {
-			if parent.n.props[i].name == f.buf {
-				parent.cur, parent.next = i, i+1
-				s.pop()
-				return true
-			}
+		i := f.ended()
+		if i < 0 {
+			return false
 		}
-		return false
+		i += parent.next // lit is names[parent.next:]
+		parent.cur, parent.next = i, i+1
+		s.pop()
+		return true
 	}
-	next := f.buf + string(b)
-	for _, c := range f.lit {
-		if strings.HasPrefix(c, next) {
-			f.buf = next
-			return true
-		}
-	}
-	return false
+	return f.step(b)
 }
 
 func (s *state) str(f *frame, b byte) bool {
@@ -392,32 +414,29 @@ func (s *state) number(f *frame, b byte) (again, ok bool) {
 
 // literal feeds b to true/false/null or an enum text.
 func (s *state) literal(f *frame, b byte) (again, ok bool) {
-	var next []string
-	for _, c := range f.lit {
-		if len(c) > f.count && c[f.count] == b {
-			next = append(next, c)
-		}
+	if f.step(b) {
+		s.literalDone(f)
+		return false, true
 	}
-	if next == nil {
-		// a candidate that ended here (an enum number followed by a delimiter)
-		for _, c := range f.lit {
-			if len(c) == f.count && len(s.stack) > 1 {
-				s.pop()
-				return true, true
-			}
-		}
-		return false, false
+	// a candidate that ended here (an enum number followed by a delimiter)
+	if len(s.stack) > 1 && f.ended() >= 0 {
+		s.pop()
+		return true, true
 	}
-	f.lit = next
-	f.count++
-	s.literalDone(f)
-	return false, true
+	return false, false
 }
 
-// literalDone pops a literal frame once its only candidate is complete
-// (candidates that are prefixes of others wait for the next byte).
+// literalDone pops a literal frame once its only alive candidate is
+// complete (candidates that are prefixes of others wait for the next
+// byte).
 func (s *state) literalDone(f *frame) {
-	if len(f.lit) == 1 && len(f.lit[0]) == f.count {
+	n := 0
+	for _, c := range f.lit {
+		if f.alive(c) {
+			n++
+		}
+	}
+	if n == 1 && len(f.lit[f.ref]) == f.count {
 		s.pop()
 	}
 }
@@ -435,11 +454,7 @@ func (s *state) complete() bool {
 	case fNumber:
 		return numberEnds(f.phase)
 	case fLiteral:
-		for _, c := range f.lit {
-			if len(c) == f.count {
-				return true
-			}
-		}
+		return f.ended() >= 0
 	}
 	return false
 }
@@ -471,12 +486,12 @@ func (s *state) cost() int {
 			// required properties after it (the object adds '}')
 			parent := &s.stack[i-1]
 			best := math.MaxInt32
-			for _, j := range candidates(parent.n, parent.next) {
+			for j := parent.next; j < candEnd(parent.n, parent.next); j++ {
 				p := parent.n.props[j]
-				if !strings.HasPrefix(p.name, f.buf) {
+				if !f.alive(p.name) {
 					continue
 				}
-				best = min(best, len(p.name)-len(f.buf)+2+p.n.min+objectRest(parent.n, j+1, false)-1)
+				best = min(best, len(p.name)-f.count+2+p.n.min+objectRest(parent.n, j+1, false)-1)
 			}
 			c += best
 			i-- // the object's part is included (but its '}')
@@ -488,7 +503,7 @@ func (s *state) cost() int {
 					c += objectRest(n, f.next, true)
 				} else { // after ',': a property must follow
 					best := math.MaxInt32
-					for _, j := range candidates(n, f.next) {
+					for j := f.next; j < candEnd(n, f.next); j++ {
 						best = min(best, propCost(n.props[j], true)+objectRest(n, j+1, false))
 					}
 					if n.open {
@@ -527,7 +542,9 @@ func (s *state) cost() int {
 		case fLiteral:
 			best := math.MaxInt32
 			for _, l := range f.lit {
-				best = min(best, len(l)-f.count)
+				if f.alive(l) {
+					best = min(best, len(l)-f.count)
+				}
 			}
 			c += best
 		}

@@ -44,6 +44,7 @@ type node struct {
 	minLen   int
 	maxLen   int      // −1: unbounded
 	enum     []string // JSON texts of the allowed values (enum/const)
+	names    []string // the props' names (a key's candidates)
 	min      int      // shortest JSON text of a value
 }
 
@@ -372,6 +373,10 @@ func typeBit(t, where string) (int, error) {
 
 // finish computes the shortest JSON text of a value of n.
 func finish(n *node) {
+	n.names = n.names[:0]
+	for _, p := range n.props {
+		n.names = append(n.names, p.name)
+	}
 	if n.enum != nil {
 		n.min = math.MaxInt32
 		for _, e := range n.enum {

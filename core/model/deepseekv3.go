@@ -7,7 +7,6 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/nn"
 	"github.com/tessera-llm/tessera/core/ref"
-	"github.com/tessera-llm/tessera/core/tensor"
 )
 
 // The DeepSeek-V3 family (model_type deepseek_v3): its weights, how a
@@ -79,27 +78,14 @@ func (ds *DeepSeekV3) StateSpec() []nn.LayerState {
 	return spec
 }
 
-// Head is the LM head.
-func (ds *DeepSeekV3) Head() *tensor.Mat { return ds.M.LMHead }
-
 // Declare lists the weights to u, grouped as the forward pass uses them.
 func (ds *DeepSeekV3) Declare(u nn.Uploader) {
-	m := ds.M
-	u.Mats([]string{"model.embed_tokens.weight"}, m.EmbedTokens)
-	u.Mats([]string{"lm_head.weight"}, m.LMHead)
-	u.Vecs([]string{"model.norm.weight"}, m.Norm)
+	ds.M.declareTop(u)
 	for i, l := range ds.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		u.Vecs(names(p, "input_layernorm.weight"), l.InputLayernorm)
 		u.Vecs(names(p, "post_attention_layernorm.weight"), l.PostAttentionLayernorm)
-		a, w := p+"self_attn.", l.MLA
-		in := w.inputs()
-		u.Mats(names(a, "q_proj", "q_a_proj", "kv_a_proj_with_mqa", "g_proj"), in[:]...)
-		u.Mats(names(a, "q_b_proj"), w.QBProj)
-		u.Mats(names(a, "kv_b_proj"), w.KVBProj)
-		u.Mats(names(a, "o_proj"), w.OProj)
-		u.Vecs(names(a, "q_a_layernorm"), w.QALayernorm)
-		u.Vecs(names(a, "kv_a_layernorm"), w.KVALayernorm)
+		l.MLA.declare(u, p+"self_attn.")
 		f := p + "mlp."
 		if l.MLP != nil {
 			u.GLUs(p+"mlp", one(l.MLP))

@@ -14,6 +14,27 @@ import (
 // (qwen3next.go, deepseekv3.go; the Kimi family is k3.go), the router and
 // RoPE a config describes, and the standard pre-norm decoder wiring.
 
+// Head is the LM head (every family's: the Model holds it).
+func (m *Model) Head() *tensor.Mat { return m.LMHead }
+
+// declareTop lists the model-level weights every family has: the
+// embedding, the LM head and the final norm.
+func (m *Model) declareTop(u nn.Uploader) {
+	u.Mats([]string{"model.embed_tokens.weight"}, m.EmbedTokens)
+	u.Mats([]string{"lm_head.weight"}, m.LMHead)
+	u.Vecs([]string{"model.norm.weight"}, m.Norm)
+}
+
+// input writes a piece's input rows into h: the embedding rows of the
+// ids, or the given embeddings.
+func input(b nn.Backend, h nn.Tensor, embed *tensor.Mat, in nn.Input, T int) {
+	if in.Emb != nil {
+		b.SetRows(h, in.Emb, T)
+		return
+	}
+	b.Embed(h, embed, in.IDs)
+}
+
 // family binds the layers of a model that is not of the Kimi family
 // (m.Family); the model-level tensors are bound by binder.model.
 func (b *binder) family(m *Model) {
@@ -88,7 +109,8 @@ func blockCommit(b nn.Backend, mix nn.Tensor, name string, i int, dst nn.Tensor,
 }
 
 // prenorm is the standard pre-norm decoder (architecture.md §5.1) of the
-// qwen3_next and deepseek_v3 families:
+// qwen3_next and deepseek_v3 families (and of Kimi models without Block
+// AttnRes):
 //
 //	h = embed(ids)
 //	per layer:  h += mixer(RMSNorm_in(h));  h += ffn(RMSNorm_post(h))
@@ -116,11 +138,7 @@ func newPrenorm(b nn.Backend, maxT, d int) *prenorm {
 // normed hidden states.
 func (f *prenorm) Forward(st nn.State, in nn.Input, T int) nn.Tensor {
 	b, h := f.b, f.h
-	if in.Emb != nil {
-		b.SetRows(h, in.Emb, T)
-	} else {
-		b.Embed(h, f.embed, in.IDs)
-	}
+	input(b, h, f.embed, in, T)
 	for i := range f.in {
 		nn.Trace(b, "layer_in", i, h, T)
 		b.RMSNorm(f.xn, h, T, f.in[i], f.eps)

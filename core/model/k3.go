@@ -16,9 +16,6 @@ import (
 // (KDA), §2 (gated MLA), §3 (dense GLU, (Latent)MoE), §4.3 (Block
 // AttnRes), §5.1 (wiring).
 
-// Head is the LM head.
-func (m *Model) Head() *tensor.Mat { return m.LMHead }
-
 // The methods of nn.Model below hand over to m.Family when the model is
 // of another family (family.go).
 
@@ -67,9 +64,7 @@ func (m *Model) Declare(u nn.Uploader) {
 		m.Family.Declare(u)
 		return
 	}
-	u.Mats([]string{"model.embed_tokens.weight"}, m.EmbedTokens)
-	u.Mats([]string{"lm_head.weight"}, m.LMHead)
-	u.Vecs([]string{"model.norm.weight"}, m.Norm)
+	m.declareTop(u)
 	u.Vecs([]string{"model.output_attn_res_proj.weight"}, m.OutputAttnResProj)
 	u.Vecs([]string{"model.output_attn_res_norm.weight"}, m.OutputAttnResNorm)
 	for i, l := range m.Layers {
@@ -96,14 +91,7 @@ func (m *Model) Declare(u nn.Uploader) {
 			u.Vecs(names(a, "q_conv1d", "k_conv1d", "v_conv1d"), w.QConv1d, w.KConv1d, w.VConv1d)
 			u.Vecs(names(a, "o_norm"), w.ONorm)
 		case l.MLA != nil:
-			w := l.MLA
-			in := w.inputs()
-			u.Mats(names(a, "q_proj", "q_a_proj", "kv_a_proj_with_mqa", "g_proj"), in[:]...)
-			u.Mats(names(a, "q_b_proj"), w.QBProj)
-			u.Mats(names(a, "kv_b_proj"), w.KVBProj)
-			u.Mats(names(a, "o_proj"), w.OProj)
-			u.Vecs(names(a, "q_a_layernorm"), w.QALayernorm)
-			u.Vecs(names(a, "kv_a_layernorm"), w.KVALayernorm)
+			l.MLA.declare(u, a)
 		}
 		switch {
 		case l.MLP != nil:
@@ -135,7 +123,7 @@ type k3 struct {
 	m *Model
 	b nn.Backend
 
-	res      nn.Tensor   // plain residuals: the stream h [T, d]
+	dec      *prenorm    // plain residuals: the standard pre-norm decoder
 	slots    []nn.Tensor // Block AttnRes: completed blocks, then the partial sum p, each [T, d]
 	srcs     []nn.Tensor
 	xn, tmp  nn.Tensor // normed input, block output [T, d]
@@ -161,8 +149,9 @@ func (m *Model) Build(b nn.Backend, maxT int) nn.Graph {
 	}
 	c := m.Cfg
 	d := c.HiddenSize
-	f := &k3{m: m, b: b, maxT: maxT, xn: b.Alloc(maxT, d), tmp: b.Alloc(maxT, d), mix: b.Alloc(maxT, d)}
+	f := &k3{m: m, b: b, maxT: maxT, tmp: b.Alloc(maxT, d)}
 	if S := c.AttnResBlockSize; S > 0 {
+		f.xn, f.mix = b.Alloc(maxT, d), b.Alloc(maxT, d)
 		// token-major: token t's slots side by side, so a backend reads
 		// one token's sources with one stride
 		n := (c.NumHiddenLayers+S-1)/S + 1
@@ -172,7 +161,16 @@ func (m *Model) Build(b nn.Backend, maxT int) nn.Graph {
 		}
 		f.srcs = make([]nn.Tensor, 0, n)
 	} else {
-		f.res = b.Alloc(maxT, d)
+		f.dec = newPrenorm(b, maxT, d)
+		f.xn, f.mix = f.dec.xn, f.dec.mix
+		f.dec.embed, f.dec.final, f.dec.eps = m.EmbedTokens, m.Norm, c.RMSNormEps
+		for _, l := range m.Layers {
+			f.dec.in = append(f.dec.in, l.InputLayernorm)
+			f.dec.post = append(f.dec.post, l.PostAttentionLayernorm)
+		}
+		f.dec.mixer, f.dec.mixOp = f.mixer, f.mixOp
+		f.dec.ffn = func(_ nn.State, i int, out nn.Tensor, accum bool, T int) { f.ffn(i, m.Layers[i], out, accum, T) }
+		f.dec.ffnOp = f.ffnOp
 	}
 	// the projections' outputs, each as wide as its widest use
 	var width [7]int
@@ -210,39 +208,21 @@ func (m *Model) Build(b nn.Backend, maxT int) nn.Graph {
 }
 
 // Forward runs the decoder over a piece of T tokens (architecture.md §5.1):
-// per layer h += mixer(norm(h)); h += ffn(norm(h)), or with Block AttnRes
-// (§4.3) each block's input read from the completed block summaries and
-// the running partial sum; then the final norm.
+// per layer h += mixer(norm(h)); h += ffn(norm(h)) (prenorm), or with
+// Block AttnRes (§4.3) each block's input read from the completed block
+// summaries and the running partial sum; then the final norm.
 func (f *k3) Forward(st nn.State, in nn.Input, T int) nn.Tensor {
+	if f.dec != nil {
+		return f.dec.Forward(st, in, T)
+	}
 	m, c, b := f.m, f.m.Cfg, f.b
 	eps := c.RMSNormEps
 	xn := f.xn
-	if len(f.slots) == 0 {
-		h := f.res
-		f.input(h, in, T)
-		for i, l := range m.Layers {
-			nn.Trace(b, "layer_in", i, h, T)
-			b.RMSNorm(xn, h, T, l.InputLayernorm, eps)
-			out, acc := f.dst(h, true)
-			f.mixer(st, i, l, out, acc, T)
-			f.commit("mixer_out", i, h, true, T)
-			nn.Trace(b, "ffn_in", i, h, T)
-			b.RMSNorm(xn, h, T, l.PostAttentionLayernorm, eps)
-			out, acc = f.dst(h, true)
-			f.ffn(i, l, out, acc, T)
-			f.commit("ffn_out", i, h, true, T)
-			nn.EndLayer(b, T)
-		}
-		b.RMSNorm(xn, h, T, m.Norm, eps)
-		nn.Trace(b, "final_hidden", -1, xn, T)
-		st.Advance(T)
-		return xn
-	}
 	// Block AttnRes: slot b < nb holds completed block b, slot nb the
 	// partial sum p (when havePart); starting a block makes the next slot
 	// the new partial sum, so "block nb := p" copies nothing.
 	S := c.AttnResBlockSize
-	f.input(f.slots[0], in, T)
+	input(b, f.slots[0], m.EmbedTokens, in, T)
 	nb, havePart := 0, true
 	for i, l := range m.Layers {
 		t0 := nn.Tick(b)
@@ -262,7 +242,9 @@ func (f *k3) Forward(st nn.State, in nn.Input, T int) nn.Tensor {
 		}
 		p := f.slots[nb]
 		out, acc := f.dst(p, havePart)
-		f.mixer(st, i, l, out, acc, T)
+		t0 = nn.Tick(b)
+		f.mixer(st, i, out, acc, T)
+		nn.Tock(b, f.mixOp(i), t0)
 		f.commit("mixer_out", i, p, havePart, T)
 		havePart = true
 		t0 = nn.Tick(b)
@@ -270,7 +252,9 @@ func (f *k3) Forward(st nn.State, in nn.Input, T int) nn.Tensor {
 		nn.Tock(b, nn.OpAttnRes, t0)
 		nn.Trace(b, "ffn_in", i, f.tmp, T)
 		out, acc = f.dst(p, true)
+		t0 = nn.Tick(b)
 		f.ffn(i, l, out, acc, T)
+		nn.Tock(b, f.ffnOp(i), t0)
 		f.commit("ffn_out", i, p, true, T)
 		nn.EndLayer(b, T)
 	}
@@ -295,16 +279,6 @@ func b2i(v bool) int {
 	return 0
 }
 
-// input writes the piece's input rows into h: the embedding rows of the
-// ids, or the given embeddings.
-func (f *k3) input(h nn.Tensor, in nn.Input, T int) {
-	if in.Emb != nil {
-		f.b.SetRows(h, in.Emb, T)
-		return
-	}
-	f.b.Embed(h, f.m.EmbedTokens, in.IDs)
-}
-
 // dst is where a block writes its output into the residual dst
 // (blockDst).
 func (f *k3) dst(dst nn.Tensor, accum bool) (nn.Tensor, bool) {
@@ -316,15 +290,28 @@ func (f *k3) commit(name string, i int, dst nn.Tensor, accum bool, T int) {
 	blockCommit(f.b, f.mix, name, i, dst, accum, T)
 }
 
-func (f *k3) mixer(st nn.State, i int, l *Layer, out nn.Tensor, accum bool, T int) {
-	t0 := nn.Tick(f.b)
-	if l.KDA != nil {
+// mixer is layer i's KDA or MLA mixer.
+func (f *k3) mixer(st nn.State, i int, out nn.Tensor, accum bool, T int) {
+	if l := f.m.Layers[i]; l.KDA != nil {
 		f.kda(st, i, l.KDA, out, accum, T)
-		nn.Tock(f.b, nn.OpKDA, t0)
-		return
+	} else {
+		f.mla(st.Cache(i), l.MLA, out, accum, T)
 	}
-	f.mla(st.Cache(i), l.MLA, out, accum, T)
-	nn.Tock(f.b, nn.OpMLA, t0)
+}
+
+// mixOp and ffnOp are the profile ops of layer i's mixer and FFN.
+func (f *k3) mixOp(i int) nn.Op {
+	if f.m.Layers[i].KDA != nil {
+		return nn.OpKDA
+	}
+	return nn.OpMLA
+}
+
+func (f *k3) ffnOp(i int) nn.Op {
+	if f.m.Layers[i].MLP != nil {
+		return nn.OpMLP
+	}
+	return nn.OpMoE
 }
 
 // kda is one KDA mixer (architecture.md §1.6):
@@ -387,16 +374,13 @@ func (f *k3) mla(cache nn.Cache, w *MLA, out nn.Tensor, accum bool, T int) {
 func (f *k3) ffn(i int, l *Layer, out nn.Tensor, accum bool, T int) {
 	c := f.m.Cfg
 	act := actOf(c)
-	t0 := nn.Tick(f.b)
 	if l.MLP != nil {
 		f.b.GLU(out, f.xn, T, l.MLP, act, accum)
-		nn.Tock(f.b, nn.OpMLP, t0)
 		return
 	}
 	f.moeA = nn.MoEArgs{Layer: i, Act: act, Eps: c.RMSNormEps, S: f.moe,
 		Router: routerOf(c)}
 	nn.MoEBlock(f.b, out, f.xn, T, l.MoE, &f.moeA, accum)
-	nn.Tock(f.b, nn.OpMoE, t0)
 }
 
 // actOf is the GLU activation of c (SiLU, or SiTU with its betas).

@@ -22,6 +22,18 @@ func (w *MLA) inputs() [4]*tensor.Mat {
 	return [4]*tensor.Mat{w.QProj, w.QAProj, w.KVAProjWithMQA, w.GProj}
 }
 
+// declare lists the MLA's weights to u under the prefix a ("….self_attn."),
+// grouped as mlaBlock uses them.
+func (w *MLA) declare(u nn.Uploader, a string) {
+	in := w.inputs()
+	u.Mats(names(a, "q_proj", "q_a_proj", "kv_a_proj_with_mqa", "g_proj"), in[:]...)
+	u.Mats(names(a, "q_b_proj"), w.QBProj)
+	u.Mats(names(a, "kv_b_proj"), w.KVBProj)
+	u.Mats(names(a, "o_proj"), w.OProj)
+	u.Vecs(names(a, "q_a_layernorm"), w.QALayernorm)
+	u.Vecs(names(a, "kv_a_layernorm"), w.KVALayernorm)
+}
+
 // mlaBlock is one multi-head latent attention mixer (architecture.md §2)
 // of the Kimi family (NoPE, optional output gate) and DeepSeek-V3
 // (decoupled RoPE):

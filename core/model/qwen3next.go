@@ -211,15 +211,9 @@ func (q *Qwen3Next) StateSpec() []nn.LayerState {
 	return spec
 }
 
-// Head is the LM head.
-func (q *Qwen3Next) Head() *tensor.Mat { return q.M.LMHead }
-
 // Declare lists the weights to u, grouped as the forward pass uses them.
 func (q *Qwen3Next) Declare(u nn.Uploader) {
-	m := q.M
-	u.Mats([]string{"model.embed_tokens.weight"}, m.EmbedTokens)
-	u.Mats([]string{"lm_head.weight"}, m.LMHead)
-	u.Vecs([]string{"model.norm.weight"}, m.Norm)
+	q.M.declareTop(u)
 	for i, l := range q.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		u.Vecs(names(p, "input_layernorm.weight"), l.InputLayernorm)

@@ -56,8 +56,6 @@ type Model interface {
 	// Build allocates the forward pass's scratch on b for pieces of up to
 	// maxT tokens.
 	Build(b Backend, maxT int) Graph
-	// Head is the LM head ([V, d]).
-	Head() *tensor.Mat
 }
 
 // Graph is a family's forward pass bound to a backend and its scratch.

@@ -89,6 +89,8 @@ _Static_assert(sizeof(tl_batch) == 0x38, "llama_batch size");
 static struct {
 	void (*load_all_from_path)(const char *);
 	size_t (*dev_count)(void);
+	void *(*dev_get)(size_t);
+	const char *(*dev_description)(void *);
 	void (*backend_init)(void);
 	void (*log_set)(void (*)(int, const char *, void *), void *);
 	tl_model_params (*model_default_params)(void);
@@ -154,6 +156,8 @@ static int tl_open(const char *llama, const char *ggml, const char *common, int 
 	if (!hc) { snprintf(err, errlen, "%s", dlerror()); return -1; }
 	TL_SYM(hg, load_all_from_path, "ggml_backend_load_all_from_path");
 	TL_SYM(hg, dev_count, "ggml_backend_dev_count");
+	TL_SYM(hg, dev_get, "ggml_backend_dev_get");
+	TL_SYM(hg, dev_description, "ggml_backend_dev_description");
 	TL_SYM(hl, backend_init, "llama_backend_init");
 	TL_SYM(hl, log_set, "llama_log_set");
 	TL_SYM(hl, model_default_params, "llama_model_default_params");
@@ -230,9 +234,11 @@ static int tl_check_defaults(char *err, size_t errlen) {
 	return 0;
 }
 
-static void *tl_load_model(const char *path, int mmap, int extra_bufts) {
+static const char *tl_dev_description(size_t i) { return tl.dev_description(tl.dev_get(i)); }
+
+static void *tl_load_model(const char *path, int mmap, int extra_bufts, int gpu_layers) {
 	tl_model_params p = tl.model_default_params();
-	p.n_gpu_layers = 0;
+	p.n_gpu_layers = gpu_layers;
 	p.load_mode = mmap ? 1 : 0;
 	p.use_extra_bufts = extra_bufts != 0;
 	return tl.model_load_from_file(path, p);
@@ -337,6 +343,12 @@ type Lib struct {
 	// SystemInfo is llama_print_system_info(): the CPU features the
 	// chosen ggml-cpu variant uses.
 	SystemInfo string
+	// Vulkan is whether this is the Vulkan build (ggml's Vulkan backend
+	// loaded beside the CPU's).
+	Vulkan bool
+	// Devices are ggml's backend devices by description, in registry
+	// order (the CPU last; with Vulkan, each visible Vulkan device first).
+	Devices []string
 }
 
 var (
@@ -366,13 +378,12 @@ func Open(dir string) (*Lib, error) {
 		}
 		return openLib, nil
 	}
-	for _, f := range []string{libllama, libggml, libcommon} {
-		if _, err := os.Stat(filepath.Join(abs, f)); err != nil {
-			return nil, missing(abs)
-		}
+	b, err := findBuild(abs)
+	if err != nil {
+		return nil, err
 	}
 	cs := func(s string) *C.char { return C.CString(s) }
-	cl, cg, cc, cd := cs(filepath.Join(abs, libllama)), cs(filepath.Join(abs, libggml)), cs(filepath.Join(abs, libcommon)), cs(abs)
+	cl, cg, cc, cd := cs(filepath.Join(abs, b.llama)), cs(filepath.Join(abs, b.ggml)), cs(filepath.Join(abs, b.common)), cs(abs)
 	defer C.free(unsafe.Pointer(cl))
 	defer C.free(unsafe.Pointer(cg))
 	defer C.free(unsafe.Pointer(cc))
@@ -392,10 +403,14 @@ func Open(dir string) (*Lib, error) {
 	if C.tl_check_defaults(&ebuf[0], C.size_t(len(ebuf))) != 0 {
 		return nil, fmt.Errorf("llamacpp: %s: layout check failed: %s", abs, C.GoString(&ebuf[0]))
 	}
-	if n := C.tl_load_backends(cd); n == 0 {
+	n := C.tl_load_backends(cd)
+	if n == 0 {
 		return nil, fmt.Errorf("llamacpp: ggml loaded no backend from %s (no usable libggml-cpu-*.so)", abs)
 	}
-	openLib = &Lib{Dir: abs, Commit: commit, SystemInfo: C.GoString(C.tl_system_info())}
+	openLib = &Lib{Dir: abs, Commit: commit, SystemInfo: C.GoString(C.tl_system_info()), Vulkan: b.vulkan}
+	for i := C.size_t(0); i < n; i++ {
+		openLib.Devices = append(openLib.Devices, C.GoString(C.tl_dev_description(i)))
+	}
 	return openLib, nil
 }
 
@@ -406,10 +421,17 @@ type Model struct {
 	nVocab int
 }
 
-// LoadModel loads a GGUF file with every layer on the CPU.
+// LoadModel loads a GGUF file, p.GPULayers of its layers on ggml's GPU
+// backend (Vulkan build only) and the rest on the CPU.
 func (l *Lib) LoadModel(path string, p ModelParams) (*Model, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
+	if p.GPULayers < 0 {
+		return nil, fmt.Errorf("llamacpp: GPULayers %d: want ≥ 0", p.GPULayers)
+	}
+	if p.GPULayers > 0 && !l.Vulkan {
+		return nil, fmt.Errorf("llamacpp: %s is the CPU build; offloading layers (GPULayers %d) needs the Vulkan build (scripts/peers/fetch.sh vulkan)", l.Dir, p.GPULayers)
 	}
 	cp := C.CString(path)
 	defer C.free(unsafe.Pointer(cp))
@@ -421,7 +443,7 @@ func (l *Lib) LoadModel(path string, p ModelParams) (*Model, error) {
 	if p.NoExtraBuffers {
 		extra = 0
 	}
-	m := C.tl_load_model(cp, mmap, extra)
+	m := C.tl_load_model(cp, mmap, extra, C.int(p.GPULayers))
 	if m == nil {
 		return nil, fmt.Errorf("llamacpp: llama.cpp could not load %s (its error is on stderr; TESSERA_LLAMACPP_LOG=1 shows the whole log)", path)
 	}

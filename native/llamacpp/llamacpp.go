@@ -19,7 +19,10 @@
 //
 // Use: Open the library directory once per process, LoadModel a GGUF file,
 // NewContext with explicit settings, Decode token ids and read Logits.
-// Everything runs on the CPU (no layers offloaded).
+// Everything runs on the CPU unless ModelParams.GPULayers offloads layers,
+// which needs the Vulkan build of the same release
+// (@node-llama-cpp/linux-x64-vulkan@3.22.1, VulkanDirName; Open tells the
+// two builds apart by their file names).
 package llamacpp
 
 import (
@@ -39,6 +42,10 @@ const Commit = "0ad4a86"
 // LibDirName is the directory scripts/peers/fetch.sh unpacks the libraries
 // into, under its cache directory.
 const LibDirName = "node-llama-cpp-linux-x64-3.22.1"
+
+// VulkanDirName is where scripts/peers/fetch.sh vulkan unpacks the Vulkan
+// build of the same release (libllama.vulkan…, libggml-vulkan.so).
+const VulkanDirName = "node-llama-cpp-linux-x64-vulkan-3.22.1"
 
 // FetchCommand is the command that installs the libraries.
 const FetchCommand = "scripts/peers/fetch.sh (or make fetch-peers)"
@@ -66,9 +73,13 @@ var FTypes = map[string]FType{
 	"q4_k_m": FTypeQ4_K_M, "q5_k_m": FTypeQ5_K_M, "q6_k": FTypeQ6_K, "mxfp4_moe": FTypeMXFP4_MOE,
 }
 
-// ModelParams are the model-loading settings. The model always stays on
-// the CPU (n_gpu_layers 0).
+// ModelParams are the model-loading settings.
 type ModelParams struct {
+	// GPULayers is n_gpu_layers: how many layers ggml offloads to its GPU
+	// backend (0: everything on the CPU; a number above the layer count
+	// offloads every layer and the output). Only the Vulkan build has a
+	// GPU backend; with the CPU build LoadModel refuses a non-zero value.
+	GPULayers int
 	// NoMmap reads the file into memory instead of memory-mapping it
 	// (llama.cpp's default load mode is automatic; this package maps).
 	NoMmap bool
@@ -121,6 +132,19 @@ func (p ContextParams) withDefaults() ContextParams {
 // the directory.
 var ErrNotInstalled = errors.New("llama.cpp libraries not installed")
 
+// DefaultVulkanDir is where the Vulkan build is looked for:
+// $TESSERA_LLAMACPP_VULKAN_DIR when set, else VulkanDirName beside
+// DefaultDir's.
+func DefaultVulkanDir() string {
+	if d := os.Getenv("TESSERA_LLAMACPP_VULKAN_DIR"); d != "" {
+		return d
+	}
+	if c := os.Getenv("TESSERA_PEER_CACHE"); c != "" {
+		return filepath.Join(c, VulkanDirName)
+	}
+	return filepath.Join(repoRoot(), "testdata", "peers", "cache", VulkanDirName)
+}
+
 // DefaultDir returns where the libraries are looked for:
 // $TESSERA_LLAMACPP_DIR when set, else
 // testdata/peers/cache/node-llama-cpp-linux-x64-3.22.1 under the tessera
@@ -164,13 +188,34 @@ func containsModule(gomod []byte) bool {
 
 // missing is Open's error for a directory without the libraries.
 func missing(dir string) error {
-	return fmt.Errorf("%w: no %s in %s; fetch them with %s, or point TESSERA_LLAMACPP_DIR at a directory holding them",
-		ErrNotInstalled, libllama, dir, FetchCommand)
+	return fmt.Errorf("%w: no %s (or its Vulkan build %s) in %s; fetch them with %s (scripts/peers/fetch.sh vulkan for the Vulkan build), or point TESSERA_LLAMACPP_DIR at a directory holding them",
+		ErrNotInstalled, cpuBuild.llama, vulkanBuild.llama, dir, FetchCommand)
 }
 
-// Library file names in the package.
-const (
-	libllama  = "libllama.v0.5.0.so"
-	libggml   = "libggml.v0.5.0.so"
-	libcommon = "libllama-common.so"
+// build names the three libraries Open loads from one of the packages.
+type build struct {
+	llama, ggml, common string
+	vulkan              bool
+}
+
+// The two builds' file names (libllama-common.so is the same name in both).
+var (
+	cpuBuild    = build{llama: "libllama.v0.5.0.so", ggml: "libggml.v0.5.0.so", common: "libllama-common.so"}
+	vulkanBuild = build{llama: "libllama.vulkan.v0.5.0.so", ggml: "libggml.vulkan.v0.5.0.so", common: "libllama-common.so", vulkan: true}
 )
+
+// findBuild returns the build whose three libraries are all in dir.
+func findBuild(dir string) (build, error) {
+	for _, b := range []build{cpuBuild, vulkanBuild} {
+		ok := true
+		for _, f := range []string{b.llama, b.ggml, b.common} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return b, nil
+		}
+	}
+	return build{}, missing(dir)
+}

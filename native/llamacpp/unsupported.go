@@ -14,6 +14,8 @@ var errUnsupported = errors.New("llamacpp: needs linux/amd64 with cgo (llama.cpp
 // Lib is the loaded llama.cpp library (unavailable in this build).
 type Lib struct {
 	Dir, Commit, SystemInfo string
+	Vulkan                  bool
+	Devices                 []string
 }
 
 // Model is a GGUF model loaded by llama.cpp (unavailable in this build).

@@ -7,6 +7,13 @@
 # complete, checked copy is kept.
 #
 #   scripts/peers/fetch.sh [CACHE_DIR]
+#   scripts/peers/fetch.sh vulkan [CACHE_DIR]
+#
+# The second form fetches the Vulkan build of the same release instead
+# (@node-llama-cpp/linux-x64-vulkan: libllama.vulkan, libggml.vulkan and
+# libggml-vulkan.so, ~24 MB) into CACHE_DIR/node-llama-cpp-linux-x64-vulkan-3.22.1
+# ($TESSERA_LLAMACPP_VULKAN_DIR overrides where native/llamacpp looks); it
+# needs a Vulkan loader (libvulkan1) and driver to run (scripts/setup.sh gpu).
 #
 # CACHE_DIR defaults to $TESSERA_PEER_CACHE, else testdata/peers/cache
 # (git-ignored). The libraries end up in
@@ -15,8 +22,22 @@
 # it). Needs npm, tar and sha256sum.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+variant=cpu
+if [ "${1:-}" = vulkan ]; then variant=vulkan; shift; fi
 cache="${1:-${TESSERA_PEER_CACHE:-$root/testdata/peers/cache}}"
 . "$root/scripts/peers/npm-fetch.sh"
+
+if [ $variant = vulkan ]; then
+  copy_vulkan() {
+    cp -p "$1"/package/bins/linux-x64-vulkan/*.so "$2/"
+    cp -p "$1"/package/LICENSE "$2/LICENSE"
+  }
+  npm_fetch fetch.sh "@node-llama-cpp/linux-x64-vulkan@3.22.1" \
+    e10577190fc4bd1649d3b655588e5c7a85fc6b6dbf7136fee596cbe9e25521e7 \
+    "$cache/node-llama-cpp-linux-x64-vulkan-3.22.1" "llama.cpp Vulkan build, ~24 MB" \
+    libllama.vulkan.v0.5.0.so libggml.vulkan.v0.5.0.so libggml-vulkan.so libggml-base.so libggml-cpu-x64.so -- copy_vulkan
+  exit 0
+fi
 
 copy_llamacpp() {
   cp -p "$1"/package/bins/linux-x64/*.so "$2/"

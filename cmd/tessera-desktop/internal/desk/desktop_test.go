@@ -90,7 +90,7 @@ func TestScriptedUnderXvfb(t *testing.T) {
 		backend string // the app's --backend
 		script  map[string]any
 		flags   []string // the same settings for `tessera run`
-		live    bool     // routing heatmap expected (the CPU backend reports routing)
+		live    bool     // routing heatmap expected
 	}{
 		{"greedy", mdir, "cpu", map[string]any{"prompt": "The quick brown fox", "max_tokens": 24},
 			[]string{"--max-tokens", "24"}, true},
@@ -100,9 +100,10 @@ func TestScriptedUnderXvfb(t *testing.T) {
 		// `tessera run --image`.
 		{"vision", vdir, "cpu", map[string]any{"prompt": "What is in the picture?", "max_tokens": 16},
 			[]string{"--max-tokens", "16", "--image", filepath.Join(dir, "in.png")}, true},
-		// The WebGPU runner (lavapipe here) gives the CPU's greedy text.
+		// The WebGPU runner (lavapipe here) gives the CPU's greedy text,
+		// and its routing fills the heatmap (read back from the device).
 		{"gpu", mdir, "gpu", map[string]any{"prompt": "The quick brown fox", "max_tokens": 24},
-			[]string{"--max-tokens", "24"}, false},
+			[]string{"--max-tokens", "24"}, true},
 		{"readme", micro, "cpu", map[string]any{"prompt": "Describe the image.", "max_tokens": 16, "image": scene},
 			[]string{"--max-tokens", "16", "--image", scene}, true},
 	}

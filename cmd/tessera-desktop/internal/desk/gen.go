@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
 )
 
@@ -23,7 +24,7 @@ type Settings struct {
 type Controller struct {
 	b     Backend
 	codec tokenizer.Codec
-	live  *LiveView
+	live  *engine.LiveView
 	stops []int
 
 	mu        sync.Mutex
@@ -44,7 +45,7 @@ type Controller struct {
 }
 
 // NewController prepares a Controller; stops are the model's EOS ids.
-func NewController(b Backend, codec tokenizer.Codec, live *LiveView, stops []int) *Controller {
+func NewController(b Backend, codec tokenizer.Codec, live *engine.LiveView, stops []int) *Controller {
 	c := &Controller{b: b, codec: codec, live: live, stops: stops, done: make(chan struct{})}
 	close(c.done)
 	return c

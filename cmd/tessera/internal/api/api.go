@@ -5,7 +5,6 @@
 package api
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -14,16 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
-	"github.com/tessera-llm/tessera/core/generate"
-	"github.com/tessera-llm/tessera/core/grammar"
 )
 
 // Config are the API's settings and limits.
@@ -53,30 +50,9 @@ func New(e *engine.Engine, cfg Config) *Server {
 	return &Server{cfg: cfg, e: e, created: time.Now().Unix()}
 }
 
-// apiError is an OpenAI-shaped error response.
-type apiError struct {
-	status  int
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-func badRequest(param, code, format string, args ...any) *apiError {
-	return newError(http.StatusBadRequest, "invalid_request_error", param, code, format, args...)
-}
-
-func newError(status int, typ, param, code, format string, args ...any) *apiError {
-	e := &apiError{status: status, Message: fmt.Sprintf(format, args...), Type: typ}
-	if param != "" {
-		e.Param = &param
-	}
-	if code != "" {
-		e.Code = &code
-	}
-	return e
+// newError is an OpenAI-shaped error with status.
+func newError(status int, typ, param, code, format string, args ...any) *chat.Error {
+	return &chat.Error{Status: status, Type: typ, Param: param, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -85,8 +61,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, map[string]any{"error": e})
+func writeError(w http.ResponseWriter, e *chat.Error) {
+	writeJSON(w, e.Status, e)
 }
 
 // NotFound answers an API request that no server can take (no model is
@@ -105,7 +81,7 @@ func (a *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	route := map[string]struct {
 		method string
-		h      func(http.ResponseWriter, *http.Request) *apiError
+		h      func(http.ResponseWriter, *http.Request) *chat.Error
 	}{
 		"/v1/models":                  {http.MethodGet, a.models},
 		"/v1/models/" + a.cfg.ModelID: {http.MethodGet, a.model},
@@ -136,210 +112,77 @@ func (a *Server) modelObject() map[string]any {
 	return map[string]any{"id": a.cfg.ModelID, "object": "model", "created": a.created, "owned_by": "tessera"}
 }
 
-func (a *Server) models(w http.ResponseWriter, _ *http.Request) *apiError {
+func (a *Server) models(w http.ResponseWriter, _ *http.Request) *chat.Error {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{a.modelObject()}})
 	return nil
 }
 
-func (a *Server) model(w http.ResponseWriter, _ *http.Request) *apiError {
+func (a *Server) model(w http.ResponseWriter, _ *http.Request) *chat.Error {
 	writeJSON(w, http.StatusOK, a.modelObject())
 	return nil
 }
 
 // stats reports the engine's totals: requests, tokens, prefix-cache hits
 // and prefill tokens saved.
-func (a *Server) stats(w http.ResponseWriter, _ *http.Request) *apiError {
+func (a *Server) stats(w http.ResponseWriter, _ *http.Request) *chat.Error {
 	writeJSON(w, http.StatusOK, map[string]any{"backend": a.e.Backend, "parallel": a.e.Parallel(), "inflight": a.inflight.Load(),
 		"goroutines": runtime.NumGoroutine(), "totals": a.e.Totals()})
 	return nil
 }
 
-// decode reads a JSON request body of at most MaxBody bytes into v.
-func (a *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
+// read reads a JSON request body of at most MaxBody bytes.
+func (a *Server) read(w http.ResponseWriter, r *http.Request) ([]byte, *chat.Error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return newError(http.StatusUnsupportedMediaType, "invalid_request_error", "", "unsupported_media_type", "Content-Type %q: send application/json", ct)
+		return nil, newError(http.StatusUnsupportedMediaType, "invalid_request_error", "", "unsupported_media_type", "Content-Type %q: send application/json", ct)
 	}
-	body := http.MaxBytesReader(w, r.Body, a.cfg.MaxBody)
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(v); err != nil {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBody))
+	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large", "the request body is larger than %d bytes (tessera serve --max-body)", a.cfg.MaxBody)
+			return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request_too_large", "the request body is larger than %d bytes (tessera serve --max-body)", a.cfg.MaxBody)
 		}
-		return badRequest("", "invalid_json", "the request body is not valid JSON: %v", err)
+		return nil, chat.Invalid("", "invalid_json", "reading the request body: %v", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("", "invalid_json", "the request body holds more than one JSON value")
+	return b, nil
+}
+
+// check applies the server's rules to the fields both completion requests
+// share (chat.Sampling, already checked): the model must be this server's,
+// and maxTokens (0: not given) within MaxOutput.
+func (a *Server) check(s *chat.Sampling, maxTokens int) *chat.Error {
+	if s.Model == "" {
+		return chat.Invalid("model", "missing_required_parameter", "model is required (this server serves %q)", a.cfg.ModelID)
+	}
+	if s.Model != a.cfg.ModelID {
+		return newError(http.StatusNotFound, "invalid_request_error", "model", "model_not_found", "the model %q does not exist (this server serves %q)", s.Model, a.cfg.ModelID)
+	}
+	if maxTokens > a.cfg.MaxOutput {
+		return chat.Invalid("max_tokens", "invalid_value", "max_tokens must be in [1, %d], got %d", a.cfg.MaxOutput, maxTokens)
 	}
 	return nil
 }
 
-// common are the sampling fields of both completion requests.
-type common struct {
-	Model            string          `json:"model"`
-	Stream           bool            `json:"stream"`
-	StreamOptions    *streamOptions  `json:"stream_options"`
-	MaxTokens        *int            `json:"max_tokens"`
-	Temperature      *float64        `json:"temperature"`
-	TopP             *float64        `json:"top_p"`
-	Seed             *int64          `json:"seed"`
-	Stop             json.RawMessage `json:"stop"`
-	N                *int            `json:"n"`
-	PresencePenalty  *float64        `json:"presence_penalty"`
-	FrequencyPenalty *float64        `json:"frequency_penalty"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// options turns the common fields into engine options.
-func (a *Server) options(c *common, maxTokens *int) (engine.Options, *apiError) {
-	var o engine.Options
-	if c.Model == "" {
-		return o, badRequest("model", "missing_required_parameter", "model is required (this server serves %q)", a.cfg.ModelID)
-	}
-	if c.Model != a.cfg.ModelID {
-		return o, newError(http.StatusNotFound, "invalid_request_error", "model", "model_not_found", "the model %q does not exist (this server serves %q)", c.Model, a.cfg.ModelID)
-	}
-	if c.N != nil && *c.N != 1 {
-		return o, badRequest("n", "unsupported_value", "n must be 1")
-	}
-	for name, p := range map[string]*float64{"presence_penalty": c.PresencePenalty, "frequency_penalty": c.FrequencyPenalty} {
-		if p != nil && *p != 0 {
-			return o, badRequest(name, "unsupported_value", "%s is not supported (only 0)", name)
-		}
-	}
-	if mt := maxTokens; mt != nil || c.MaxTokens != nil {
-		if mt == nil {
-			mt = c.MaxTokens
-		}
-		if *mt < 1 || *mt > a.cfg.MaxOutput {
-			return o, badRequest("max_tokens", "invalid_value", "max_tokens must be in [1, %d], got %d", a.cfg.MaxOutput, *mt)
-		}
-		o.MaxTokens = *mt
-	}
-	o.Sampler = generate.SamplerOptions{Temperature: 1, TopP: 1}
-	if c.Temperature != nil {
-		if *c.Temperature < 0 || *c.Temperature > 2 || math.IsNaN(*c.Temperature) {
-			return o, badRequest("temperature", "invalid_value", "temperature must be in [0, 2], got %g", *c.Temperature)
-		}
-		o.Sampler.Temperature = float32(*c.Temperature)
-	}
-	if c.TopP != nil {
-		if *c.TopP <= 0 || *c.TopP > 1 || math.IsNaN(*c.TopP) {
-			return o, badRequest("top_p", "invalid_value", "top_p must be in (0, 1], got %g", *c.TopP)
-		}
-		o.Sampler.TopP = float32(*c.TopP)
-	}
-	if c.Seed != nil {
-		o.Sampler.Seed = uint64(*c.Seed)
-	} else {
-		var b [8]byte
-		rand.Read(b[:])
-		for _, x := range b {
-			o.Sampler.Seed = o.Sampler.Seed<<8 | uint64(x)
-		}
-	}
-	if len(c.Stop) > 0 && string(c.Stop) != "null" {
-		var one string
-		if err := json.Unmarshal(c.Stop, &one); err == nil {
-			o.Stop = []string{one}
-		} else if err := json.Unmarshal(c.Stop, &o.Stop); err != nil || len(o.Stop) > 4 {
-			return o, badRequest("stop", "invalid_value", "stop must be a string or a list of up to 4 strings")
-		}
-	}
-	return o, nil
-}
-
-// chatRequest is a POST /v1/chat/completions body.
-type chatRequest struct {
-	common
-	Messages            []chatMessage   `json:"messages"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Logprobs            bool            `json:"logprobs"`
-	TopLogprobs         *int            `json:"top_logprobs"`
-	ResponseFormat      *responseFormat `json:"response_format"`
-	Tools               json.RawMessage `json:"tools"`
-}
-
-type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-type contentPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL *struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-type responseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-	} `json:"json_schema"`
-}
-
-// messages converts chat messages (text, or parts of text and image_url
-// with data: URLs) to the engine's messages and images.
-func messages(in []chatMessage) ([]engine.Message, []engine.Image, *apiError) {
-	if len(in) == 0 {
-		return nil, nil, badRequest("messages", "missing_required_parameter", "messages must hold at least one message")
-	}
-	var out []engine.Message
-	var imgs []engine.Image
-	for i, m := range in {
-		param := fmt.Sprintf("messages[%d]", i)
-		role := m.Role
-		switch role {
-		case "developer":
-			role = "system"
-		case "system", "user", "assistant", "tool":
-		default:
-			return nil, nil, badRequest(param+".role", "invalid_value", "%s.role %q: want system, developer, user, assistant or tool", param, m.Role)
-		}
-		msg := engine.Message{Role: role}
-		var text string
-		var parts []contentPart
-		switch {
-		case len(m.Content) == 0 || string(m.Content) == "null":
-		case json.Unmarshal(m.Content, &text) == nil:
-			msg.Content = text
-		case json.Unmarshal(m.Content, &parts) == nil:
-			var b strings.Builder
-			for j, p := range parts {
-				pp := fmt.Sprintf("%s.content[%d]", param, j)
-				switch p.Type {
-				case "text":
-					b.WriteString(p.Text)
-				case "image_url":
-					if role != "user" {
-						return nil, nil, badRequest(pp, "invalid_value", "%s: images go in user messages", pp)
-					}
-					if p.ImageURL == nil {
-						return nil, nil, badRequest(pp+".image_url", "missing_required_parameter", "%s needs image_url.url", pp)
-					}
-					data, err := dataURL(p.ImageURL.URL)
-					if err != nil {
-						return nil, nil, badRequest(pp+".image_url", "invalid_image_url", "%s: %v", pp, err)
-					}
-					imgs = append(imgs, engine.Image{Data: data})
-					msg.Images++
-				default:
-					return nil, nil, badRequest(pp+".type", "invalid_value", "%s.type %q: want text or image_url", pp, p.Type)
-				}
+// images decodes the image parts of the messages, in order: data: URLs
+// only.
+func images(msgs []chat.Message) ([]engine.Image, *chat.Error) {
+	var out []engine.Image
+	for i, m := range msgs {
+		for j, p := range m.Content.Parts {
+			if !p.IsImage() {
+				continue
 			}
-			msg.Content = b.String()
-		default:
-			return nil, nil, badRequest(param+".content", "invalid_value", "%s.content must be a string or a list of content parts", param)
+			param := fmt.Sprintf("messages[%d].content[%d].image_url", i, j)
+			if p.ImageURL == nil {
+				return nil, chat.Invalid(param, "missing_required_parameter", "%s: an image part needs image_url.url (a data: URL)", param)
+			}
+			data, err := dataURL(p.ImageURL.URL)
+			if err != nil {
+				return nil, chat.Invalid(param, "invalid_image_url", "%s: %v", param, err)
+			}
+			out = append(out, engine.Image{Data: data})
 		}
-		out = append(out, msg)
 	}
-	return out, imgs, nil
+	return out, nil
 }
 
 // dataURL decodes a data:[type];base64,… URL; tessera does not fetch
@@ -360,74 +203,57 @@ func dataURL(u string) ([]byte, error) {
 	return b, nil
 }
 
-func (a *Server) chat(w http.ResponseWriter, r *http.Request) *apiError {
-	var req chatRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
-	o, aerr := a.options(&req.common, req.MaxCompletionTokens)
+func (a *Server) chat(w http.ResponseWriter, r *http.Request) *chat.Error {
+	body, aerr := a.read(w, r)
 	if aerr != nil {
 		return aerr
 	}
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		return badRequest("tools", "unsupported_parameter", "tools are not supported")
+	req, err := chat.ParseRequest(body)
+	if err != nil {
+		return chat.AsError(err)
 	}
-	if o.Messages, o.Images, aerr = messages(req.Messages); aerr != nil {
+	if aerr := a.check(&req.Sampling, req.MaxNewTokens(0)); aerr != nil {
 		return aerr
 	}
-	o.Logprobs = req.Logprobs
-	if req.TopLogprobs != nil {
-		if !req.Logprobs || *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
-			return badRequest("top_logprobs", "invalid_value", "top_logprobs must be in [0, 20] and needs logprobs: true")
-		}
-		o.TopLogprobs = *req.TopLogprobs
+	o, err := engine.ChatOptions(req, 0) // no max_tokens: run gives the room the context leaves
+	if err != nil {
+		return chat.AsError(err)
 	}
-	if f := req.ResponseFormat; f != nil {
-		switch f.Type {
-		case "text", "":
-		case "json_object":
-			o.Grammar = grammar.JSONObject()
-		case "json_schema":
-			if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 {
-				return badRequest("response_format.json_schema", "missing_required_parameter", "response_format json_schema needs json_schema.schema")
-			}
-			g, err := grammar.Schema(f.JSONSchema.Schema)
-			if err != nil {
-				return badRequest("response_format.json_schema.schema", "invalid_value", "%v", err)
-			}
-			o.Grammar = g
-		default:
-			return badRequest("response_format.type", "invalid_value", "response_format.type %q: want text, json_object or json_schema", f.Type)
-		}
+	if o.Images, aerr = images(req.Messages); aerr != nil {
+		return aerr
 	}
-	return a.run(w, r, &req.common, o, "chat.completion", "chatcmpl-")
+	return a.run(w, r, &req.Sampling, o, "chat.completion", "chatcmpl-")
 }
 
 // completionRequest is a POST /v1/completions body.
 type completionRequest struct {
-	common
+	chat.Sampling
 	Prompt   json.RawMessage `json:"prompt"`
 	Logprobs *int            `json:"logprobs"`
 	Echo     bool            `json:"echo"`
 	Suffix   *string         `json:"suffix"`
 }
 
-func (a *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
-	var req completionRequest
-	if err := a.decode(w, r, &req); err != nil {
-		return err
-	}
-	if req.MaxTokens == nil {
-		sixteen := 16 // OpenAI's default for completions
-		req.MaxTokens = &sixteen
-	}
-	o, aerr := a.options(&req.common, nil)
+func (a *Server) completions(w http.ResponseWriter, r *http.Request) *chat.Error {
+	body, aerr := a.read(w, r)
 	if aerr != nil {
 		return aerr
 	}
-	if req.Echo || (req.Suffix != nil && *req.Suffix != "") {
-		return badRequest("echo", "unsupported_parameter", "echo and suffix are not supported")
+	var req completionRequest
+	if err := chat.Decode(body, &req); err != nil {
+		return chat.AsError(err)
 	}
+	if err := req.Check(); err != nil {
+		return chat.AsError(err)
+	}
+	maxTokens := req.MaxNewTokens(16) // OpenAI's default for completions
+	if aerr := a.check(&req.Sampling, maxTokens); aerr != nil {
+		return aerr
+	}
+	if req.Echo || (req.Suffix != nil && *req.Suffix != "") {
+		return chat.Invalid("echo", "unsupported_parameter", "echo and suffix are not supported")
+	}
+	o := engine.Options{Stop: req.Stop, Sampler: req.SamplerOptions(), MaxTokens: maxTokens}
 	var one string
 	var many []string
 	var ids []int
@@ -439,18 +265,18 @@ func (a *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	case json.Unmarshal(req.Prompt, &ids) == nil && len(ids) > 0:
 		o.Tokens = ids
 	default:
-		return badRequest("prompt", "invalid_value", "prompt must be a string, a list of one string, or a list of token ids")
+		return chat.Invalid("prompt", "invalid_value", "prompt must be a string, a list of one string, or a list of token ids")
 	}
 	if o.Prompt == "" && len(o.Tokens) == 0 {
-		return badRequest("prompt", "invalid_value", "the prompt is empty")
+		return chat.Invalid("prompt", "invalid_value", "the prompt is empty")
 	}
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > 5 {
-			return badRequest("logprobs", "invalid_value", "logprobs must be in [0, 5]")
+			return chat.Invalid("logprobs", "invalid_value", "logprobs must be in [0, 5]")
 		}
 		o.Logprobs, o.TopLogprobs = true, *req.Logprobs
 	}
-	return a.run(w, r, &req.common, o, "text_completion", "cmpl-")
+	return a.run(w, r, &req.Sampling, o, "text_completion", "cmpl-")
 }
 
 // Usage is OpenAI's usage object, with the prefix cache's saving.
@@ -469,16 +295,9 @@ func usageOf(st engine.Stats) Usage {
 	return u
 }
 
-func finishReason(st engine.Stats) string {
-	if st.Stopped == "stop" {
-		return "stop"
-	}
-	return "length"
-}
-
 // run generates for one request, streamed as server-sent events or as
 // one JSON response.
-func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine.Options, object, idPrefix string) *apiError {
+func (a *Server) run(w http.ResponseWriter, r *http.Request, c *chat.Sampling, o engine.Options, object, idPrefix string) *chat.Error {
 	if n := a.inflight.Add(1); n > int64(a.e.Parallel()+a.cfg.MaxQueue) {
 		a.inflight.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -488,7 +307,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 	if o.MaxTokens == 0 { // max_tokens not given: as many as the context leaves, up to MaxOutput
 		o.MaxTokens, o.MaxContext = a.cfg.MaxOutput, a.cfg.Context
 	} else if o.MaxPromptTokens = a.cfg.Context - o.MaxTokens; o.MaxPromptTokens < 1 {
-		return badRequest("max_tokens", "context_length_exceeded", "max_tokens %d leaves no room for the prompt in this server's context of %d tokens (tessera serve --ctx)", o.MaxTokens, a.cfg.Context)
+		return chat.Invalid("max_tokens", "context_length_exceeded", "max_tokens %d leaves no room for the prompt in this server's context of %d tokens (tessera serve --ctx)", o.MaxTokens, a.cfg.Context)
 	}
 	var idb [12]byte
 	rand.Read(idb[:])
@@ -516,7 +335,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 				return newError(http.StatusInternalServerError, "server_error", "", "", "the constrained output does not validate: %v", verr)
 			}
 		}
-		choice := map[string]any{"index": 0, "finish_reason": finishReason(st), "logprobs": nil}
+		choice := map[string]any{"index": 0, "finish_reason": st.FinishReason(), "logprobs": nil}
 		if chat {
 			choice["message"] = map[string]any{"role": "assistant", "content": out, "refusal": nil}
 			if o.Logprobs {
@@ -598,7 +417,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 		if !started {
 			return aerr
 		}
-		send(map[string]any{"error": aerr})
+		send(aerr)
 		return nil
 	}
 	if r.Context().Err() != nil {
@@ -610,7 +429,7 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 	if st.Tail != "" {
 		send(piece(st.Tail, nil, nil))
 	}
-	fin := piece("", nil, finishReason(st))
+	fin := piece("", nil, st.FinishReason())
 	send(fin)
 	if c.StreamOptions != nil && c.StreamOptions.IncludeUsage {
 		u := chunk([]any{})
@@ -623,16 +442,8 @@ func (a *Server) run(w http.ResponseWriter, r *http.Request, c *common, o engine
 }
 
 // generateError maps an engine error to its HTTP status.
-func (a *Server) generateError(err error) *apiError {
-	switch {
-	case errors.Is(err, engine.ErrContext):
-		return badRequest("messages", "context_length_exceeded", "%v (this server allows %d tokens of prompt + max_tokens: tessera serve --ctx)", err, a.cfg.Context)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return newError(499, "invalid_request_error", "", "cancelled", "the request was cancelled")
-	case errors.Is(err, engine.ErrBadRequest):
-		return badRequest("", "invalid_value", "%v", err)
-	}
-	return newError(http.StatusInternalServerError, "server_error", "", "", "%v", err)
+func (a *Server) generateError(err error) *chat.Error {
+	return engine.APIError(err, fmt.Sprintf("this server allows %d tokens of prompt + max_tokens: tessera serve --ctx", a.cfg.Context))
 }
 
 // fingerprint names the model and backend a response came from.
@@ -641,36 +452,11 @@ func (a *Server) fingerprint() string {
 	return "tessera-" + hex.EncodeToString(id[:4])
 }
 
-type logprobEntry struct {
-	Token       string          `json:"token"`
-	Logprob     float32         `json:"logprob"`
-	Bytes       []int           `json:"bytes"`
-	TopLogprobs []logprobEntry2 `json:"top_logprobs"`
-}
-
-type logprobEntry2 struct {
-	Token   string  `json:"token"`
-	Logprob float32 `json:"logprob"`
-	Bytes   []int   `json:"bytes"`
-}
-
-func tokenBytes(s string) []int {
-	b := make([]int, len(s))
-	for i := range len(s) {
-		b[i] = int(s[i])
-	}
-	return b
-}
-
 // chatLogprobs is the chat completion's logprobs object.
 func chatLogprobs(ps []engine.Piece) map[string]any {
-	out := make([]logprobEntry, len(ps))
+	out := make([]chat.TokenLogprob, len(ps))
 	for i, p := range ps {
-		tok := tokenText(p)
-		out[i] = logprobEntry{Token: tok, Logprob: finite(p.Logprob), Bytes: tokenBytes(tok), TopLogprobs: []logprobEntry2{}}
-		for _, t := range p.Top {
-			out[i].TopLogprobs = append(out[i].TopLogprobs, logprobEntry2{Token: t.Text, Logprob: finite(t.Logprob), Bytes: tokenBytes(t.Text)})
-		}
+		out[i] = p.ChatLogprob()
 	}
 	return map[string]any{"content": out, "refusal": nil}
 }
@@ -683,32 +469,9 @@ func completionLogprobs(ps []engine.Piece) map[string]any {
 	var offs []int
 	off := 0
 	for _, p := range ps {
-		tok := tokenText(p)
-		toks, lps, offs = append(toks, tok), append(lps, finite(p.Logprob)), append(offs, off)
+		tok, lp, top := p.CompletionLogprob()
+		toks, lps, tops, offs = append(toks, tok), append(lps, lp), append(tops, top), append(offs, off)
 		off += len(tok)
-		m := map[string]float32{}
-		for _, t := range p.Top {
-			m[t.Text] = finite(t.Logprob)
-		}
-		tops = append(tops, m)
 	}
 	return map[string]any{"tokens": toks, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offs}
-}
-
-// tokenText is a piece's own token text (the streamed text may hold back
-// or join pieces).
-func tokenText(p engine.Piece) string {
-	if p.TokenText != "" {
-		return p.TokenText
-	}
-	return p.Text
-}
-
-// finite maps −Inf (a masked token) to the most negative float32, as JSON
-// has no infinities.
-func finite(v float32) float32 {
-	if math.IsInf(float64(v), -1) {
-		return -math.MaxFloat32
-	}
-	return v
 }

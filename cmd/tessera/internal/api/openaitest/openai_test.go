@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,9 +22,11 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/grammar"
 )
@@ -302,6 +305,8 @@ func TestOpenAIErrors(t *testing.T) {
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]}`, 400, "invalid_image_url"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`, 400, "invalid_value"},
 		{`{"model": "k3-micro", "messages": [{"role":"wizard","content":"hi"}]}`, 400, "invalid_value"},
+		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "frobnicate": 1}`, 400, "unknown_parameter"},
+		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "top_logprobs": 2}`, 400, "invalid_value"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "response_format": {"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"pattern":"x"}}}}}}`, 400, "invalid_value"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "max_tokens": 2, "response_format": {"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"abc":{"type":"string"}},"required":["abc"]}}}}`, 400, "invalid_value"},
 	} {
@@ -330,7 +335,7 @@ func TestOpenAIDisconnect(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 3 {
 		ctx, cancel := context.WithCancel(context.Background())
-		body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"Go on forever"}]}`
+		body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"seed":1,"messages":[{"role":"user","content":"Go on forever"}]}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -367,7 +372,8 @@ func TestOpenAIQueueAndKey(t *testing.T) {
 	require.Equal(t, 401, status, v)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"messages":[{"role":"user","content":"Go on"}]}`
+	// seed 1: a long reply (a random seed may end it at once, freeing the sequence)
+	body := `{"model":"k3-micro","stream":true,"max_tokens":100000,"seed":1,"messages":[{"role":"user","content":"Go on"}]}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer sekret")
 	resp, err := http.DefaultClient.Do(req)
@@ -392,4 +398,56 @@ func TestOpenAIContextBudget(t *testing.T) {
 	require.LessOrEqual(t, r.Usage.TotalTokens, int64(48))
 	_, err = c.Chat.Completions.New(context.Background(), chatParams("hi", 48))
 	apiErr(t, err, 400, "context_length_exceeded")
+}
+
+// Tools, tool calls, tool results and names reach the model's chat
+// template (core/chat's request, as in the browser): the prompt the
+// server counts is the template's rendering of the request with them.
+func TestOpenAITools(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "tokenizer.json", "model.safetensors"} {
+		abs, err := filepath.Abs(filepath.Join(microModel, f))
+		require.NoError(t, err)
+		require.NoError(t, os.Symlink(abs, filepath.Join(dir, f)))
+	}
+	tmpl := `{% for t in tools %}[tool {{ t.function.name }}]{% endfor %}{% for m in messages %}<{{ m.role }}{% if m.name %} {{ m.name }}{% endif %}>` +
+		`{{ m.content }}{% for c in m.tool_calls %}[call {{ c.function.name }} {{ c.function.arguments }}]{% endfor %}` +
+		`{% if m.tool_call_id %}[for {{ m.tool_call_id }}]{% endif %}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}`
+	cfg, err := json.Marshal(map[string]any{"chat_template": tmpl, "eos_token": "<|im_end|>"})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644))
+	e, err := engine.Open(dir, engine.OpenOptions{})
+	require.NoError(t, err)
+	ts := httptest.NewServer(api.New(e, api.Config{ModelID: "k3-micro", MaxBody: 1 << 20, Context: 4096, MaxOutput: 8}))
+	t.Cleanup(func() { ts.Close(); e.Close() })
+
+	p := openai.ChatCompletionNewParams{Model: "k3-micro", MaxTokens: openai.Int(2), Temperature: openai.Float(0),
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "get_weather", Parameters: shared.FunctionParameters{"type": "object"}})},
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			{OfUser: &openai.ChatCompletionUserMessageParam{Name: openai.String("ann"),
+				Content: openai.ChatCompletionUserMessageParamContentUnion{OfString: openai.String("Weather in Paris?")}}},
+			{OfAssistant: &openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{
+				{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: "c1",
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "get_weather", Arguments: `{"city":"Paris"}`}}}}}},
+			openai.ToolMessage("sunny", "c1"),
+		}}
+	c := client(ts)
+	r, err := c.Chat.Completions.New(context.Background(), p)
+	require.NoError(t, err)
+
+	body, err := json.Marshal(p)
+	require.NoError(t, err)
+	req, err := chat.ParseRequest(body)
+	require.NoError(t, err)
+	rd, err := chat.ForModel(dir)
+	require.NoError(t, err)
+	text, err := rd.Render(req.Input())
+	require.NoError(t, err)
+	for _, s := range []string{"[tool get_weather]", "<user ann>Weather in Paris?", `[call get_weather {"city":"Paris"}]`, "<tool>sunny[for c1]"} {
+		require.Contains(t, text, s)
+	}
+	ids, err := e.Codec().Encode(text)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(ids)), r.Usage.PromptTokens, "the prompt is the template's rendering of %s", text)
 }

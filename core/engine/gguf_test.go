@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tessera-llm/tessera/core/gguf"
+	"github.com/tessera-llm/tessera/core/safetensors"
+)
+
+// greedyIDs is a greedy generation's token ids.
+func greedyIDs(t *testing.T, e *Engine, prompt string, n int) []int {
+	t.Helper()
+	var ids []int
+	if _, err := e.Generate(context.Background(), Options{Prompt: prompt, MaxTokens: n, NoCache: true},
+		func(p Piece) bool { ids = append(ids, p.ID); return true }); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// A GGUF file held in memory (the browser's fetched bytes) loads with the
+// loader native Open uses (LoadGGUF): k3-micro exported to F16 gives the
+// greedy tokens of its safetensors checkpoint, on the heap and deferred
+// (the GPU runner's path) alike; a truncated or corrupt file is an error
+// naming what is wrong. It runs under GOOS=js too (scripts/wasm/exec.sh).
+func TestLoadGGUF(t *testing.T) {
+	files := map[string][]byte{}
+	for _, n := range []string{ConfigFile, TokenizerFile, safetensors.SingleFileName} {
+		b, err := os.ReadFile(filepath.Join(microDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = b
+	}
+	ref, err := Load(safetensors.MemOpener(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	const prompt = "Hello, tessera!"
+	want := greedyIDs(t, ref, prompt, 12)
+
+	path := filepath.Join(t.TempDir(), "k3-micro.f16.gguf")
+	if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: "f16"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := LoadGGUF(safetensors.BytesSource(data), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := greedyIDs(t, e, prompt, 12); !slices.Equal(got, want) {
+		t.Errorf("GGUF greedy ids %v, safetensors %v", got, want)
+	}
+	if e.Cfg.NumHiddenLayers != ref.Cfg.NumHiddenLayers || e.Cfg.NumExperts != ref.Cfg.NumExperts {
+		t.Errorf("GGUF config %d layers %d experts, safetensors %d and %d", e.Cfg.NumHiddenLayers, e.Cfg.NumExperts, ref.Cfg.NumHiddenLayers, ref.Cfg.NumExperts)
+	}
+	d, err := LoadGGUF(safetensors.BytesSource(data), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+
+	bad := slices.Clone(data)
+	copy(bad, "GGUX")
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"truncated", data[:len(data)/2], "gguf"},
+		{"header only", data[:64], "gguf"},
+		{"bad magic", bad, "gguf"},
+		{"empty", nil, "gguf"},
+	} {
+		_, err := LoadGGUF(safetensors.BytesSource(tc.b), false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want an error mentioning %q", tc.name, err, tc.want)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+}
