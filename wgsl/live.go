@@ -21,7 +21,7 @@ import (
 
 // sumsqPer is how many elements each sumsq invocation adds (4096 per
 // workgroup): far below lavapipe's loop cap.
-const sumsqPer = 16
+const sumsqPer = 64
 
 // RouteCopy records O[t·stride + j] = ids[t·k + j] for the n = T·k u32
 // expert ids at ids (live.wgsl route_copy).
@@ -40,11 +40,11 @@ func (d *Device) RouteCopy(out, ids View, n, k, stride int) error {
 		return err
 	}
 	p := params{}.u(n, 0, ids.Off, out.Off, k, stride)
-	return d.dispatch(kr, p, []*Buffer{ids.Buf, out.Buf}, (n+255)/256)
+	return d.dispatch(kr, p, []*Buffer{ids.Buf, out.Buf}, (n+63)/64)
 }
 
 // SumSqGroups is the number of partial sums SumSq writes for n values.
-func SumSqGroups(n int) int { return (n + 256*sumsqPer - 1) / (256 * sumsqPer) }
+func SumSqGroups(n int) int { return (n + 64*sumsqPer - 1) / (64 * sumsqPer) }
 
 // SumSq records out[g] = the sum of squares of the g-th block of 4096 of
 // the n floats at x, for g < SumSqGroups(n) (live.wgsl sumsq); the host

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tessera-llm/tessera/cmd/internal/host"
 	"github.com/tessera-llm/tessera/core/gguf"
 )
 
@@ -72,18 +73,6 @@ type BenchReport struct {
 	// differ (a fidelity problem, or a near-tie in low precision).
 	Disagree []string `json:"first_ids_differ,omitempty"`
 	Seconds  float64  `json:"seconds"`
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // ensureGGUF exports src as a GGUF of type typ unless path exists and is
@@ -171,7 +160,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := BenchReport{Date: time.Now().UTC().Format(time.RFC3339), LoadBefore: loadavg(), Rounds: *rounds,
+	rep := BenchReport{Date: time.Now().UTC().Format(time.RFC3339), LoadBefore: host.LoadAvg(), Rounds: *rounds,
 		PromptLens: lens, Gen: *gen, Variants: vs, GPU: *gpu,
 		Host: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
 	t0 := time.Now()
@@ -228,7 +217,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			rep.Rows = append(rep.Rows, row(v.Name, th, fmt.Sprintf("decode %d", *gen), tr, lr, func(r RunResult) float64 { return r.Decode }))
 		}
 	}
-	rep.LoadAfter = loadavg()
+	rep.LoadAfter = host.LoadAvg()
 	rep.Seconds = time.Since(t0).Seconds()
 	printTable(stdout, &rep)
 	if *jsonOut != "" {

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tessera-llm/tessera/cmd/internal/host"
 )
 
 // The browser benchmark's defaults: a KJV passage k3-micro continues
@@ -162,7 +164,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		}
 	}
 	outPath := cmp.Or(os.Getenv("BENCH_OUT"), filepath.Join(root, "out", "bench", "browser.json"))
-	loadBefore := benchLoadAvg()
+	loadBefore := host.LoadAvg()
 	start := time.Now()
 	dir := t.TempDir()
 
@@ -377,7 +379,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	}
 
 	env.Date = time.Now().UTC().Format(time.RFC3339)
-	env.LoadBefore, env.LoadAfter = loadBefore, benchLoadAvg()
+	env.LoadBefore, env.LoadAfter = loadBefore, host.LoadAvg()
 	env.CPU = benchCPUName()
 	env.Cores = runtime.NumCPU()
 	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
@@ -598,19 +600,6 @@ func benchVmRSS(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// benchLoadAvg is the 1, 5 and 15 minute load averages.
-func benchLoadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // benchCPUName is the first "model name" of /proc/cpuinfo.

@@ -5,13 +5,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/tessera-llm/tessera/core/engine"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/tessera-llm/tessera/cmd/internal/host"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/wgsl"
@@ -229,7 +230,7 @@ func (a benchGPUArgs) budget() (engine.GPUMemory, error) {
 // hit rate and upload traffic against the budget: a table with a text
 // plot, the JSON, and with --plot a chart.
 func benchMemorySweep(budgets []string, o engine.OpenOptions, a benchGPUArgs, plotDir string, stdout, stderr io.Writer) error {
-	sw := memorySweep{Model: a.dir, Load: loadAvg()}
+	sw := memorySweep{Model: a.dir, Load: host.LoadAvg()}
 	for _, b := range budgets {
 		o.GPUMemory = strings.TrimSpace(b)
 		e, err := openEngine(a.dir, o, stderr)
@@ -295,17 +296,4 @@ func benchMemorySweep(budgets []string, o engine.OpenOptions, a benchGPUArgs, pl
 		fmt.Fprintf(w, "chart            %s\n", path)
 	}
 	return nil
-}
-
-// loadAvg is the first three fields of /proc/loadavg ("" without it).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
