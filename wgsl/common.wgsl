@@ -36,6 +36,183 @@ fn wpair(base: u32, j: u32) -> vec2<f32> {
   return vec2<f32>(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u));
 }
 
+// half_f32 is the IEEE half with bits h (low 16) as f32, exactly
+// (subnormals included: no reliance on unpack2x16float's flushing rules).
+fn half_f32(h: u32) -> f32 {
+  let s = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 31u;
+  let m = h & 1023u;
+  if (e == 0u) { return bitcast<f32>(s | bitcast<u32>(f32(m) * bitcast<f32>(0x33800000u))); } // m·2^-24
+  if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// wbyte is byte i (counted from W[0]'s low byte) of the including
+// kernel's weight words W.
+fn wbyte(i: u32) -> u32 {
+  return (W[i >> 2u] >> ((i & 3u) * 8u)) & 255u;
+}
+
+// qbody is the words of one block's body for block dtype dt (tensor.DType
+// values: 4 Q8_0, 5 Q4_0, 6 Q4_K, 7 Q5_K, 8 Q6_K, 9 MXFP4, 11 Q5_0). On
+// the GPU (wgsl.PackMat) a row of a block-format matrix is its blocks'
+// bodies (the block's bytes less its f16 / E8M0 scale, whole words), then
+// the scales packed (two f16 or four E8M0 per word); Q4_K and Q5_K
+// blocks are whole words and stay whole.
+fn qbody(dt: u32) -> u32 {
+  switch dt {
+    case 4u: { return 8u; }
+    case 5u, 9u: { return 4u; }
+    case 11u: { return 5u; }
+    case 6u: { return 36u; }
+    case 7u: { return 44u; }
+    default: { return 52u; }
+  }
+}
+
+// qscale is what unit u (elements 32u..32u+31) of the block-format row at
+// word base (cols columns, dtype QT: the constant the loader defines for a
+// module specialised to one block format, Device.weightKernel) scales by: x the multiplier
+// (Q4_K/Q5_K: d·scale; Q6_K: d·scale of elements 0..15), y the K-quants'
+// offset dmin·min, z Q6_K's d·scale of elements 16..31. Each product is
+// rounded as ggml's dequantizer rounds it (tensor.Dequantize).
+fn qscale(base: u32, cols: u32, u: u32) -> vec4<f32> {
+  let dt = QT;
+  if (dt == 6u || dt == 7u) {
+    let bb = base + (u / 8u) * qbody(dt);
+    let dm = W[bb];
+    let j = u % 8u;
+    let q = 4u * (bb + 1u); // the 12 scale bytes
+    var s6: u32; // ggml's get_scale_min_k4
+    var m6: u32;
+    if (j < 4u) {
+      s6 = wbyte(q + j) & 63u;
+      m6 = wbyte(q + j + 4u) & 63u;
+    } else {
+      s6 = (wbyte(q + j + 4u) & 15u) | ((wbyte(q + j - 4u) >> 6u) << 4u);
+      m6 = (wbyte(q + j + 4u) >> 4u) | ((wbyte(q + j) >> 6u) << 4u);
+    }
+    return vec4<f32>(half_f32(dm & 0xffffu) * f32(s6), half_f32(dm >> 16u) * f32(m6), 0.0, 0.0);
+  }
+  let bl = select(32u, 256u, dt == 8u);
+  let sb = 4u * (base + (cols / bl) * qbody(dt)); // the scales' first byte
+  if (dt == 9u) {
+    let e = wbyte(sb + u);
+    if (e < 2u) { return vec4<f32>(bitcast<f32>(0x00200000u << e), 0.0, 0.0, 0.0); }
+    return vec4<f32>(bitcast<f32>((e - 1u) << 23u), 0.0, 0.0, 0.0);
+  }
+  if (dt == 8u) {
+    let b = u / 8u;
+    let c = u % 8u;
+    let d = half_f32(wbyte(sb + 2u * b) | (wbyte(sb + 2u * b + 1u) << 8u));
+    let si = 4u * (base + b * 52u) + 192u + 8u * (c / 4u) + 2u * (c % 4u);
+    let s1 = f32((i32(wbyte(si) << 24u)) >> 24u);
+    let s2 = f32((i32(wbyte(si + 1u) << 24u)) >> 24u);
+    return vec4<f32>(d * s1, 0.0, d * s2, 0.0);
+  }
+  return vec4<f32>(half_f32(wbyte(sb + 2u * u) | (wbyte(sb + 2u * u + 1u) << 8u)), 0.0, 0.0, 0.0);
+}
+
+// qints is the quants of elements 4i..4i+3 of unit u (elements
+// 32u..32u+31, i < 8) of the block-format row at word base (QT, cols
+// columns), as the small integers the scales multiply: Q8_0 q, Q4_0 q−8,
+// Q5_0 q−16, MXFP4 the doubled E2M1 value, Q4_K/Q5_K q, Q6_K q−32.
+fn qints(base: u32, cols: u32, u: u32, i: u32) -> vec4<f32> {
+  let dt = QT;
+  let by = vec4<u32>(0u, 8u, 16u, 24u);
+  switch dt {
+    case 4u: { // Q8_0: int8
+      let w = W[base + u * 8u + i];
+      return vec4<f32>(vec4<i32>(vec4<u32>(w) << (vec4<u32>(24u) - by)) >> vec4<u32>(24u));
+    }
+    case 5u, 9u, 11u: { // Q4_0, MXFP4, Q5_0: element j of 0..15 in the low nibble of byte j, j+16 in the high one
+      let bw = qbody(dt);
+      let w = W[base + u * bw + (bw - 4u) + (i & 3u)];
+      var q = (vec4<u32>(w) >> (by + vec4<u32>((i >> 2u) * 4u))) & vec4<u32>(15u);
+      if (dt == 5u) { return vec4<f32>(vec4<i32>(q) - vec4<i32>(8)); }
+      if (dt == 11u) { // the fifth bits: bit j of the word qh
+        let qh = W[base + u * 5u];
+        let bit = vec4<u32>(4u * (i & 3u) + 16u * (i >> 2u)) + vec4<u32>(0u, 1u, 2u, 3u);
+        q |= ((vec4<u32>(qh) >> bit) & vec4<u32>(1u)) << vec4<u32>(4u);
+        return vec4<f32>(vec4<i32>(q) - vec4<i32>(16));
+      }
+      let m = q & vec4<u32>(7u); // E2M1 doubled: 0 1 2 3 4 6 8 12, bit 3 the sign
+      let mag = select(vec4<f32>((vec4<u32>(2u) + (m & vec4<u32>(1u))) << ((m >> vec4<u32>(1u)) - vec4<u32>(1u))),
+                       vec4<f32>(m), m < vec4<u32>(2u));
+      return select(mag, -mag, (q & vec4<u32>(8u)) != vec4<u32>(0u));
+    }
+    case 6u, 7u: { // Q4_K, Q5_K: sub-block j of a block is the nibbles (low for even j) of qs[32(j/2)..]
+      let bb = base + (u / 8u) * qbody(dt);
+      let j = u % 8u;
+      let qs = select(4u, 12u, dt == 7u);
+      let w = W[bb + qs + 8u * (j / 2u) + i];
+      var q = (vec4<u32>(w) >> (by + vec4<u32>(4u * (j & 1u)))) & vec4<u32>(15u);
+      if (dt == 7u) { // the fifth bits: bit j of qh[l]
+        let qh = W[bb + 4u + i];
+        q |= ((vec4<u32>(qh) >> (by + vec4<u32>(j))) & vec4<u32>(1u)) << vec4<u32>(4u);
+      }
+      return vec4<f32>(q);
+    }
+    default: { // Q6_K: 6-bit q from ql's nibbles and qh's bit pairs
+      let bb = base + (u / 8u) * 52u;
+      let c = u % 8u;
+      let n = c / 4u;
+      let k = c % 4u;
+      let lo = (vec4<u32>(W[bb + 16u * n + 8u * (k & 1u) + i]) >> (by + vec4<u32>(4u * (k >> 1u)))) & vec4<u32>(15u);
+      let hi = (vec4<u32>(W[bb + 32u + 8u * n + i]) >> (by + vec4<u32>(2u * k))) & vec4<u32>(3u);
+      return vec4<f32>(vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32));
+    }
+  }
+}
+
+// qvals is elements 4i..4i+3 of unit u (elements 32u..32u+31, i < 8) of
+// the block-format row at word base (QT, cols columns), dequantized
+// exactly as ggml's reference dequantizer (tensor.Dequantize), with s =
+// qscale(base, cols, u): Q4_K/Q5_K (d·scale)·q − dmin·min, Q6_K
+// (d·scale)·q, the others q·d.
+fn qvals(base: u32, cols: u32, u: u32, i: u32, s: vec4<f32>) -> vec4<f32> {
+  let q = qints(base, cols, u, i);
+  if (QT == 6u || QT == 7u) { return s.x * q - s.y; }
+  if (QT == 8u) { return select(s.z, s.x, i < 4u) * q; }
+  return q * s.x;
+}
+
+// qdot is unit u (elements 32u..32u+31) of the block-format row at word
+// base (QT, cols columns) dotted with X[xb + 32u ..]: the quants times x
+// summed, then scaled once (minus dmin·min·Σx for Q4_K/Q5_K), as ggml's
+// dot products are — equal to the dot product of qvals' values within
+// float32 rounding, with fewer operations per weight.
+fn qdot(base: u32, cols: u32, u: u32, xb: u32) -> f32 {
+  let s = qscale(base, cols, u);
+  var a = vec4<f32>();
+  var b = vec4<f32>();
+  var sx = vec4<f32>();
+  for (var i = 0u; i < 8u; i++) {
+    let xv = x4(xb + 32u * u + 4u * i);
+    let p = qints(base, cols, u, i) * xv;
+    if (QT == 8u && i >= 4u) { b += p; } else { a += p; }
+    if (QT == 6u || QT == 7u) { sx += xv; }
+  }
+  let one = vec4<f32>(1.0);
+  var r = s.x * dot(a, one);
+  if (QT == 8u) { r += s.z * dot(b, one); }
+  if (QT == 6u || QT == 7u) { r -= s.y * dot(sx, one); }
+  return r;
+}
+
+// qel is element c of the block-format row at word base (QT, cols
+// columns), as qvals.
+fn qel(base: u32, cols: u32, c: u32) -> f32 {
+  let u = c / 32u;
+  let v = qvals(base, cols, u, (c % 32u) / 4u, qscale(base, cols, u));
+  return v[c % 4u];
+}
+
+// x4 is X[i..i+3] of the including kernel's input X.
+fn x4(i: u32) -> vec4<f32> {
+  return vec4<f32>(X[i], X[i + 1u], X[i + 2u], X[i + 3u]);
+}
+
 // wg_reduce combines v over the WG invocations of a workgroup (tid: the
 // local_invocation_index): their sum, or with is_max their maximum; every
 // invocation returns it. A kernel that calls it (or reduce_sum,

@@ -129,48 +129,84 @@ func writeMatrix(path, adapter string) error {
 	var br struct {
 		Adapter struct{ Vendor, Architecture string }
 		Cases   []struct {
-			Op string
-			OK bool
+			Op, DType string
+			OK        bool
 		}
 	}
-	browser := map[string][2]int{} // op → passed, run
+	isBlock := func(dt string) bool { return slices.Contains(conformance.BlockDTypes(), dt) }
+	browser := map[string][2]int{}     // op → passed, run (F32, F16, BF16 cases)
+	browserQ := map[[2]string][2]int{} // op, block dtype → passed, run
 	if data, err := os.ReadFile("testdata/browser-conformance.json"); err == nil {
 		if err := json.Unmarshal(data, &br); err != nil {
 			return fmt.Errorf("testdata/browser-conformance.json: %w", err)
 		}
 		for _, c := range br.Cases {
 			v := browser[c.Op]
+			if isBlock(c.DType) {
+				v = browserQ[[2]string{c.Op, c.DType}]
+			}
 			v[1]++
 			if c.OK {
 				v[0]++
 			}
-			browser[c.Op] = v
+			if isBlock(c.DType) {
+				browserQ[[2]string{c.Op, c.DType}] = v
+			} else {
+				browser[c.Op] = v
+			}
 		}
 		fmt.Fprintf(&b, "Browser column: a subset of the same cases (the first of every op × dtype) run in headless Chromium on WebGPU\n"+
 			"(adapter `%s %s`) by `TestBrowserE2E` in cmd/tessera (`CI=true TESSERA_SUPPORT_MATRIX=write go test -run TestBrowserE2E ./cmd/tessera`\n"+
 			"writes wgsl/testdata/browser-conformance.json, read here).\n\n", br.Adapter.Vendor, br.Adapter.Architecture)
 	}
+	native := func(c *cell) string {
+		switch {
+		case c == nil:
+			return " — |"
+		case c.failed > 0:
+			return fmt.Sprintf(" FAIL %d/%d |", c.cases-c.failed, c.cases)
+		}
+		return fmt.Sprintf(" ✓ %d/%d (%.1e) |", c.cases, c.cases, c.worst)
+	}
+	inBrowser := func(v [2]int) string {
+		switch {
+		case v[1] == 0:
+			return "—"
+		case v[0] < v[1]:
+			return fmt.Sprintf("FAIL %d/%d", v[0], v[1])
+		}
+		return fmt.Sprintf("✓ %d/%d", v[0], v[1])
+	}
 	b.WriteString("| op | F32 | F16 | BF16 | browser |\n|---|---|---|---|---|\n")
+	var qops []string
 	for _, o := range names {
-		fmt.Fprintf(&b, "| %s |", o)
-		for _, dt := range []string{"F32", "F16", "BF16"} {
-			c := matrix[[2]string{o, dt}]
-			switch {
-			case c == nil:
-				b.WriteString(" — |")
-			case c.failed > 0:
-				fmt.Fprintf(&b, " FAIL %d/%d |", c.cases-c.failed, c.cases)
-			default:
-				fmt.Fprintf(&b, " ✓ %d/%d (%.1e) |", c.cases, c.cases, c.worst)
+		if matrix[[2]string{o, "F32"}] == nil && matrix[[2]string{o, "F16"}] == nil && matrix[[2]string{o, "BF16"}] == nil {
+			qops = append(qops, o) // block formats only (Dequantize)
+		} else {
+			fmt.Fprintf(&b, "| %s |", o)
+			for _, dt := range []string{"F32", "F16", "BF16"} {
+				b.WriteString(native(matrix[[2]string{o, dt}]))
+			}
+			fmt.Fprintf(&b, " %s |\n", inBrowser(browser[o]))
+		}
+		for _, dt := range conformance.BlockDTypes() {
+			if matrix[[2]string{o, dt}] != nil && !slices.Contains(qops, o) {
+				qops = append(qops, o)
 			}
 		}
-		switch v := browser[o]; {
-		case v[1] == 0:
-			b.WriteString(" — |")
-		case v[0] < v[1]:
-			fmt.Fprintf(&b, " FAIL %d/%d |", v[0], v[1])
-		default:
-			fmt.Fprintf(&b, " ✓ %d/%d |", v[0], v[1])
+	}
+	sort.Strings(qops)
+	b.WriteString(blockKernelSection)
+	b.WriteString("| op |")
+	for _, dt := range conformance.BlockDTypes() {
+		fmt.Fprintf(&b, " %s |", dt)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(conformance.BlockDTypes())) + "\n")
+	for _, o := range qops {
+		fmt.Fprintf(&b, "| %s |", o)
+		for _, dt := range conformance.BlockDTypes() {
+			cell := strings.TrimSuffix(native(matrix[[2]string{o, dt}]), " |")
+			fmt.Fprintf(&b, "%s · browser %s |", cell, inBrowser(browserQ[[2]string{o, dt}]))
 		}
 		b.WriteString("\n")
 	}
@@ -178,8 +214,22 @@ func writeMatrix(path, adapter string) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// blockFormatSection is the support matrix's GGUF block-format table
-// (CPU kernels in core/ref; no WGSL kernels yet).
+// blockKernelSection introduces the support matrix's table of the WGSL
+// kernels' block-format cases.
+const blockKernelSection = `
+## GPU kernels on GGUF block formats
+
+Weights in ggml's block formats stay in their blocks on the GPU (` + "`" + `wgsl.PackMat` + "`" + `: each row's block bodies in whole
+u32 words, then its scales; device memory ≈ the file's size) and are decoded in the kernels (` + "`" + `qscale` + "`" + ` / ` + "`" + `qints` + "`" + ` /
+` + "`" + `qvals` + "`" + ` in wgsl/common.wgsl; one pipeline per format). Oracle: the CPU dequantizer (ggml's bit for bit) then
+float32 products. ` + "`" + `Dequantize` + "`" + ` (Linear of the identity: the kernel's dequantized weights) and ` + "`" + `Embed` + "`" + ` must be
+exact (NMSE 0); products within float32 rounding. Shapes cross the kernels' edges (rows not a multiple of the
+8 rows per workgroup, token tiles of 8, one and several blocks per row, routed experts grouped and per slot).
+Each cell: native cases and worst NMSE · browser cases.
+
+`
+
+// blockFormatSection is the support matrix's GGUF block-format table.
 const blockFormatSection = `
 ## GGUF block formats (quantized weights)
 
@@ -188,18 +238,20 @@ CPU: ` + "`" + `core/ref` + "`" + `; dequantizers equal ggml's bit for bit (` + 
 made by llama.cpp's own libggml-base), float32 kernels checked against the dequantized F32 matrix
 (` + "`" + `TestLinearBlockedMatchesDequantized` + "`" + `), integer kernels (AVX-512 VNNI, int8 activations as llama.cpp's)
 against their Go definition at every cut (` + "`" + `TestInt8KernelsMatchReference` + "`" + `), k3-micro perplexity within 1 % of
-llama.cpp's on the same file (` + "`" + `TestQuantizedPerplexityMatchesLlamaCpp` + "`" + `). GPU: no WGSL kernels for these formats yet; the runner widens such
-weights to F16 on upload (` + "`" + `gpuWeights` + "`" + `), so a GGUF runs on the GPU at F16 size and speed.
+llama.cpp's on the same file (` + "`" + `TestQuantizedPerplexityMatchesLlamaCpp` + "`" + `). GPU: the kernels above read Q8_0, Q4_0,
+Q5_0, Q4_K, Q5_K, Q6_K and MXFP4 as they are; k3-micro exported to Q8_0, Q4_0, Q4_K and MXFP4 gives the CPU float32
+path's greedy tokens with weights on the GPU equal to ` + "`" + `EstimateMemory` + "`" + ` and within 1 % of the file's size
+(` + "`" + `TestRunnerQuantizedMatchesCPU` + "`" + `). Q4_1, Q5_1 and tessera's own Q8 (int8 safetensors) are widened to F16 on upload.
 
 | type | CPU decode (AVX-512 VNNI · else) | CPU prefill (VNNI · else) | tessera writes it | GPU (WGSL) |
 |---|---|---|---|---|
-| Q8_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
-| Q4_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
-| Q4_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| Q5_0 | ✓ VNNI int8 · Go | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| Q5_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| Q4_K | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
-| Q5_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| Q6_K | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | — (llama.cpp) | not yet (F16 on upload) |
-| MXFP4 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | not yet (F16 on upload) |
+| Q8_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (34 B / 32) |
+| Q4_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (18 B / 32) |
+| Q4_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | F16 on upload |
+| Q5_0 | ✓ VNNI int8 · Go | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | — (llama.cpp) | ✓ in its blocks (22 B / 32) |
+| Q5_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | F16 on upload |
+| Q4_K | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | ✓ in its blocks (144 B / 256) |
+| Q5_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | ✓ in its blocks (176 B / 256) |
+| Q6_K | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | — (llama.cpp) | ✓ in its blocks (210 B / 256) |
+| MXFP4 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | ✓ in its blocks (17 B / 32) |
 `

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/tessera-llm/tessera/core/tensor"
 	"math"
 	"runtime/debug"
 	"strings"
@@ -106,6 +107,7 @@ type kernel struct {
 	file  string
 	entry string
 	nbuf  int
+	qt    tensor.DType // the block format the module is specialised for (QT), or 0
 	bgl   *wgpu.BindGroupLayout
 	pl    *wgpu.PipelineLayout
 	pipe  *wgpu.ComputePipeline
@@ -164,6 +166,9 @@ type Device struct {
 	// contexts): while it is positive, wait polls without blocking (bug
 	// 5; submit_native.go).
 	longWaits int
+	// slow: a blocking wait took slowWait; waits poll from then on
+	// (native; see wait).
+	slow bool
 	// bulkBytes counts the bytes of buffers created and written since the
 	// last wait: a model upload's gigabyte can keep a CPU driver busy past
 	// the 5 s blocking-wait limit, so a wait after bulk transfers polls.
@@ -347,7 +352,18 @@ func (d *Device) scratchBuf(name string, words int) (*Buffer, error) {
 // uniform block at binding 0 (dynamic offset), creating it on first use.
 // Layouts are always explicit (js has no "auto" layout: bug 10).
 func (d *Device) kernel(file, entry string, nbuf int) (*kernel, error) {
-	return d.variant(file, entry, nbuf, aliases{})
+	return d.variant(file, entry, nbuf, aliases{}, 0)
+}
+
+// weightKernel is kernel for a kernel reading weights of dt: for a block
+// format (BlockFormat) its module is compiled with the constant QT = dt,
+// so common.wgsl's block decoding (qscale, qvals) is specialised to that
+// format — one pipeline per format, no per-element dtype switch.
+func (d *Device) weightKernel(file, entry string, nbuf int, dt tensor.DType) (*kernel, error) {
+	if !BlockFormat(dt) {
+		dt = 0
+	}
+	return d.variant(file, entry, nbuf, aliases{}, dt)
 }
 
 // aliases maps storage binding i+1 to the binding it is read and written
@@ -445,12 +461,16 @@ func aliasSource(file, src string, a aliases) (string, error) {
 
 // variant is kernel with aliased bindings (see aliasSource); each variant
 // is its own shader module and pipeline, created once.
-func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, error) {
-	if k := d.kernels[kernelKey{file, entry, a}]; k != nil { // a struct key: the lookup allocates nothing
+func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DType) (*kernel, error) {
+	if k := d.kernels[kernelKey{file, entry, a, qt}]; k != nil { // a struct key: the lookup allocates nothing
 		return k, nil
 	}
-	key := file + ":" + entry + a.String()
-	modKey := file + a.String()
+	spec := a.String()
+	if qt != 0 {
+		spec += "|" + qt.String()
+	}
+	key := file + ":" + entry + spec
+	modKey := file + spec
 	mod := d.modules[modKey]
 	if mod == nil {
 		src, err := shaderFS.ReadFile(file)
@@ -461,7 +481,8 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, erro
 		if err != nil {
 			return nil, err
 		}
-		code, err := aliasSource(file, pre+string(src), a)
+		// QT: the block format of weightKernel (0 otherwise; unused)
+		code, err := aliasSource(file, fmt.Sprintf("const QT: u32 = %du;\n", qt)+pre+string(src), a)
 		if err != nil {
 			return nil, err
 		}
@@ -481,7 +502,7 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, erro
 		entries = append(entries, wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute,
 			Buffer: wgpu.BufferBindingLayout{Type: wgpu.BufferBindingTypeStorage}})
 	}
-	k := &kernel{name: key, file: file, entry: entry, nbuf: nbuf, index: len(d.kernels)}
+	k := &kernel{name: key, file: file, entry: entry, nbuf: nbuf, qt: qt, index: len(d.kernels)}
 	var err error
 	if k.bgl, err = d.raw.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Entries: entries}); err != nil {
 		return nil, fmt.Errorf("wgsl: layout %s: %w", key, err)
@@ -496,14 +517,16 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases) (*kernel, erro
 		k.bgl.Release()
 		return nil, fmt.Errorf("wgsl: pipeline %s: %w", key, err)
 	}
-	d.kernels[kernelKey{file, entry, a}] = k
+	d.kernels[kernelKey{file, entry, a, qt}] = k
 	return k, nil
 }
 
-// kernelKey names a kernel variant: file, entry point and aliases.
+// kernelKey names a kernel variant: file, entry point, aliases and the
+// block format its module is specialised for (weightKernel).
 type kernelKey struct {
 	file, entry string
 	a           aliases
+	qt          tensor.DType
 }
 
 // resolve makes a dispatch's storage bindings non-aliasing, as WebGPU
@@ -537,7 +560,7 @@ func (d *Device) resolve(k *kernel, bufs []*Buffer) (*kernel, []*Buffer, error) 
 	}
 	if aliased {
 		var err error
-		if k, err = d.variant(k.file, k.entry, k.nbuf, a); err != nil {
+		if k, err = d.variant(k.file, k.entry, k.nbuf, a, k.qt); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -44,7 +44,7 @@ func (d *Device) embed(out Strided, table *Mat, ids View, T, row0, total int) er
 	if err := out.check(T, n, "Embed out"); err != nil {
 		return err
 	}
-	k, err := d.kernel("embed.wgsl", "main", 3)
+	k, err := d.weightKernel("embed.wgsl", "main", 3, table.DType)
 	if err != nil {
 		return err
 	}

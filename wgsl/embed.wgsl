@@ -1,6 +1,6 @@
 // Embedding gather (tensor.Mat.Row for each token id): out[t, c] =
-// table[ids[t], c] for a table of f32, or f16 / bf16 packed two per u32
-// (element 2j in the low half). One invocation per output element; ids
+// table[ids[t], c] for a table of f32, f16 / bf16 packed two per u32
+// (element 2j in the low half), or a ggml block format (common.wgsl's qel). One invocation per output element; ids
 // outside the table give a zero row (the host validates ids first). A table
 // split over bindings is gathered part by part: this part holds rows
 // [row0, row0 + V) of total (total 0: the table is whole); ids outside it
@@ -29,6 +29,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let base = p.w_off + id * p.w_stride;
     if (p.dtype == 0u) {
       v = bitcast<f32>(W[base + c]);
+    } else if (p.dtype > 2u) {
+      v = qel(base, p.n, c);
     } else {
       let w = W[base + c / 2u];
       if (p.dtype == 1u) {

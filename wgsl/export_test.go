@@ -61,6 +61,32 @@ func (r *Runner) UnfusedForTest(m *model.Model) {
 	r.graph = m.Build(plainGPU{r.b}, r.opt.MaxChunk)
 }
 
+// WeightBytesForTest is the memory of the runner's weight buffers
+// (matrices, expert blocks and vectors; each buffer once).
+func (r *Runner) WeightBytesForTest() int64 {
+	seen := map[*Buffer]bool{}
+	var n int64
+	add := func(b *Buffer) {
+		if b != nil && !seen[b] {
+			seen[b] = true
+			n += 4 * int64(b.Words())
+		}
+	}
+	for _, m := range r.b.mats {
+		for _, b := range m.Buffers() {
+			add(b)
+		}
+	}
+	for _, g := range r.b.glus {
+		add(g.GateUp)
+		add(g.Down)
+	}
+	for _, v := range r.b.vecs {
+		add(v.Buf)
+	}
+	return n
+}
+
 // SetExpertMajorForTest chooses how a prefill piece routing to more
 // experts than the slots runs (expert-major passes, or runs of tokens)
 // and returns a function restoring it.

@@ -3,6 +3,7 @@
 package wgsl
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -16,6 +17,10 @@ import (
 // Mat is a weight matrix on the GPU: Rows×Cols elements of DType, row r at
 // word Off + r·Stride. F32 uses one word per element; F16 and BF16 pack two
 // elements per word (element 2j in the low half), rows padded to a word.
+// The ggml block formats the kernels read (BlockFormat) keep their blocks:
+// a row is its blocks' bodies (each block's bytes less its scale, a whole
+// number of words), then the blocks' scales packed (two f16 or four E8M0
+// per word), rows padded to a word — the file's bytes, rearranged.
 //
 // A matrix larger than one storage binding (128 MiB by default) is split
 // by rows: Parts hold consecutive row ranges, each in its own buffer, and
@@ -45,20 +50,79 @@ func (m *Mat) Buffers() []*Buffer {
 // one binding, lowered by tests to split small matrices.
 var matPartWords = maxBindingWords
 
-// MatWords is the number of words a Rows×Cols matrix of dt takes on the GPU.
+// MatWords is the number of words a Rows×Cols matrix of dt takes on the GPU
+// (dt as uploaded: see GPUDType).
 func MatWords(rows, cols int, dt tensor.DType) int { return rows * matStride(cols, dt) }
 
 func matStride(cols int, dt tensor.DType) int {
+	if scale, ok := blockScale(dt); ok {
+		nb := cols / dt.BlockLen()
+		return nb*(dt.BlockBytes()-scale[1])/4 + (nb*scale[1]+3)/4
+	}
 	if dt == tensor.F32 {
 		return cols
 	}
 	return (cols + 1) / 2
 }
 
+// blockScale is where the scale of a block of dt sits within its bytes
+// ({offset, length}) for the block formats the kernels read as they are
+// (common.wgsl's qvals); ok is false for every other dtype. The rest of the
+// block is its body.
+func blockScale(dt tensor.DType) (scale [2]int, ok bool) {
+	switch dt {
+	case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0:
+		return [2]int{0, 2}, true // fp16 d first
+	case tensor.MXFP4:
+		return [2]int{0, 1}, true // E8M0 e first
+	case tensor.Q6K:
+		return [2]int{208, 2}, true // fp16 d last
+	case tensor.Q4K, tensor.Q5K:
+		return [2]int{0, 0}, true // whole words, kept whole
+	}
+	return scale, false
+}
+
+// BlockFormat reports whether the GPU kernels read dt's blocks as they
+// are (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, MXFP4); the other block
+// formats and Q8 are widened to F16 on upload.
+func BlockFormat(dt tensor.DType) bool {
+	_, ok := blockScale(dt)
+	return ok
+}
+
+// GPUDType is the dtype a matrix of dt has on the GPU (see gpuWeights).
+func GPUDType(dt tensor.DType) tensor.DType {
+	if dt == tensor.Q8 || dt.Blocked() && !BlockFormat(dt) {
+		return tensor.F16
+	}
+	return dt
+}
+
 // PackMat returns m's GPU words (see Mat).
 func PackMat(m *tensor.Mat) []uint32 {
 	st := matStride(m.Cols, m.DType)
 	out := make([]uint32, m.Rows*st)
+	if scale, ok := blockScale(m.DType); ok {
+		bb := m.DType.BlockBytes()
+		nb := m.Cols / m.DType.BlockLen()
+		body := bb - scale[1]
+		rb := m.DType.RowBytes(m.Cols)
+		row := make([]byte, 4*st)
+		for r := 0; r < m.Rows; r++ {
+			clear(row)
+			for b, blk := 0, m.Q[r*rb:(r+1)*rb]; b < nb; b, blk = b+1, blk[bb:] {
+				s0, s1 := scale[0], scale[0]+scale[1]
+				n := copy(row[b*body:], blk[:s0])
+				copy(row[b*body+n:], blk[s1:bb])
+				copy(row[nb*body+b*scale[1]:], blk[s0:s1])
+			}
+			for i := range st {
+				out[r*st+i] = binary.LittleEndian.Uint32(row[4*i:])
+			}
+		}
+		return out
+	}
 	if m.DType == tensor.F32 {
 		for i, v := range m.F32 {
 			out[i] = math.Float32bits(v)
@@ -74,15 +138,17 @@ func PackMat(m *tensor.Mat) []uint32 {
 	return out
 }
 
-// UploadMat copies a weight matrix (F32, F16 or BF16) into a new buffer, or
-// into row-range parts when it is larger than one binding (see Mat).
-// Half-precision matrices stay half precision on the GPU.
+// UploadMat copies a weight matrix into a new buffer, or into row-range
+// parts when it is larger than one binding (see Mat). Half-precision
+// matrices stay half precision on the GPU and the block formats of
+// BlockFormat stay in their blocks; Q8 and the other block formats are
+// widened to F16.
 func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 	if m == nil || m.Rows <= 0 || m.Cols <= 0 {
 		return nil, fmt.Errorf("wgsl: UploadMat: empty matrix")
 	}
 	m = gpuWeights(m)
-	if m.DType > tensor.BF16 {
+	if m.DType > tensor.BF16 && !BlockFormat(m.DType) {
 		return nil, fmt.Errorf("wgsl: UploadMat: unsupported dtype %v", m.DType)
 	}
 	st := matStride(m.Cols, m.DType)
@@ -117,17 +183,33 @@ func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 	return w, nil
 }
 
-// gpuWeights returns m in a dtype the kernels read. There are no int8 or
-// ggml block-format kernels yet: Q8 and block-format (GGUF Q4_K, MXFP4, …)
-// weights are widened to f16 on upload (half the memory of f32; ≤ 2^-11
-// relative error per weight).
+// gpuWeights returns m in a dtype the kernels read (GPUDType): Q8 and the
+// block formats without kernels (Q4_1, Q5_1) are widened to f16 on upload
+// (≤ 2^-11 relative error per weight); every other dtype is m itself.
 func gpuWeights(m *tensor.Mat) *tensor.Mat {
-	if m == nil || (m.DType != tensor.Q8 && !m.DType.Blocked()) {
+	if m == nil || GPUDType(m.DType) == m.DType {
+		return m
+	}
+	return widen(m)
+}
+
+// widen returns m as F16 (m itself if it is F16).
+func widen(m *tensor.Mat) *tensor.Mat {
+	if m.DType == tensor.F16 {
 		return m
 	}
 	u := make([]uint16, m.Rows*m.Cols)
 	half.EncodeF16(u, m.Float32())
 	return tensor.NewHalf(m.Rows, m.Cols, tensor.F16, u)
+}
+
+// entry is a kernel's entry point for weights of dt: the *_q variant for
+// the block formats.
+func entry(name string, dt tensor.DType) string {
+	if BlockFormat(dt) {
+		return name + "_q"
+	}
+	return name
 }
 
 func (m *Mat) check(what string, part ...string) error {
@@ -257,7 +339,7 @@ func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu Vie
 	if err := W.check("LinearGatedNorm"); err != nil {
 		return err
 	}
-	k, err := d.kernel("linear.wgsl", "gemv_gnorm", 5)
+	k, err := d.weightKernel("linear.wgsl", entry("gemv_gnorm", W.DType), 5, W.DType)
 	if err != nil {
 		return err
 	}
@@ -316,11 +398,11 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	if (W.Cols+1)/2/64*8 > loopBudget {
 		return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)
 	}
-	entry := "main"
+	name := "main"
 	if T == 1 {
-		entry = "gemv"
+		name = "gemv"
 	}
-	k, err := d.kernel("linear.wgsl", entry, 5)
+	k, err := d.weightKernel("linear.wgsl", entry(name, W.DType), 5, W.DType)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,11 @@
 // and reduce in workgroup memory, so the weight row is read once per tile
 // and no invocation loops more than cols/128·TT times (lavapipe's cap).
 // W is always array<u32>: f32 bits, or two f16 / bf16 halves per word
-// (decoded with unpack2x16float / shifts; no shader-f16 needed).
+// (decoded with unpack2x16float / shifts; no shader-f16 needed). The *_q
+// entry points read ggml block formats as they are (p.dtype a block
+// dtype, common.wgsl's qvals), 32 columns (one unit) at a time; the plain
+// ones are the same kernels for f32 / f16 / bf16 (q false is a constant:
+// each entry compiles to its own pipeline).
 //
 // Epilogue (gate 1): the KDA log-decay gate (ref.KDAGate, as kda_gate.wgsl)
 // applied to each output before it is stored, so the gate's projection f_b
@@ -54,6 +58,16 @@ var<workgroup> red: array<f32, 512>; // TT*WG
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
+  gemm(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn main_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) tid: u32) {
+  gemm(wid, nwg, tid, true);
+}
+
+fn gemm(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let g = wid.x + wid.y * nwg.x;
   if (g >= p.rows * p.tiles) { return; }
   let row = g % p.rows;
@@ -62,15 +76,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let base = p.w_off + row * p.w_stride;
   let npair = (p.cols + 1u) / 2u;
   var acc: array<f32, 8>;
-  for (var j = tid; j < npair; j += WG) {
-    let w = wpair(base, j);
-    let c = 2u * j;
-    let two = c + 1u < p.cols;
-    for (var t = 0u; t < nt; t++) {
-      let xb = p.x_off + (t0 + t) * p.x_stride + c;
-      var s = w.x * X[xb];
-      if (two) { s += w.y * X[xb + 1u]; }
-      acc[t] += s;
+  if (q) {
+    for (var u = tid; u < p.cols / 32u; u += WG) {
+      let sc = qscale(base, p.cols, u);
+      for (var i = 0u; i < 8u; i++) {
+        let w = qvals(base, p.cols, u, i, sc);
+        let c = 32u * u + 4u * i;
+        for (var t = 0u; t < nt; t++) { acc[t] += dot(w, x4(p.x_off + (t0 + t) * p.x_stride + c)); }
+      }
+    }
+  } else {
+    for (var j = tid; j < npair; j += WG) {
+      let w = wpair(base, j);
+      let c = 2u * j;
+      let two = c + 1u < p.cols;
+      for (var t = 0u; t < nt; t++) {
+        let xb = p.x_off + (t0 + t) * p.x_stride + c;
+        var s = w.x * X[xb];
+        if (two) { s += w.y * X[xb + 1u]; }
+        acc[t] += s;
+      }
     }
   }
   for (var t = 0u; t < TT; t++) { red[t * WG + tid] = acc[t]; }
@@ -106,6 +131,16 @@ var<workgroup> red2: array<f32, 64>;
 @compute @workgroup_size(64)
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
+  gemv1(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gemv_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) tid: u32) {
+  gemv1(wid, nwg, tid, true);
+}
+
+fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let lane = tid % LANES;
   let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
   var acc = 0.0;
@@ -113,7 +148,19 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (row < p.rows) {
     let base = p.w_off + row * p.w_stride;
     let npair = (p.cols + 1u) / 2u;
-    if (p.norm == 1u) {
+    if (q && p.norm == 1u) {
+      for (var u = lane; u < p.cols / 32u; u += LANES) {
+        let sc = qscale(base, p.cols, u);
+        for (var i = 0u; i < 8u; i++) {
+          let c = 32u * u + 4u * i;
+          let xv = x4(p.x_off + c);
+          acc += dot(qvals(base, p.cols, u, i, sc), xv * vec4<f32>(E[p.nu_off + c], E[p.nu_off + c + 1u], E[p.nu_off + c + 2u], E[p.nu_off + c + 3u]));
+          ss += dot(xv, xv);
+        }
+      }
+    } else if (q) {
+      for (var u = lane; u < p.cols / 32u; u += LANES) { acc += qdot(base, p.cols, u, p.x_off); }
+    } else if (p.norm == 1u) {
       for (var j = lane; j < npair; j += LANES) {
         let w = wpair(base, j);
         let c = 2u * j;
@@ -174,6 +221,16 @@ fn gact(g: f32) -> f32 {
 @compute @workgroup_size(64)
 fn gemv_gnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) tid: u32) {
+  gemv_gn(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gemv_gnorm_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) tid: u32) {
+  gemv_gn(wid, nwg, tid, true);
+}
+
+fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let heads = p.cols / p.gdk;
   for (var h = tid; h < heads; h += WG) {
     let xb = p.x_off + h * p.gdk;
@@ -191,12 +248,22 @@ fn gemv_gnorm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   if (row < p.rows) {
     let base = p.w_off + row * p.w_stride;
     let npair = (p.cols + 1u) / 2u;
-    for (var j = lane; j < npair; j += LANES) {
-      let w = wpair(base, j);
-      let c = 2u * j;
-      var s = w.x * xs[c];
-      if (c + 1u < p.cols) { s += w.y * xs[c + 1u]; }
-      acc += s;
+    if (q) {
+      for (var u = lane; u < p.cols / 32u; u += LANES) {
+        let sc = qscale(base, p.cols, u);
+        for (var i = 0u; i < 8u; i++) {
+          let c = 32u * u + 4u * i;
+          acc += dot(qvals(base, p.cols, u, i, sc), vec4<f32>(xs[c], xs[c + 1u], xs[c + 2u], xs[c + 3u]));
+        }
+      }
+    } else {
+      for (var j = lane; j < npair; j += LANES) {
+        let w = wpair(base, j);
+        let c = 2u * j;
+        var s = w.x * xs[c];
+        if (c + 1u < p.cols) { s += w.y * xs[c + 1u]; }
+        acc += s;
+      }
     }
   }
   red1[tid] = acc;

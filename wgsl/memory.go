@@ -5,6 +5,7 @@ package wgsl
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/nn"
@@ -13,7 +14,7 @@ import (
 
 // Memory is what a Runner holds on the GPU, in bytes.
 type Memory struct {
-	Weights int64 // matrices (f32, or f16/bf16: q8 is widened to f16) and vectors (f32)
+	Weights int64 // matrices as uploaded (PackMat: block formats in their blocks, q8 widened to f16) and vectors (f32)
 	State   int64 // KDA states and conv tails, MLA latent caches for MaxContext tokens
 	Scratch int64 // activations for MaxChunk tokens, attention and sampling scratch
 
@@ -76,20 +77,13 @@ func (m Memory) Budget(frac float64) int64 {
 }
 
 // EstimateMemory estimates the GPU memory a Runner for m with opt needs
-// (the weights exactly up to vectors' rounding; scratch to within a few
-// percent), from shapes alone: it reads no weight data.
+// (the weights exactly, as the runner uploads them: each matrix in its GPU
+// dtype and layout, MatWords; scratch to within a few percent), from
+// shapes alone: it reads no weight data.
 func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 	c := m.Cfg
 	opt = opt.withDefaults(c)
 	st := model.ComputeStats(c)
-	per := int64(2)
-	if m.EmbedTokens != nil && m.EmbedTokens.DType == tensor.F32 {
-		per = 4
-	}
-	text := st.TotalParams - st.VisionParams
-	if c.TieWordEmbed {
-		text -= int64(c.VocabSize) * int64(c.HiddenSize) // one buffer serves both
-	}
 	T, d, V := int64(opt.MaxChunk), int64(c.HiddenSize), int64(c.VocabSize)
 	hd := int64(max(c.KDAHeads*c.KDAHeadDim, c.NumHeads*(c.QKNopeHeadDim+c.QKRopeHeadDim), c.NumHeads*c.VHeadDim, 1))
 	inter := int64(max(c.IntermediateSize, c.TopK*c.MoEIntermediateSize, 1))
@@ -98,8 +92,10 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 		K, E := int64(c.TopK), int64(c.NumExperts)
 		scratch += 4 * (E + 1 + T*K + T*K*int64(max(c.HiddenSize, c.ExpertWidth())))
 	}
+	sz := &sizer{mats: map[*tensor.Mat]bool{}, vecs: map[*float32]bool{}}
+	m.Declare(sz)
 	mem := Memory{
-		Weights: text * per,
+		Weights: 4 * sz.words,
 		State:   st.KDAStateBytes + st.CacheBytesPerTok*int64(opt.MaxContext),
 		Scratch: scratch,
 	}
@@ -107,8 +103,8 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 	m.Declare(&ex)
 	if ex.first != nil {
 		g, d := ex.first.GateProj, ex.first.DownProj
-		gw := MatWords(g.Rows, g.Cols, uploadDType(g.DType))
-		dw := MatWords(d.Rows, d.Cols, uploadDType(d.DType))
+		gw := MatWords(g.Rows, g.Cols, ex.gu)
+		dw := MatWords(d.Rows, d.Cols, ex.dn)
 		mem.ExpertBytes = 4 * int64(2*gw+dw)
 		mem.BindingSlots = maxBindingWords / max(2*gw, dw, 1)
 		mem.Experts, mem.TopK, mem.MoELayers = ex.n, c.TopK, ex.layers
@@ -121,10 +117,12 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 }
 
 // experts is an nn.Uploader that notes the routed expert sets a model
-// declares (GLUs of more than one block): the first one's matrices, how
-// many experts, and how many layers.
+// declares (GLUs of more than one block): the first one's matrices and
+// their dtypes on the GPU (gate/up, down: PackGLU), how many experts, and
+// how many layers.
 type experts struct {
 	first     *nn.GLU
+	gu, dn    tensor.DType
 	n, layers int
 }
 
@@ -136,18 +134,65 @@ func (x *experts) GLUs(_ string, ws []nn.GLU) {
 	if len(ws) > 1 {
 		if x.first == nil {
 			x.first, x.n = &ws[0], len(ws)
+			x.gu, x.dn = gluDTypes(ws)
 		}
 		x.layers++
 	}
 }
 
-// uploadDType is the dtype a matrix of dt takes on the GPU (gpuWeights).
-func uploadDType(dt tensor.DType) tensor.DType {
-	if dt == tensor.Q8 || dt.Blocked() {
-		return tensor.F16
-	}
-	return dt
+// sizer is an nn.Uploader that adds up the words the runner's upload of
+// each declaration takes (a matrix or vector declared twice, as tied
+// embeddings are, counts once).
+type sizer struct {
+	mats  map[*tensor.Mat]bool
+	vecs  map[*float32]bool
+	words int64
 }
+
+func (s *sizer) mat(m *tensor.Mat, dt tensor.DType) {
+	if m != nil && !s.mats[m] {
+		s.mats[m] = true
+		s.words += int64(MatWords(m.Rows, m.Cols, dt))
+	}
+}
+
+func (s *sizer) Mats(_ []string, ms ...*tensor.Mat) {
+	for _, m := range ms {
+		if m != nil {
+			s.mat(m, GPUDType(m.DType))
+		}
+	}
+}
+
+func (s *sizer) Vecs(_ []string, vs ...[]float32) {
+	for _, v := range vs {
+		if len(v) > 0 && !s.vecs[unsafe.SliceData(v)] {
+			s.vecs[unsafe.SliceData(v)] = true
+			s.words += int64(len(v))
+		}
+	}
+}
+
+func (s *sizer) GLUs(_ string, ws []nn.GLU) {
+	gu, dn := gluDTypes(ws)
+	for _, w := range ws {
+		s.mat(w.GateProj, gu)
+		s.mat(w.UpProj, gu)
+		s.mat(w.DownProj, dn)
+	}
+}
+
+// gluDTypes are the dtypes PackGLU gives ws's gate/up and down matrices.
+func gluDTypes(ws []nn.GLU) (gu, dn tensor.DType) {
+	var gs, ds []*tensor.Mat
+	for _, w := range ws {
+		gs = append(gs, w.GateProj, w.UpProj)
+		ds = append(ds, w.DownProj)
+	}
+	return setDType(gs), setDType(ds)
+}
+
+func (s *sizer) Err() error { return nil }
 
 // MemoryError says a model does not fit the GPU: what it needs, and the
 // budget it was checked against or what was allocated when the device ran

@@ -223,7 +223,7 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	}
 	var ks [4]*kernel
 	for i, e := range []string{"absorb_q", "absorb_attn", "absorb_combine", "absorb_out"} {
-		if ks[i], err = d.kernel("mla.wgsl", e, 5); err != nil {
+		if ks[i], err = d.weightKernel("mla.wgsl", e, 5, a.WKVB.DType); err != nil {
 			return err
 		}
 	}

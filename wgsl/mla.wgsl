@@ -42,6 +42,7 @@ var<workgroup> sc: array<f32, 128>;
 fn wel(row: u32, col: u32) -> f32 {
   let base = p.w_off + row * p.w_stride;
   if (p.dtype == 0u) { return bitcast<f32>(W[base + col]); }
+  if (p.dtype > 2u) { return qel(base, p.RKV, col); } // a ggml block format
   let w = W[base + col / 2u];
   let odd = (col & 1u) == 1u;
   if (p.dtype == 1u) { let v = unpack2x16float(w); return select(v.x, v.y, odd); }

@@ -13,13 +13,14 @@ import (
 
 // GLUWeights are E GLU blocks (routed experts, or one dense MLP / shared
 // expert block with E = 1) on the GPU: GateUp holds per expert the gate
-// rows then the up rows ([2·I, In]), Down per expert [Out, I]. All
-// matrices share one dtype.
+// rows then the up rows ([2·I, In]), Down per expert [Out, I], each
+// matrix as PackMat lays it out. The gate and up matrices share DType,
+// the down matrices DownDType (a GGUF mix may quantize them differently).
 type GLUWeights struct {
-	GateUp, Down *Buffer
-	E, I, In     int
-	Out          int
-	DType        tensor.DType
+	GateUp, Down     *Buffer
+	E, I, In         int
+	Out              int
+	DType, DownDType tensor.DType
 }
 
 // UploadGLU packs E GLU blocks (gate[e], up[e] [I, In], down[e] [Out, I])
@@ -47,33 +48,29 @@ func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
 // buffers) and the words of its two buffers, expert e's at e·len(gu)/E
 // and e·len(dn)/E. Expert streaming packs one expert at a time with it,
 // so a slot holds exactly what UploadGLU puts at an expert's place.
+// Matrices keep their GPU dtype (GPUDType) when all gate and up matrices
+// share one, and all down matrices one; a set that mixes dtypes is
+// widened to F16 (gpuSet).
 func PackGLU(gate, up, down []*tensor.Mat) (w *GLUWeights, gu, dn []uint32, err error) {
 	E := len(gate)
 	if E == 0 || len(up) != E || len(down) != E {
 		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
 	}
-	widen := func(ms []*tensor.Mat) []*tensor.Mat {
-		out := make([]*tensor.Mat, len(ms))
-		for i, m := range ms {
-			out[i] = gpuWeights(m)
+	for e := 0; e < E; e++ {
+		if gate[e] == nil || up[e] == nil || down[e] == nil {
+			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix", e)
 		}
-		return out
 	}
-	gate, up, down = widen(gate), widen(up), widen(down)
+	gu0 := gpuSet(append(gate[:E:E], up...))
+	gate, up, down = gu0[:E], gu0[E:], gpuSet(down)
 	g0 := gate[0]
-	if g0 == nil || down[0] == nil {
-		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: nil matrix")
-	}
-	w = &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType}
-	if w.DType > tensor.BF16 {
-		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", w.DType)
+	w = &GLUWeights{E: E, I: g0.Rows, In: g0.Cols, Out: down[0].Rows, DType: g0.DType, DownDType: down[0].DType}
+	for _, dt := range []tensor.DType{w.DType, w.DownDType} {
+		if dt > tensor.BF16 && !BlockFormat(dt) {
+			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: unsupported dtype %v", dt)
+		}
 	}
 	for e := 0; e < E; e++ {
-		for _, m := range []*tensor.Mat{gate[e], up[e], down[e]} {
-			if m == nil || m.DType != w.DType {
-				return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: missing matrix or mixed dtypes", e)
-			}
-		}
 		if gate[e].Rows != w.I || gate[e].Cols != w.In || up[e].Rows != w.I || up[e].Cols != w.In ||
 			down[e].Rows != w.Out || down[e].Cols != w.I {
 			return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: expert %d: shapes %dx%d, %dx%d, %dx%d differ from expert 0",
@@ -81,13 +78,42 @@ func PackGLU(gate, up, down []*tensor.Mat) (w *GLUWeights, gu, dn []uint32, err 
 		}
 	}
 	gu = make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
-	dn = make([]uint32, 0, E*MatWords(w.Out, w.I, w.DType))
+	dn = make([]uint32, 0, E*MatWords(w.Out, w.I, w.DownDType))
 	for e := 0; e < E; e++ {
 		gu = append(gu, PackMat(gate[e])...)
 		gu = append(gu, PackMat(up[e])...)
 		dn = append(dn, PackMat(down[e])...)
 	}
 	return w, gu, dn, nil
+}
+
+// gpuSet returns ms in setDType(ms).
+func gpuSet(ms []*tensor.Mat) []*tensor.Mat {
+	dt := setDType(ms)
+	out := make([]*tensor.Mat, len(ms))
+	for i, m := range ms {
+		if out[i] = gpuWeights(m); out[i].DType != dt {
+			out[i] = widen(m)
+		}
+	}
+	return out
+}
+
+// setDType is the dtype matrices that one kernel reads together have on
+// the GPU: their GPU dtype (GPUDType) when they share one, else F16.
+func setDType(ms []*tensor.Mat) tensor.DType {
+	var dt tensor.DType
+	for i, m := range ms {
+		if m == nil {
+			continue
+		}
+		if i == 0 {
+			dt = GPUDType(m.DType)
+		} else if GPUDType(m.DType) != dt {
+			return tensor.F16
+		}
+	}
+	return dt
 }
 
 // Release frees the weight buffers.
@@ -164,7 +190,7 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	if (w.In+1)/2/8 > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
 	}
-	k, err := d.kernel("moe.wgsl", "gateup", 5)
+	k, err := d.weightKernel("moe.wgsl", entry("gateup", w.DType), 5, w.DType)
 	if err != nil {
 		return err
 	}
@@ -195,13 +221,13 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	if r.K*((w.I+1)/2/8+1) > loopBudget {
 		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
 	}
-	k, err := d.kernel("moe.wgsl", "down", 5)
+	k, err := d.weightKernel("moe.wgsl", entry("down", w.DownDType), 5, w.DownDType)
 	if err != nil {
 		return err
 	}
-	st := matStride(w.I, w.DType)
+	st := matStride(w.I, w.DownDType)
 	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
-	p := params{}.u(w.Out, w.I, T, r.K, int(w.DType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
+	p := params{}.u(w.Out, w.I, T, r.K, int(w.DownDType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
 		idx.Off, wts.Off, b2i(useIdx), 0).f(0, 0).u(b2i(accum))
 	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, (w.Out+7)/8*T)
 }

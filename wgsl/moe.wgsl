@@ -12,6 +12,8 @@
 //           with w_tk = WT[tk] (use_idx) or 1; one workgroup per (t, 8 rows
 //           r), 8 threads per row, the K slots summed in slot order.
 // act: 0 SiLU-GLU, 1 SiTU-GLU (β = beta, β_lin = beta_lin, 0: up uncapped).
+// gateup_q and down_q are the same for weights in a ggml block format
+// (common.wgsl's qvals; their own pipelines).
 struct P {
   rows: u32, cols: u32, T: u32, K: u32, dtype: u32,
   w_off: u32, w_stride: u32, e_words: u32,
@@ -30,10 +32,15 @@ const LANES: u32 = 8u; // threads per row
 var<workgroup> ra: array<f32, 64>;
 var<workgroup> rb: array<f32, 64>;
 
-// dot_row is this lane's share of W[base..]·X[xb..] over p.cols columns.
-fn dot_row(base: u32, xb: u32, lane: u32) -> f32 {
+// dot_row is this lane's share of W[base..]·X[xb..] over p.cols columns
+// (q: W in a block format, 32 columns per unit).
+fn dot_row(base: u32, xb: u32, lane: u32, q: bool) -> f32 {
   let npair = (p.cols + 1u) / 2u;
   var acc = 0.0;
+  if (q) {
+    for (var u = lane; u < p.cols / 32u; u += LANES) { acc += qdot(base, p.cols, u, xb); }
+    return acc;
+  }
   for (var j = lane; j < npair; j += LANES) {
     let w = wpair(base, j);
     let c = 2u * j;
@@ -51,6 +58,16 @@ fn expert(tk: u32) -> u32 {
 @compute @workgroup_size(64)
 fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) tid: u32) {
+  gate_up(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gateup_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) tid: u32) {
+  gate_up(wid, nwg, tid, true);
+}
+
+fn gate_up(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
   if (g >= nb * p.T * p.K) { return; }
@@ -63,8 +80,8 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   if (j < p.rows) {
     let base = p.w_off + expert(tk) * p.e_words + j * p.w_stride;
     let xb = p.x_off + t * p.x_stride;
-    a = dot_row(base, xb, lane);
-    b = dot_row(base + p.rows * p.w_stride, xb, lane);
+    a = dot_row(base, xb, lane, q);
+    b = dot_row(base + p.rows * p.w_stride, xb, lane, q);
   }
   ra[tid] = a;
   rb[tid] = b;
@@ -85,6 +102,16 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(64)
 fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
+  down1(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn down_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) tid: u32) {
+  down1(wid, nwg, tid, true);
+}
+
+fn down1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
   if (g >= nb * p.T) { return; }
@@ -98,7 +125,7 @@ fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var wk = 1.0;
       if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
       let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
-      acc += wk * dot_row(base, p.x_off + tk * p.x_stride, lane);
+      acc += wk * dot_row(base, p.x_off + tk * p.x_stride, lane, q);
     }
   }
   ra[tid] = acc;

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
 )
 
 // Op wrappers of moe_grouped.wgsl.
@@ -59,27 +60,30 @@ func (d *Device) GLUGrouped(out, x Strided, T int, w *GLUWeights, r Routing, act
 	if err != nil {
 		return err
 	}
-	kern := func(entry string) (*kernel, error) { return d.kernel("moe_grouped.wgsl", entry, 6) }
-	pr := func(rows, cols, st, eWords, xOff, xStride, oOff, oStride int) params {
-		return params{}.u(rows, cols, T, K, w.E, int(w.DType), 0, st, eWords, xOff, xStride, oOff, oStride,
+	kern := func(entry string, dt tensor.DType) (*kernel, error) {
+		return d.weightKernel("moe_grouped.wgsl", entry, 6, dt)
+	}
+	pr := func(dt tensor.DType, rows, cols, st, eWords, xOff, xStride, oOff, oStride int) params {
+		return params{}.u(rows, cols, T, K, w.E, int(dt), 0, st, eWords, xOff, xStride, oOff, oStride,
 			r.Idx.Off, r.Wts.Off, sc.Ord.Off, mode).f(act.Beta, act.BetaLin).u(b2i(accum))
 	}
 	steps := []struct {
 		entry  string
+		dt     tensor.DType // the weights the step reads (0: none)
 		p      params
 		bufs   []*Buffer
 		groups int
 	}{
-		{"group", pr(0, 0, 0, 0, 0, 0, 0, 0), []*Buffer{w.GateUp, x.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.H.Buf}, 1},
-		{"gateup", pr(w.I, w.In, matStride(w.In, w.DType), 2*w.I*matStride(w.In, w.DType), x.Off, x.Stride, sc.H.Off, w.I),
+		{"group", 0, pr(0, 0, 0, 0, 0, 0, 0, 0, 0), []*Buffer{w.GateUp, x.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.H.Buf}, 1},
+		{entry("gateup", w.DType), w.DType, pr(w.DType, w.I, w.In, matStride(w.In, w.DType), 2*w.I*matStride(w.In, w.DType), x.Off, x.Stride, sc.H.Off, w.I),
 			[]*Buffer{w.GateUp, x.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.H.Buf}, (w.I + 7) / 8 * w.E},
-		{"down", pr(w.Out, w.I, matStride(w.I, w.DType), w.Out*matStride(w.I, w.DType), sc.H.Off, w.I, sc.Y.Off, w.Out),
+		{entry("down", w.DownDType), w.DownDType, pr(w.DownDType, w.Out, w.I, matStride(w.I, w.DownDType), w.Out*matStride(w.I, w.DownDType), sc.H.Off, w.I, sc.Y.Off, w.Out),
 			[]*Buffer{w.Down, sc.H.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, sc.Y.Buf}, (w.Out + 7) / 8 * w.E},
-		{"combine", pr(w.Out, 0, 0, 0, sc.Y.Off, w.Out, out.Off, out.Stride),
+		{"combine", 0, pr(0, w.Out, 0, 0, 0, sc.Y.Off, w.Out, out.Off, out.Stride),
 			[]*Buffer{w.Down, sc.Y.Buf, r.Idx.Buf, r.Wts.Buf, sc.Ord.Buf, out.Buf}, (T*w.Out + 255) / 256},
 	}
 	for _, st := range steps {
-		k, err := kern(st.entry)
+		k, err := kern(st.entry, st.dt)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,8 @@
 //   combine: o[t, r] = (accum ? o[t, r] : 0) + Σ_k y[t·K + k, r], in slot
 //            order (as moe.wgsl's down).
 // Weights as in moe.wgsl: expert e's gate rows [I, cols] then up rows at
-// w_off + e·e_words, down rows [out, I] in their own buffer.
+// w_off + e·e_words, down rows [out, I] in their own buffer; gateup_q and
+// down_q read them in a ggml block format (common.wgsl's qvals).
 struct P {
   rows: u32, cols: u32, T: u32, K: u32, E: u32, dtype: u32,
   w_off: u32, w_stride: u32, e_words: u32,
@@ -70,9 +71,31 @@ fn rows_of(s0: u32, nt: u32, by_token: bool, xb: ptr<function, array<u32, 8>>) {
 
 // tile_dot2 accumulates, for this lane, the dot products of rows ba and bb
 // (bb = ba: one row) with the tile's X rows: weights are read once per
-// tile, X once per pair of rows.
+// tile, X once per pair of rows (q: weights in a block format, 32 columns
+// per unit).
 fn tile_dot2(ba: u32, bb: u32, two_rows: bool, nt: u32, lane: u32, xb: ptr<function, array<u32, 8>>,
-             a: ptr<function, array<f32, 8>>, b: ptr<function, array<f32, 8>>) {
+             a: ptr<function, array<f32, 8>>, b: ptr<function, array<f32, 8>>, q: bool) {
+  if (q) {
+    for (var u = lane; u < p.cols / 32u; u += LANES) {
+      let sa = qscale(ba, p.cols, u);
+      var sb = vec4<f32>();
+      if (two_rows) { sb = qscale(bb, p.cols, u); }
+      for (var i = 0u; i < 8u; i++) {
+        let wa = qvals(ba, p.cols, u, i, sa);
+        var wb = vec4<f32>();
+        if (two_rows) { wb = qvals(bb, p.cols, u, i, sb); }
+        let c = 32u * u + 4u * i;
+        for (var t = 0u; t < TT; t++) {
+          if (t < nt) {
+            let xv = x4((*xb)[t] + c);
+            (*a)[t] += dot(wa, xv);
+            if (two_rows) { (*b)[t] += dot(wb, xv); }
+          }
+        }
+      }
+    }
+    return;
+  }
   let npair = (p.cols + 1u) / 2u;
   for (var j = lane; j < npair; j += LANES) {
     let c = 2u * j;
@@ -97,6 +120,16 @@ fn tile_dot2(ba: u32, bb: u32, two_rows: bool, nt: u32, lane: u32, xb: ptr<funct
 @compute @workgroup_size(64)
 fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) tid: u32) {
+  gate_up(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gateup_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) tid: u32) {
+  gate_up(wid, nwg, tid, true);
+}
+
+fn gate_up(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
   if (g >= nb * p.E) { return; }
@@ -120,7 +153,7 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
       let base = p.w_off + e * p.e_words + j * p.w_stride;
       var xb = array<u32, 8>();
       rows_of(s0, nt, true, &xb);
-      tile_dot2(base, base + p.rows * p.w_stride, true, nt, lane, &xb, &a, &b);
+      tile_dot2(base, base + p.rows * p.w_stride, true, nt, lane, &xb, &a, &b, q);
     }
     for (var t = 0u; t < TT; t++) {
       red[t * 64u + tid] = a[t];
@@ -150,6 +183,16 @@ fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(64)
 fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
+  down1(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn down_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) tid: u32) {
+  down1(wid, nwg, tid, true);
+}
+
+fn down1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
   if (g >= nb * p.E) { return; }
@@ -171,7 +214,7 @@ fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var xb = array<u32, 8>();
       var unused = array<f32, 8>();
       rows_of(s0, nt, false, &xb);
-      tile_dot2(base, base, false, nt, lane, &xb, &a, &unused);
+      tile_dot2(base, base, false, nt, lane, &xb, &a, &unused, q);
     }
     for (var t = 0u; t < TT; t++) { red[t * 64u + tid] = a[t]; }
     workgroupBarrier();

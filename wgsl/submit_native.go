@@ -18,23 +18,31 @@ func (d *Device) submit(cmd *wgpu.CommandBuffer) submission { return d.q.Submit(
 // submission that may take seconds must be waited for with a Poll(false) +
 // sleep loop instead (≈ 1 ms more latency). That loop is used while a
 // long-context runner holds the device (longWaits > 0: one decode step
-// over a 1 M-token cache takes seconds on a CPU driver) and after bulk
+// over a 1 M-token cache takes seconds on a CPU driver), after bulk
 // transfers (more than bulkWaitBytes created or written since the last
-// wait: a model upload). Short steps keep the blocking wait (≈ 1 ms less
-// latency per token than polling with sleeps).
+// wait: a model upload), and for good once a blocking wait has taken
+// slowWait (a device this slow — a CPU driver on a loaded machine, a
+// large model — may take 5 s over a later step). Short steps keep the
+// blocking wait (≈ 1 ms less latency per token than polling with sleeps).
 func (d *Device) wait(s submission) {
 	bulk := d.bulkBytes
 	d.bulkBytes = 0
-	if d.longWaits > 0 || bulk > bulkWaitBytes {
+	if d.longWaits > 0 || d.slow || bulk > bulkWaitBytes {
 		d.pollLoop()
 		return
 	}
 	t0 := time.Now()
 	d.raw.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: d.q, SubmissionIndex: s})
-	if time.Since(t0) >= 4*time.Second {
-		d.pollLoop()
+	if el := time.Since(t0); el >= slowWait {
+		d.slow = true
+		if el >= 4*time.Second {
+			d.pollLoop()
+		}
 	}
 }
+
+// slowWait is the blocking wait from which a device polls from then on.
+const slowWait = time.Second
 
 // bulkWaitBytes is the transfer volume from which wait polls.
 const bulkWaitBytes = 64 << 20

@@ -54,7 +54,7 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	}
 	ok := len(ms) > 1
 	for _, m := range ms {
-		ok = ok && m.DType == ms[0].DType && m.Cols == ms[0].Cols && m.DType <= tensor.BF16
+		ok = ok && m.DType == ms[0].DType && m.Cols == ms[0].Cols
 	}
 	if !ok || MatWords(rows, ms[0].Cols, ms[0].DType) > matPartWords {
 		n := 0
@@ -68,13 +68,24 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	}
 	st := ms[0]
 	var stacked *tensor.Mat
-	if st.DType == tensor.F32 {
+	switch {
+	case st.DType.Blocked(): // rows of blocks: the stack is the rows' bytes in order
+		var data []byte
+		for _, m := range ms {
+			data = append(data, m.Q...)
+		}
+		var err error
+		if stacked, err = tensor.NewBlocked(rows, st.Cols, st.DType, data); err != nil {
+			b.fail(fmt.Errorf("wgsl: runner: stack %s: %w", strings.Join(names, "+"), err))
+			return
+		}
+	case st.DType == tensor.F32:
 		var data []float32
 		for _, m := range ms {
 			data = append(data, m.F32...)
 		}
 		stacked = tensor.NewF32(rows, st.Cols, data)
-	} else {
+	default:
 		var data []uint16
 		for _, m := range ms {
 			data = append(data, m.U16...)

@@ -18,6 +18,28 @@ type Case struct {
 
 var dtypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
 
+// blockDTypes are the ggml block formats the kernels read as they are
+// (wgsl.BlockFormat); their cases have whole blocks per row.
+var blockDTypes = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q4K, tensor.Q5K, tensor.Q6K}
+
+// BlockDTypes lists blockDTypes' names (the support matrix's columns).
+func BlockDTypes() []string {
+	var s []string
+	for _, dt := range blockDTypes {
+		s = append(s, dt.String())
+	}
+	return s
+}
+
+// blockCols are row widths for dt's cases: one block and several, and
+// for 32-element blocks widths that are not whole 256-element blocks.
+func blockCols(dt tensor.DType) []int {
+	if dt.BlockLen() == 256 {
+		return []int{256, 768}
+	}
+	return []int{32, 96, 256}
+}
+
 // adder registers one case: op, dtype, shape, NMSE bound and run.
 type adder func(op, dt, shape string, bound float64, run func(g *GPU, r *rand.Rand) ([]float32, []float32))
 
@@ -28,7 +50,7 @@ func Cases() []Case {
 	add := func(op, dt, shape string, bound float64, run func(g *GPU, r *rand.Rand) ([]float32, []float32)) {
 		cs = append(cs, Case{op, dt, shape, bound, run})
 	}
-	for _, f := range []func(adder){linearCases, normCases, elementwiseCases, convCases, kdaPrepCases, kdaGateCases, kdaCases, kdaChunkCases, mlaCases, routerCases, attnresCases, embedCases, moeCases, argmaxCases, sampleCases, familyCases, gqaCases} {
+	for _, f := range []func(adder){linearCases, blockCases, normCases, elementwiseCases, convCases, kdaPrepCases, kdaGateCases, kdaCases, kdaChunkCases, mlaCases, routerCases, attnresCases, embedCases, moeCases, argmaxCases, sampleCases, familyCases, gqaCases} {
 		f(add)
 	}
 	cs = append(cs, visionCases()...)

@@ -100,8 +100,12 @@ func RandVec(r *rand.Rand, n int, scale float32) []float32 {
 	return v
 }
 
-// RandMat returns a rows×cols matrix of dt with values in (−scale, scale).
+// RandMat returns a rows×cols matrix of dt with values in (−scale, scale)
+// (block formats: random blocks, see randBlocks).
 func RandMat(r *rand.Rand, rows, cols int, dt tensor.DType, scale float32) *tensor.Mat {
+	if dt.Blocked() {
+		return randBlocks(r, rows, cols, dt, scale)
+	}
 	v := RandVec(r, rows*cols, scale)
 	switch dt {
 	case tensor.F16:
@@ -224,4 +228,46 @@ func toErrs(msgs []string) []error {
 		out[i] = errors.New(m)
 	}
 	return out
+}
+
+// randBlocks returns a rows×cols matrix of block dtype dt of random blocks:
+// random quants, and scales (fp16 d, dmin; E8M0 e) drawn so that the
+// values stay within about (−scale, scale).
+func randBlocks(r *rand.Rand, rows, cols int, dt tensor.DType, scale float32) *tensor.Mat {
+	bb := dt.BlockBytes()
+	data := make([]byte, rows*dt.RowBytes(cols))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	f16 := func(b []byte, v float32) {
+		var u [1]uint16
+		half.EncodeF16(u[:], []float32{v})
+		b[0], b[1] = byte(u[0]), byte(u[0]>>8)
+	}
+	d := func(max float32) float32 { return scale / max * (0.25 + 0.75*r.Float32()) }
+	for blk := data; len(blk) > 0; blk = blk[bb:] {
+		switch dt {
+		case tensor.Q8_0:
+			f16(blk, d(128))
+		case tensor.Q4_0, tensor.Q4_1:
+			f16(blk, d(8))
+		case tensor.Q5_0, tensor.Q5_1:
+			f16(blk, d(16))
+		case tensor.MXFP4:
+			blk[0] = byte(123 + r.IntN(2)) // 2^(e−128)·(doubled E2M1 ≤ 12)
+		case tensor.Q4K:
+			f16(blk, d(63*15))
+			f16(blk[2:], d(63))
+		case tensor.Q5K:
+			f16(blk, d(63*31))
+			f16(blk[2:], d(63))
+		case tensor.Q6K:
+			f16(blk[208:], d(128*32))
+		}
+	}
+	m, err := tensor.NewBlocked(rows, cols, dt, data)
+	if err != nil {
+		panic(err) // cols not a whole number of blocks: a bad case
+	}
+	return m
 }

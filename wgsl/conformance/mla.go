@@ -46,19 +46,24 @@ func mlaCases(add adder) {
 	}
 }
 
-// runMLA builds a random MLA problem (H 2, DN 16, DR 8, DV 12, RKV 40) with
+// runMLA builds a random MLA problem (H 2, DN 16, DR 8, DV 12, RKV 40;
+// block formats: RKV one block) with
 // a cache of pos0+N rows (in pages of pageRows rows; 0: the default, one
 // page) and compares the GPU output with the reference. The cache rows go
 // in by AppendHost in two parts, the second through the GPU copy (Append),
 // so both cross page edges.
 func runMLA(g *GPU, r *rand.Rand, N, pos0, pageRows int, dt tensor.DType, absorbed bool) ([]float32, []float32) {
-	const H, DN, DR, DV, RKV = 2, 16, 8, 12, 40
+	const H, DN, DR, DV = 2, 16, 8, 12
+	RKV := 40
+	if dt.Blocked() {
+		RKV = blockCols(dt)[0] // whole blocks
+	}
 	W := RandMat(r, H*(DN+DV), RKV, dt, 0.5)
 	rows := RandVec(r, (pos0+N)*(RKV+DR), 1)
 	cache := ref.NewLatentCache(RKV+DR, 64)
 	cache.Append(rows)
 	q := RandVec(r, N*H*(DN+DR), 1)
-	a := &ref.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: q, WKVB: W, Cache: cache,
+	a := &ref.MLAArgs{N: N, H: H, DN: DN, DR: DR, DV: DV, RKV: RKV, Pos0: pos0, Scale: 0.3, Q: q, WKVB: oracle(W), Cache: cache,
 		O: make([]float32, N*H*DV)}
 	if pageRows == 0 {
 		pageRows = wgsl.DefaultPageRows(RKV+DR, pos0+N+3)

@@ -32,48 +32,7 @@ func moeCases(add adder) {
 						name = "MoEGrouped" + name[3:]
 					}
 					add(name, dt.String(), fmt.Sprintf("E=%d K=%d in=%d I=%d T=%d", E, K, in, I, T), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-						var gs, us, ds []*tensor.Mat
-						for e := 0; e < E; e++ {
-							gs = append(gs, RandMat(r, I, in, dt, 0.5))
-							us = append(us, RandMat(r, I, in, dt, 0.5))
-							ds = append(ds, RandMat(r, in, I, dt, 0.5))
-						}
-						x, logits, bias := RandVec(r, T*in, 1), RandVec(r, T*E, 3), RandVec(r, E, 0.2)
-						router := ref.Router{TopK: K, Renormalize: true, Scale: 2.5}
-						start := RandVec(r, T*in, 1) // grouped: accumulate onto this
-						want := make([]float32, T*in)
-						if grouped {
-							copy(want, start)
-						}
-						h1, h2, y := make([]float32, I), make([]float32, I), make([]float32, in)
-						idx, wts := make([]int, K), make([]float32, K)
-						for t := 0; t < T; t++ {
-							router.Route(idx, wts, logits[t*E:(t+1)*E], bias, make([]float32, 2*E))
-							xt := x[t*in : (t+1)*in]
-							for k, e := range idx {
-								ref.Linear(nil, h1, xt, 1, gs[e])
-								ref.Linear(nil, h2, xt, 1, us[e])
-								act.GLU(h1, h1, h2)
-								ref.Linear(nil, y, h1, 1, ds[e])
-								ref.Axpy(wts[k], y, want[t*in:(t+1)*in])
-							}
-						}
-						w, err := g.D.UploadGLU(gs, us, ds)
-						check(g, err)
-						g.bufs = append(g.bufs, w.GateUp, w.Down)
-						rt := wgsl.Routing{Idx: g.Zeros(T * K), Wts: g.Zeros(T * K), K: K}
-						check(g, g.D.Route(rt.Idx, rt.Wts, g.Up(logits), g.Up(bias), T, E, router))
-						if grouped {
-							no, nh, ny := wgsl.GroupScratchWords(w, T, K)
-							out := g.Up(start)
-							sc := wgsl.GroupScratch{Ord: g.Zeros(no), H: g.Zeros(nh), Y: g.Zeros(ny)}
-							check(g, g.D.GLUGrouped(out.Rows(in), g.Up(x).Rows(in), T, w, rt, act, true, sc))
-							return g.Read(out, T*in), want
-						}
-						hb, out := g.Zeros(T*K*I), g.Zeros(T*in)
-						check(g, g.D.GLUGateUp(hb, g.Up(x).Rows(in), T, w, rt, act))
-						check(g, g.D.GLUDown(out.Rows(in), hb, T, w, rt, false))
-						return g.Read(out, T*in), want
+						return runMoE(g, r, E, K, in, I, T, dt, act, grouped)
 					})
 				}
 			}
@@ -103,4 +62,52 @@ func moeCases(add adder) {
 			})
 		}
 	}
+}
+
+// runMoE runs E random experts (top K of them routed on the GPU for each
+// of T tokens, in → I → in) per (token, slot) or grouped by expert, and
+// the reference.
+func runMoE(g *GPU, r *rand.Rand, E, K, in, I, T int, dt tensor.DType, act ref.Act, grouped bool) ([]float32, []float32) {
+	var gs, us, ds []*tensor.Mat
+	for e := 0; e < E; e++ {
+		gs = append(gs, RandMat(r, I, in, dt, 0.5))
+		us = append(us, RandMat(r, I, in, dt, 0.5))
+		ds = append(ds, RandMat(r, in, I, dt, 0.5))
+	}
+	x, logits, bias := RandVec(r, T*in, 1), RandVec(r, T*E, 3), RandVec(r, E, 0.2)
+	router := ref.Router{TopK: K, Renormalize: true, Scale: 2.5}
+	start := RandVec(r, T*in, 1) // grouped: accumulate onto this
+	want := make([]float32, T*in)
+	if grouped {
+		copy(want, start)
+	}
+	h1, h2, y := make([]float32, I), make([]float32, I), make([]float32, in)
+	idx, wts := make([]int, K), make([]float32, K)
+	for t := 0; t < T; t++ {
+		router.Route(idx, wts, logits[t*E:(t+1)*E], bias, make([]float32, 2*E))
+		xt := x[t*in : (t+1)*in]
+		for k, e := range idx {
+			ref.Linear(nil, h1, xt, 1, oracle(gs[e]))
+			ref.Linear(nil, h2, xt, 1, oracle(us[e]))
+			act.GLU(h1, h1, h2)
+			ref.Linear(nil, y, h1, 1, oracle(ds[e]))
+			ref.Axpy(wts[k], y, want[t*in:(t+1)*in])
+		}
+	}
+	w, err := g.D.UploadGLU(gs, us, ds)
+	check(g, err)
+	g.bufs = append(g.bufs, w.GateUp, w.Down)
+	rt := wgsl.Routing{Idx: g.Zeros(T * K), Wts: g.Zeros(T * K), K: K}
+	check(g, g.D.Route(rt.Idx, rt.Wts, g.Up(logits), g.Up(bias), T, E, router))
+	if grouped {
+		no, nh, ny := wgsl.GroupScratchWords(w, T, K)
+		out := g.Up(start)
+		sc := wgsl.GroupScratch{Ord: g.Zeros(no), H: g.Zeros(nh), Y: g.Zeros(ny)}
+		check(g, g.D.GLUGrouped(out.Rows(in), g.Up(x).Rows(in), T, w, rt, act, true, sc))
+		return g.Read(out, T*in), want
+	}
+	hb, out := g.Zeros(T*K*I), g.Zeros(T*in)
+	check(g, g.D.GLUGateUp(hb, g.Up(x).Rows(in), T, w, rt, act))
+	check(g, g.D.GLUDown(out.Rows(in), hb, T, w, rt, false))
+	return g.Read(out, T*in), want
 }
