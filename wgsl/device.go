@@ -127,6 +127,7 @@ type groupKey struct {
 type Device struct {
 	raw     *wgpu.Device
 	q       *wgpu.Queue
+	stage   stageBuf // writeQueue's staging (browser)
 	info    string
 	adapter AdapterInfo
 	release func()
@@ -315,7 +316,7 @@ func (b *Buffer) writeBytes(off, words int, p []byte) error {
 	if err := b.d.Flush(); err != nil {
 		return err
 	}
-	if err := b.d.q.WriteBuffer(b.b, uint64(off)*4, p); err != nil {
+	if err := b.d.writeQueue(b.b, uint64(off)*4, p); err != nil {
 		return fmt.Errorf("wgsl: write %d words at %d: %w", words, off, err)
 	}
 	b.d.bulkBytes += int64(len(p))
@@ -748,7 +749,7 @@ func (d *Device) finish(extra func(enc *wgpu.CommandEncoder) error) (submission,
 		d.pass = nil
 	}
 	if len(d.uni) > 0 {
-		err := d.q.WriteBuffer(d.uBuf, 0, d.uni)
+		err := d.writeQueue(d.uBuf, 0, d.uni)
 		d.uni = d.uni[:0]
 		if err != nil {
 			return zero, fmt.Errorf("wgsl: upload uniforms: %w", err)

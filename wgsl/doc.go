@@ -98,6 +98,11 @@
 //
 // # Workarounds for v0.23.0 (see docs/webgpu.md in the shared docs)
 //
+//   - In the browser, Queue.WriteBuffer views the wasm memory's ArrayBuffer
+//     and then calls into JavaScript; a heap growth in between detaches
+//     the view ("Cannot perform Construct on a detached ArrayBuffer",
+//     seen mid-decode). Device.writeQueue copies through a staging
+//     Uint8Array the device keeps instead (submit_js.go).
 //   - Bug 3 (cgo handle freed by a GC between MapAsync and its callback):
 //     Device.read is the only place that maps a buffer. It waits for the
 //     submission first, then under one package mutex turns GC off

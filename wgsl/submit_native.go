@@ -53,3 +53,12 @@ func (d *Device) pollLoop() {
 		time.Sleep(sleep)
 	}
 }
+
+// writeQueue is queue.writeBuffer(b, off, p) (the browser build stages it
+// through a JavaScript array; see submit_js.go).
+func (d *Device) writeQueue(b *wgpu.Buffer, off uint64, p []byte) error {
+	return d.q.WriteBuffer(b, off, p)
+}
+
+// stageBuf is empty natively (submit_js.go).
+type stageBuf struct{}
