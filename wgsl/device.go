@@ -325,6 +325,16 @@ func (b *Buffer) writeBytes(off, words int, p []byte) error {
 
 // scratchBuf returns a device-owned scratch buffer of at least words words
 // under the given name, growing it when needed (growth flushes first).
+// scratchWords is the size scratchBuf allocates for a need of words: the
+// next power of two from 1,024 (so a scratch grows a few times at most).
+func scratchWords(words int) int {
+	n := 1024
+	for n < words {
+		n *= 2
+	}
+	return n
+}
+
 func (d *Device) scratchBuf(name string, words int) (*Buffer, error) {
 	if s := d.scratch[name]; s != nil && s.words >= words {
 		return s, nil
@@ -336,11 +346,7 @@ func (d *Device) scratchBuf(name string, words int) (*Buffer, error) {
 		s.Release()
 		delete(d.scratch, name)
 	}
-	n := 1024
-	for n < words {
-		n *= 2
-	}
-	s, err := d.NewBuffer(n)
+	s, err := d.NewBuffer(scratchWords(words))
 	if err != nil {
 		return nil, err
 	}

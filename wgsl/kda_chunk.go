@@ -2,7 +2,11 @@
 
 package wgsl
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tessera-llm/tessera/core/config"
+)
 
 // Op wrappers of kda_chunk.wgsl and kda_chunk_inter.wgsl.
 
@@ -61,6 +65,21 @@ func (d *Device) KDA(a *KDAArgs) error {
 func kdaChunkScratch(T, H, dk, dv, C int) int {
 	bs := newKDAChunkLayout(C, dk, dv).bs
 	return max(1, min(kdaChunkRoundWords/(H*bs), (T+C-1)/C, maxGroups)) * H * bs
+}
+
+// kdaPrefillScratch is the scratch (words) a runner's prefill pieces of up
+// to maxChunk tokens take in KDAChunked for c's delta-rule layers (KDA, or
+// Gated DeltaNet with its value heads), 0 when they run the recurrent
+// kernel or c has none.
+func kdaPrefillScratch(c *config.Config, maxChunk int) int {
+	H, dk, dv := c.KDAHeads, c.KDAHeadDim, c.KDAHeadDim
+	if c.LinearValueHeads > 0 {
+		H, dk, dv = c.LinearValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim
+	}
+	if H <= 0 || !kdaUseChunked(maxChunk, dk) {
+		return 0
+	}
+	return kdaChunkScratch(maxChunk, H, dk, dv, kdaChunk)
 }
 
 // kdaChunkLayout is the scratch block of one (chunk, head) in words: QE

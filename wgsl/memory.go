@@ -92,6 +92,9 @@ func EstimateMemory(m *model.Model, opt RunnerOptions) Memory {
 		K, E := int64(c.TopK), int64(c.NumExperts)
 		scratch += 4 * (E + 1 + T*K + T*K*int64(max(c.HiddenSize, c.ExpertWidth())))
 	}
+	if w := kdaPrefillScratch(c, opt.MaxChunk); w > 0 { // the chunked delta-rule prefill's
+		scratch += 4 * int64(scratchWords(w))
+	}
 	sz := &sizer{mats: map[*tensor.Mat]bool{}, vecs: map[*float32]bool{}}
 	m.Declare(sz)
 	mem := Memory{

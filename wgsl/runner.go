@@ -137,7 +137,11 @@ func NewRunner(d *Device, m *model.Model, opt RunnerOptions) (*Runner, error) {
 		r.longWait = true
 		d.longWaits++
 	}
-	if err := r.load(m); err != nil {
+	err := r.load(m)
+	if w := kdaPrefillScratch(m.Cfg, opt.MaxChunk); err == nil && w > 0 {
+		_, err = d.scratchBuf("kda", w) // taken now: a device out of memory fails the load, not a prefill
+	}
+	if err != nil {
 		got := r.Bytes()
 		r.Close()
 		if isOutOfMemory(err) {
