@@ -78,8 +78,8 @@ type gpu struct {
 // stack is matrices declared together, uploaded as one of their rows
 // stacked (the views are in mats).
 type stack struct {
-	f    *Mat
-	list []*tensor.Mat // the stacked matrices, in order
+	parts []*Mat        // one GEMV each: runs of the matrices stacked (or one alone)
+	list  []*tensor.Mat // the matrices, in order
 }
 
 func newGPU(d *Device, topK int) *gpu {
@@ -487,8 +487,12 @@ func (b *gpu) LinearBatch(T int, ps []nn.Product) bool {
 		return false
 	}
 	x := g(ps[0].X)
-	b.fail(b.d.Linear(b.proj.At(0), x.v, 1, st.f))
 	off := 0
+	for _, f := range st.parts {
+		b.fail(b.d.Linear(b.proj.At(off), x.v, 1, f))
+		off += f.Rows
+	}
+	off = 0
 	for i, p := range ps {
 		if p.W != nil {
 			ps[i].Out = b.view(gt{v: b.proj.At(off), cols: p.W.Rows, stride: p.W.Rows})

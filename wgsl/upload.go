@@ -17,18 +17,19 @@ import (
 // vector declared twice (tied embeddings) is uploaded once.
 
 // Mats uploads matrices that multiply the same input (nil entries skipped)
-// as one matrix of their rows stacked, and keeps a view of each, so a
-// decoded token computes all their products in one GEMV (LinearBatch)
-// while multi-token pieces use each view. When the matrices differ in
-// dtype or width, or the stack would not fit one binding, each is uploaded
-// on its own.
+// as stacks of their rows — each run of consecutive matrices of one dtype
+// and width one matrix, e.g. a Q4_K_M layer's Q4_K projections apart from
+// its Q6_K one — and keeps a view of each, so a decoded token computes
+// their products in one GEMV per run (LinearBatch) while multi-token pieces
+// use each view. A run that would not fit one binding is uploaded matrix
+// by matrix.
 func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	if b.err != nil {
 		return
 	}
 	var ms []*tensor.Mat
 	var keys []*tensor.Mat
-	rows := 0
+	var mnames []string
 	for i, m := range mats {
 		if m == nil {
 			continue
@@ -47,26 +48,48 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 		}
 		ms = append(ms, gpuWeights(w))
 		keys = append(keys, m)
-		rows += w.Rows
+		mnames = append(mnames, names[i])
 	}
 	if len(ms) == 0 {
 		return
 	}
-	ok := len(ms) > 1
-	for _, m := range ms {
-		ok = ok && m.DType == ms[0].DType && m.Cols == ms[0].Cols
-	}
-	if !ok || MatWords(rows, ms[0].Cols, ms[0].DType) > matPartWords {
-		n := 0
-		for i, m := range mats {
-			if m != nil {
-				b.mats[m] = b.upload(ms[n], names[i])
-				n++
-			}
+	st := &stack{list: keys}
+	rows := 0
+	for i := 0; i < len(ms); {
+		j, n := i+1, ms[i].Rows
+		for j < len(ms) && ms[j].DType == ms[i].DType && ms[j].Cols == ms[i].Cols {
+			n += ms[j].Rows
+			j++
 		}
-		return
+		if j-i > 1 && MatWords(n, ms[i].Cols, ms[i].DType) > matPartWords {
+			j, n = i+1, ms[i].Rows // too large for one binding: on its own
+		}
+		f := b.uploadStack(ms[i:j], keys[i:j], mnames[i:j])
+		if f == nil {
+			return
+		}
+		st.parts = append(st.parts, f)
+		rows += n
+		i = j
 	}
-	st := ms[0]
+	if len(st.parts) < len(keys) { // at least two matrices share a GEMV
+		b.stacks[keys[0]] = st
+		b.maxIn = max(b.maxIn, rows)
+	}
+}
+
+// uploadStack uploads ms (one dtype and width) as one matrix of their rows
+// in order and records each key's view of it (one matrix: itself).
+func (b *gpu) uploadStack(ms, keys []*tensor.Mat, names []string) *Mat {
+	if len(ms) == 1 {
+		f := b.upload(ms[0], names[0])
+		b.mats[keys[0]] = f
+		return f
+	}
+	st, rows := ms[0], 0
+	for _, m := range ms {
+		rows += m.Rows
+	}
 	var stacked *tensor.Mat
 	switch {
 	case st.DType.Blocked(): // rows of blocks: the stack is the rows' bytes in order
@@ -77,7 +100,7 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 		var err error
 		if stacked, err = tensor.NewBlocked(rows, st.Cols, st.DType, data); err != nil {
 			b.fail(fmt.Errorf("wgsl: runner: stack %s: %w", strings.Join(names, "+"), err))
-			return
+			return nil
 		}
 	case st.DType == tensor.F32:
 		var data []float32
@@ -94,15 +117,14 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	}
 	f := b.upload(stacked, strings.Join(names, "+"))
 	if f == nil {
-		return
+		return nil
 	}
 	r0 := 0
 	for i, m := range ms {
 		b.mats[keys[i]] = &Mat{View: View{f.Buf, f.Off + r0*f.Stride}, Rows: m.Rows, Cols: m.Cols, DType: f.DType, Stride: f.Stride}
 		r0 += m.Rows
 	}
-	b.stacks[keys[0]] = &stack{f: f, list: keys}
-	b.maxIn = max(b.maxIn, rows)
+	return f
 }
 
 func (b *gpu) upload(m *tensor.Mat, name string) *Mat {
