@@ -68,6 +68,7 @@ type gpu struct {
 	idxHost, slotHost []uint32
 	wtsHost, maskHost []float32
 	xstats            ExpertStats
+	packGU, packDN    []uint32 // a missed expert's words, reused by every miss (fill)
 	uploadFault       func(layer, expert int) error
 	// experts on the CPU (cpumoe.go): the first cpuLayers MoE layers;
 	// moeSeen counts the MoE layers declared so far

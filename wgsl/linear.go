@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/ref"
@@ -100,9 +101,17 @@ func GPUDType(dt tensor.DType) tensor.DType {
 }
 
 // PackMat returns m's GPU words (see Mat).
-func PackMat(m *tensor.Mat) []uint32 {
+func PackMat(m *tensor.Mat) []uint32 { return appendPackMat(nil, m) }
+
+// appendPackMat appends m's GPU words (PackMat) to dst, growing it only
+// when its capacity is short (expert streaming packs into the same
+// buffers on every miss).
+func appendPackMat(dst []uint32, m *tensor.Mat) []uint32 {
 	st := matStride(m.Cols, m.DType)
-	out := make([]uint32, m.Rows*st)
+	n0 := len(dst)
+	dst = slices.Grow(dst, m.Rows*st)[:n0+m.Rows*st]
+	out := dst[n0:]
+	clear(out)
 	if scale, ok := blockScale(m.DType); ok {
 		bb := m.DType.BlockBytes()
 		nb := m.Cols / m.DType.BlockLen()
@@ -121,13 +130,13 @@ func PackMat(m *tensor.Mat) []uint32 {
 				out[r*st+i] = binary.LittleEndian.Uint32(row[4*i:])
 			}
 		}
-		return out
+		return dst
 	}
 	if m.DType == tensor.F32 {
 		for i, v := range m.F32 {
 			out[i] = math.Float32bits(v)
 		}
-		return out
+		return dst
 	}
 	for r := 0; r < m.Rows; r++ {
 		row := m.U16[r*m.Cols : (r+1)*m.Cols]
@@ -135,7 +144,7 @@ func PackMat(m *tensor.Mat) []uint32 {
 			out[r*st+c/2] |= uint32(h) << (16 * (c & 1))
 		}
 	}
-	return out
+	return dst
 }
 
 // UploadMat copies a weight matrix into a new buffer, or into row-range

@@ -4,6 +4,7 @@ package wgsl
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/tensor"
@@ -52,6 +53,12 @@ func (d *Device) UploadGLU(gate, up, down []*tensor.Mat) (*GLUWeights, error) {
 // share one, and all down matrices one; a set that mixes dtypes is
 // widened to F16 (gpuSet).
 func PackGLU(gate, up, down []*tensor.Mat) (w *GLUWeights, gu, dn []uint32, err error) {
+	return packGLU(nil, nil, gate, up, down)
+}
+
+// packGLU is PackGLU packing into gu[:0] and dn[:0] (grown only when
+// their capacity is short).
+func packGLU(gu, dn []uint32, gate, up, down []*tensor.Mat) (w *GLUWeights, _, _ []uint32, err error) {
 	E := len(gate)
 	if E == 0 || len(up) != E || len(down) != E {
 		return nil, nil, nil, fmt.Errorf("wgsl: UploadGLU: %d gate, %d up, %d down matrices", len(gate), len(up), len(down))
@@ -77,12 +84,12 @@ func PackGLU(gate, up, down []*tensor.Mat) (w *GLUWeights, gu, dn []uint32, err 
 				e, gate[e].Rows, gate[e].Cols, up[e].Rows, up[e].Cols, down[e].Rows, down[e].Cols)
 		}
 	}
-	gu = make([]uint32, 0, E*2*MatWords(w.I, w.In, w.DType))
-	dn = make([]uint32, 0, E*MatWords(w.Out, w.I, w.DownDType))
+	gu = slices.Grow(gu[:0], E*2*MatWords(w.I, w.In, w.DType))
+	dn = slices.Grow(dn[:0], E*MatWords(w.Out, w.I, w.DownDType))
 	for e := 0; e < E; e++ {
-		gu = append(gu, PackMat(gate[e])...)
-		gu = append(gu, PackMat(up[e])...)
-		dn = append(dn, PackMat(down[e])...)
+		gu = appendPackMat(gu, gate[e])
+		gu = appendPackMat(gu, up[e])
+		dn = appendPackMat(dn, down[e])
 	}
 	return w, gu, dn, nil
 }

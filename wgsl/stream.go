@@ -72,7 +72,7 @@ func (b *gpu) streamGLUs(name string, ws []nn.GLU) {
 	S, E := b.expertSlots, len(ws)
 	c := &expertCache{name: name, layer: len(b.streams), host: ws, slotOf: make([]int32, E), expOf: make([]int32, S),
 		used: make([]int64, S), pin: make([]int64, S), mark: make([]int64, E), freq: make([]float64, E), stamp: make([]int64, E)}
-	w, gu, dn, err := c.pack(0)
+	w, gu, dn, err := c.pack(0, nil, nil)
 	if err != nil {
 		b.fail(err)
 		return
@@ -108,8 +108,9 @@ func (b *gpu) streamGLUs(name string, ws []nn.GLU) {
 	b.maxI = max(b.maxI, b.topK*w.I)
 }
 
-// pack resolves expert e's matrices and packs them (PackGLU of one).
-func (c *expertCache) pack(e int) (*GLUWeights, []uint32, []uint32, error) {
+// pack resolves expert e's matrices and packs them (PackGLU of one) into
+// gu[:0] and dn[:0] (grown when short).
+func (c *expertCache) pack(e int, gu, dn []uint32) (*GLUWeights, []uint32, []uint32, error) {
 	x := &c.host[e]
 	var ms [3]*tensor.Mat
 	for i, p := range []struct {
@@ -122,7 +123,7 @@ func (c *expertCache) pack(e int) (*GLUWeights, []uint32, []uint32, error) {
 		}
 		ms[i] = m
 	}
-	w, gu, dn, err := PackGLU(ms[:1], ms[1:2], ms[2:])
+	w, gu, dn, err := packGLU(gu, dn, ms[:1], ms[1:2], ms[2:])
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("wgsl: runner: %s.%d: %w", c.name, e, err)
 	}
@@ -137,10 +138,11 @@ func (b *gpu) fill(c *expertCache, e, s int, count bool) error {
 			return fmt.Errorf("wgsl: expert streaming: upload of %s.%d: %w", c.name, e, err)
 		}
 	}
-	_, gu, dn, err := c.pack(e)
+	_, gu, dn, err := c.pack(e, b.packGU, b.packDN)
 	if err != nil {
 		return err
 	}
+	b.packGU, b.packDN = gu, dn // the next miss packs into the same words
 	if len(gu) != c.guWords || len(dn) != c.dnWords {
 		return fmt.Errorf("wgsl: expert streaming: %s.%d packs to %d+%d words, its slots hold %d+%d", c.name, e, len(gu), len(dn), c.guWords, c.dnWords)
 	}
