@@ -391,37 +391,18 @@ var int8Blocks = hasInt8Kernels()
 
 // intKind is the activation layout of W's integer path, or 0 when W's
 // product runs in float32.
-func intKind(W *tensor.Mat) actKind { return intKindOf(W.DType, W.Cols) }
-
-func intKindOf(dt tensor.DType, cols int) actKind {
-	if !int8Blocks || cols < 32 || !hasInt8Kernel(dt) {
+func intKind(W *tensor.Mat) actKind {
+	if !int8Blocks || W.Cols < 32 || !hasInt8Kernel(W.DType) {
 		return 0
 	}
-	return actKindOf(dt)
+	return actKindOf(W.DType)
 }
 
-// IntActBlock is the length of the blocks (32 or 256) in which a product
-// with a matrix of type dt and cols columns rounds its activations to int8
-// (x ≈ d·q, d = max|x|/127, q = round-half-even(x·127/max|x|) per block,
-// quantBlock) before the integer dot products, or 0 when the product runs
-// in float32 on the dequantized values. Every backend follows it — the
-// GPU's kernels quantize their inputs the same way — so greedy tokens do
-// not depend on the backend.
-func IntActBlock(dt tensor.DType, cols int) int {
-	switch intKindOf(dt, cols) {
-	case act32:
-		return 32
-	case act256:
-		return 256
-	}
-	return 0
-}
-
-// SetInt8Activations switches the integer path on or off for every
-// backend and returns the previous setting: off, block-format products run
-// in float32 on the dequantized matrix (slower, without the activations'
-// rounding). Tests use it to check both paths; not safe to call while a
-// product runs.
+// SetInt8Activations switches the integer path on or off and returns the
+// previous setting: off, block-format products run in float32 on the
+// dequantized matrix, as the GPU backends compute them (slower, without
+// the activations' rounding; engine.SetExact). On, the path is taken
+// where this CPU has a kernel. Not safe to call while a product runs.
 func SetInt8Activations(on bool) (was bool) {
 	was, int8Blocks = int8Blocks, on
 	return was
