@@ -170,3 +170,50 @@ func cpuGreedy(t *testing.T, m *model.Model, prompt []int, gen int) []int {
 	}
 	return toks
 }
+
+// TestRunnerQ8MatchesCPU: tessera's own int8 weights (Q8: one float32
+// scale per row, `tessera quantize`) stay int8 on the GPU — about half the
+// F16 upload — and give the CPU's greedy tokens.
+func TestRunnerQ8MatchesCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("k3-micro on the GPU")
+	}
+	d := device(t)
+	m, ck, err := model.OpenDir(filepath.Join("..", "models", "k3-micro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	opt := wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 128}
+	float := wgsl.EstimateMemory(m, opt).Weights
+	var q8, host int64
+	m.Declare(uploaderFunc(func(w *tensor.Mat) {
+		if w.DType <= tensor.BF16 && w.Cols%32 == 0 {
+			*w = *tensor.Quantize(tensor.NewF32(w.Rows, w.Cols, w.Float32()))
+			q8++
+			host += w.Bytes()
+		}
+	}))
+	est := wgsl.EstimateMemory(m, opt)
+	g, err := wgsl.NewRunner(d, m, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got := g.WeightBytesForTest(); got != est.Weights {
+		t.Errorf("weights on the GPU: runner %d B, EstimateMemory %d B", got, est.Weights)
+	}
+	if r := float64(est.Weights) / float64(float); r > 0.6 {
+		t.Errorf("Q8 weights take %d B on the GPU, %.2f of the unquantized model's %d B: want about half", est.Weights, r, float)
+	}
+	prompt := make([]int, 23)
+	for i := range prompt {
+		prompt[i] = (i*389 + 7) % 2000
+	}
+	const gen = 32
+	got, want := gpuGreedy(t, g, prompt, gen), cpuGreedy(t, m, prompt, gen)
+	t.Logf("%d Q8 matrices (%d B on the host); GPU weights %d B (unquantized %d B)", q8, host, est.Weights, float)
+	if !slices.Equal(got, want) {
+		t.Errorf("greedy tokens: GPU %v, CPU %v", got, want)
+	}
+}
