@@ -55,8 +55,8 @@ type OpenOptions struct {
 	// to flip a near-tied expert choice or token, so greedy tokens on the
 	// CPU part from the GPU's after a few to a few dozen; with Exact the
 	// backends agree to float32 rounding and give the same greedy tokens,
-	// at the integer kernels' speed. Process-wide (SetExact); ExactEnv=1
-	// sets it too.
+	// with the CPU at its float32 kernels' speed (slower than the integer
+	// ones). Process-wide (SetExact); ExactEnv=1 sets it too.
 	Exact bool
 }
 
