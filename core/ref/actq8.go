@@ -257,39 +257,50 @@ func blockScale32(dt tensor.DType, blk []byte) float32 {
 
 // blockInts32 sets v to the 32 integer values of a Q4_0, Q5_0, MXFP4 or
 // Q8_0 weight block (deq = scale·v).
-func blockInts32(dt tensor.DType, blk []byte, v *[32]int32) {
+func blockInts32(dt tensor.DType, blk []byte, v *[32]int8) {
 	switch dt {
 	case tensor.Q8_0:
 		for j := range 32 {
-			v[j] = int32(int8(blk[2+j]))
+			v[j] = int8(blk[2+j])
 		}
 	case tensor.Q4_0:
 		for j := range 16 {
-			v[j], v[16+j] = int32(blk[2+j]&15)-8, int32(blk[2+j]>>4)-8
+			v[j], v[16+j] = int8(blk[2+j]&15)-8, int8(blk[2+j]>>4)-8
 		}
 	case tensor.MXFP4:
 		for j := range 16 {
-			v[j], v[16+j] = int32(lutMXFP4[blk[1+j]&15]), int32(lutMXFP4[blk[1+j]>>4])
+			v[j], v[16+j] = lutMXFP4[blk[1+j]&15], lutMXFP4[blk[1+j]>>4]
 		}
 	case tensor.Q5_0:
 		qh := uint32(blk[2]) | uint32(blk[3])<<8 | uint32(blk[4])<<16 | uint32(blk[5])<<24
 		for j := range 16 {
-			v[j] = int32(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
-			v[16+j] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+			v[j] = int8(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
+			v[16+j] = int8(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+		}
+	}
+}
+
+// q4kInts sets v to the unsigned 4-bit values of a Q4_K block (sub-block
+// j: the low nibbles of qs[32·(j/2):] for even j, the high ones for odd).
+func q4kInts(blk []byte, v *[256]int8) {
+	for p := range 4 {
+		qs := blk[16+32*p : 48+32*p]
+		for l := range 32 {
+			v[64*p+l], v[64*p+32+l] = int8(qs[l]&15), int8(qs[l]>>4)
 		}
 	}
 }
 
 // q6kInts sets v to the unsigned 6-bit values of a Q6_K block (ql's
 // nibbles with two bits of qh above, in ggml's element order).
-func q6kInts(blk []byte, v *[256]int32) {
+func q6kInts(blk []byte, v *[256]int8) {
 	for n := range 2 {
 		ql, qh := blk[64*n:], blk[128+32*n:]
 		for l := range 32 {
-			v[128*n+l] = int32(ql[l]&15 | (qh[l]&3)<<4)
-			v[128*n+l+32] = int32(ql[l+32]&15 | (qh[l]>>2&3)<<4)
-			v[128*n+l+64] = int32(ql[l]>>4 | (qh[l]>>4&3)<<4)
-			v[128*n+l+96] = int32(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
+			v[128*n+l] = int8(ql[l]&15 | (qh[l]&3)<<4)
+			v[128*n+l+32] = int8(ql[l+32]&15 | (qh[l]>>2&3)<<4)
+			v[128*n+l+64] = int8(ql[l]>>4 | (qh[l]>>4&3)<<4)
+			v[128*n+l+96] = int8(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
 		}
 	}
 }
@@ -330,16 +341,17 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	if dt == tensor.Q4K {
 		q := a.q[t*a.n : (t+1)*a.n]
 		nb := a.blocks()
+		var v [256]int8
 		for b := b0; b < b1; b++ {
 			blk := row[b*bb : (b+1)*bb]
+			q4kInts(blk, &v)
 			d, dmin := half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
 			var isum, imin int32
 			for j := range 8 {
 				sc, m := tensor.ScaleMinK4(j, blk[4:16])
-				p, shift := j/2, 4*(j%2)
 				var dotj int32
-				for l := range 32 {
-					dotj += int32(blk[16+32*p+l]>>shift&15) * int32(q[256*b+32*j+l])
+				for l := 32 * j; l < 32*j+32; l++ {
+					dotj += int32(v[l]) * int32(q[256*b+l])
 				}
 				isum += int32(sc) * dotj
 				imin += int32(m) * sum8(q[256*b+32*j:256*b+32*j+32])
@@ -350,7 +362,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	}
 	if dt == tensor.Q6K {
 		q := a.q[t*a.n : (t+1)*a.n]
-		var v [256]int32
+		var v [256]int8
 		for b := b0; b < b1; b++ {
 			blk := row[b*bb : (b+1)*bb]
 			q6kInts(blk, &v)
@@ -358,7 +370,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 			for g := range 16 {
 				var dg int32
 				for i := 16 * g; i < 16*g+16; i++ {
-					dg += (v[i] - 32) * int32(q[256*b+i])
+					dg += (int32(v[i]) - 32) * int32(q[256*b+i])
 				}
 				isum += int32(int8(blk[192+g])) * dg
 			}
@@ -367,7 +379,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 		}
 		return sum
 	}
-	var v [32]int32
+	var v [32]int8
 	var q [32]int8
 	nb := a.blocks()
 	for b := b0; b < b1; b++ {
@@ -376,25 +388,28 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 		a.actBlock32(t, b, &q)
 		var s int32
 		for j := range 32 {
-			s += v[j] * int32(q[j])
+			s += int32(v[j]) * int32(q[j])
 		}
 		sum += blockScale32(dt, blk) * a.d[t*nb+b] * float32(s)
 	}
 	return sum
 }
 
-// int8Blocks selects the integer path for the block formats that have
-// one (actKindOf) and a kernel on this CPU (hasInt8Kernel: AVX-512 VNNI,
-// or AVX2 for Q4_0, MXFP4 and Q8_0), so a product's result depends on the
-// CPU as ggml's does. Tests switch it to check both paths.
-var int8Blocks = hasInt8Kernels()
+// int8Blocks selects the integer path for every block format that has
+// one (actKindOf), on every CPU: the SIMD kernels where the CPU has them
+// (AVX-512 VNNI; AVX2 for the formats it has kernels for), the generic
+// ones (actq8_generic.go) elsewhere, all with rowDotQ8's integer sums, so a
+// product's result — and greedy tokens — do not depend on the CPU beyond
+// the order of float32 additions. SetInt8Activations(false) (and tests)
+// switch it off: products then run in float32 on the dequantized weights.
+var int8Blocks = true
 
 // intKind is the activation layout of W's integer path, or 0 when W's
 // product runs in float32.
 func intKind(W *tensor.Mat) actKind { return intKindOf(W.DType, W.Cols) }
 
 func intKindOf(dt tensor.DType, cols int) actKind {
-	if !int8Blocks || cols < 32 || !hasInt8Kernel(dt) {
+	if !int8Blocks || cols < 32 {
 		return 0
 	}
 	return actKindOf(dt)

@@ -44,17 +44,35 @@ func init() {
 	avx2Kernels[tensor.Q8_0], avx2Tiles[tensor.Q8_0], avx2TileTokens[tensor.Q8_0] = gemv2Q80AVX2, gemm1x2Q80AVX2, 2
 }
 
-// int8AVX2 selects the AVX2 kernels for the integer path: on a CPU with
-// AVX2 and FMA but without AVX-512 VNNI. Tests switch it on to run them on
-// any AVX2 CPU.
-var int8AVX2 = useAVX2 && !useVNNI
-
-// hasInt8Kernel reports whether the integer path has a kernel for dt on
-// this CPU: every format of actKindOf with VNNI, Q4_0, MXFP4 and Q8_0
-// with AVX2 alone.
-func hasInt8Kernel(dt tensor.DType) bool {
-	if int8AVX2 {
-		return avx2Kernels[dt] != nil
+// int8Kern is the kernels of the integer path on this CPU: VNNI (every
+// format of actKindOf), else AVX2 (where avx2Kernels has the format),
+// else the generic ones (actq8_generic.go), which also take the formats
+// without an AVX2 kernel. Tests switch it to run each set on any CPU that
+// has it.
+var int8Kern = func() int8Kernels {
+	switch {
+	case useVNNI:
+		return kernVNNI
+	case useAVX2:
+		return kernAVX2
 	}
-	return useVNNI
+	return kernGo
+}()
+
+// int8Kernels names a set of integer kernels.
+type int8Kernels uint8
+
+const (
+	kernGo int8Kernels = iota
+	kernAVX2
+	kernVNNI
+)
+
+// int8KernOf is the kernels that take dt's products: int8Kern, or the
+// generic ones for a format int8Kern has none for.
+func int8KernOf(dt tensor.DType) int8Kernels {
+	if int8Kern == kernAVX2 && avx2Kernels[dt] == nil {
+		return kernGo
+	}
+	return int8Kern
 }

@@ -1,0 +1,138 @@
+package ref
+
+import (
+	"github.com/tessera-llm/tessera/core/half"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// The generic integer kernels: the integer path where no SIMD kernel
+// takes the format (every CPU but amd64 with AVX-512 VNNI or AVX2, the
+// purego build, js/wasm). Each weight block's integers are decoded once
+// (blockInts32, q4kInts, q6kInts) and multiplied with every token of the
+// call in int32 arithmetic; each (row, token) then gets rowDotQ8's float32
+// operations in rowDotQ8's order, so rowDotQ8's bits.
+
+// q8Generic sets s[u·nr + r] to rowDotQ8(W, o + r·ldwRows, a, t0+u, 0,
+// a.kernelBlocks()) for r < nr and u < N (ldwRows 0: row o nr times).
+func q8Generic(W *tensor.Mat, o, nr, ldwRows int, a *actQ8, t0, N int, s []float32) {
+	s = s[:nr*N]
+	clear(s)
+	rows := nr
+	if ldwRows == 0 {
+		rows = 1
+	}
+	rb := W.DType.RowBytes(W.Cols)
+	for r := range rows {
+		row := W.Q[(o+r*ldwRows)*rb : (o+r*ldwRows+1)*rb]
+		switch W.DType {
+		case tensor.Q4K:
+			q4kGeneric(row, a, t0, N, s[r:], nr)
+		case tensor.Q6K:
+			q6kGeneric(row, a, t0, N, s[r:], nr)
+		default:
+			pairsGeneric(W.DType, row, a, t0, N, s[r:], nr)
+		}
+	}
+	for r := 1; r < nr && ldwRows == 0; r++ {
+		for u := range N {
+			s[u*nr+r] = s[u*nr]
+		}
+	}
+}
+
+// dots16 sets out[g] = Σ_{j<16} w_{16g+j}·q_{16g+j} for g < len(out):
+// one call per block and token, the sums written out (under js/wasm a
+// call costs as much as tens of products, and a loop over j is twice as
+// slow).
+func dots16(w, q []int8, out []int32) {
+	for g := range out {
+		w, q := (*[16]int8)(w[16*g:]), (*[16]int8)(q[16*g:])
+		out[g] = int32(w[0])*int32(q[0]) + int32(w[1])*int32(q[1]) + int32(w[2])*int32(q[2]) + int32(w[3])*int32(q[3]) +
+			int32(w[4])*int32(q[4]) + int32(w[5])*int32(q[5]) + int32(w[6])*int32(q[6]) + int32(w[7])*int32(q[7]) +
+			int32(w[8])*int32(q[8]) + int32(w[9])*int32(q[9]) + int32(w[10])*int32(q[10]) + int32(w[11])*int32(q[11]) +
+			int32(w[12])*int32(q[12]) + int32(w[13])*int32(q[13]) + int32(w[14])*int32(q[14]) + int32(w[15])*int32(q[15])
+	}
+}
+
+// pairsGeneric adds rowDotQ8's terms of the pairs of 32-value blocks of
+// row (Q4_0, Q5_0, MXFP4, Q8_0) for tokens t0 … t0+N−1 to s[u·ld]; the
+// weights of a pair are put in the activations' order b0[0:16] b1[0:16]
+// b0[16:32] b1[16:32] (actQ8).
+func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32, ld int) {
+	bb, nb := dt.BlockBytes(), a.blocks()
+	var v0, v1 [32]int8
+	var w [64]int8
+	var g [4]int32
+	for p := range nb / 2 {
+		b0, b1 := row[2*p*bb:(2*p+1)*bb], row[(2*p+1)*bb:(2*p+2)*bb]
+		blockInts32(dt, b0, &v0)
+		blockInts32(dt, b1, &v1)
+		*(*[16]int8)(w[0:16]), *(*[16]int8)(w[16:32]) = [16]int8(v0[:16]), [16]int8(v1[:16])
+		*(*[16]int8)(w[32:48]), *(*[16]int8)(w[48:64]) = [16]int8(v0[16:]), [16]int8(v1[16:])
+		s0, s1 := blockScale32(dt, b0), blockScale32(dt, b1)
+		for u := range N {
+			t := t0 + u
+			dots16(w[:], a.q[t*a.n+64*p:t*a.n+64*p+64], g[:])
+			s[u*ld] += s0 * a.d[t*nb+2*p] * float32(g[0]+g[2])
+			s[u*ld] += s1 * a.d[t*nb+2*p+1] * float32(g[1]+g[3])
+		}
+	}
+}
+
+// q4kGeneric adds rowDotQ8's terms of the Q4_K blocks of row for tokens
+// t0 … t0+N−1 to s[u·ld], the sums of the activations per 32 values from
+// their metadata.
+func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
+	nb := a.blocks()
+	var v [256]int8
+	var sc, mn [8]int32
+	var g [16]int32
+	for b := range nb {
+		blk := row[144*b : 144*b+144]
+		q4kInts(blk, &v)
+		for j := range 8 {
+			s, m := tensor.ScaleMinK4(j, blk[4:16])
+			sc[j], mn[j] = int32(s), int32(m)
+		}
+		d, dmin := half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
+		for u := range N {
+			t := t0 + u
+			dots16(v[:], a.q[t*a.n+256*b:t*a.n+256*b+256], g[:])
+			m := a.meta(t, b)
+			var isum, imin int32
+			for j := range 8 {
+				isum += sc[j] * (g[2*j] + g[2*j+1])
+				imin += mn[j] * int32(int16At(m, 8+j))
+			}
+			s[u*ld] += (d*float32(isum) - dmin*float32(imin)) * a.d[t*nb+b]
+		}
+	}
+}
+
+// q6kGeneric adds rowDotQ8's terms of the Q6_K blocks of row for tokens
+// t0 … t0+N−1 to s[u·ld]: Σ_g sc_g·Σ_{i∈g} (v_i − 32)·q_i as
+// Σ_g sc_g·(Σ v_i·q_i − 32·Σ q_i), the sums of q per 16 values from the
+// metadata.
+func q6kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
+	nb := a.blocks()
+	var v [256]int8
+	var sc, g [16]int32
+	for b := range nb {
+		blk := row[210*b : 210*b+210]
+		q6kInts(blk, &v)
+		for i := range 16 {
+			sc[i] = int32(int8(blk[192+i]))
+		}
+		d := half.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
+		for u := range N {
+			t := t0 + u
+			dots16(v[:], a.q[t*a.n+256*b:t*a.n+256*b+256], g[:])
+			m := a.meta(t, b)
+			var isum int32
+			for i := range 16 {
+				isum += sc[i] * (g[i] - 32*int32(int16At(m, 16+i)))
+			}
+			s[u*ld] += d * a.d[t*nb+b] * float32(isum)
+		}
+	}
+}
