@@ -13,6 +13,9 @@ import "github.com/tessera-llm/tessera/core/tensor"
 func gemv2Q40AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
+func gemv2Q50AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
 func gemv2MXFP4AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
@@ -23,6 +26,9 @@ func gemv2Q80AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int,
 
 //go:noescape
 func gemm1x4Q40AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm1x4Q50AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
 func gemm1x4MXFP4AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
@@ -40,6 +46,7 @@ var (
 
 func init() {
 	avx2Kernels[tensor.Q4_0], avx2Tiles[tensor.Q4_0], avx2TileTokens[tensor.Q4_0] = gemv2Q40AVX2, gemm1x4Q40AVX2, 4
+	avx2Kernels[tensor.Q5_0], avx2Tiles[tensor.Q5_0], avx2TileTokens[tensor.Q5_0] = gemv2Q50AVX2, gemm1x4Q50AVX2, 4
 	avx2Kernels[tensor.MXFP4], avx2Tiles[tensor.MXFP4], avx2TileTokens[tensor.MXFP4] = gemv2MXFP4AVX2, gemm1x4MXFP4AVX2, 4
 	avx2Kernels[tensor.Q8_0], avx2Tiles[tensor.Q8_0], avx2TileTokens[tensor.Q8_0] = gemv2Q80AVX2, gemm1x2Q80AVX2, 2
 }

@@ -37,6 +37,30 @@ GLOBL aone8<>(SB), RODATA|NOPTR, $4
 """ + "".join(
     f"DATA amxfp4u<>+{8 * i}(SB)/8, $0x{sum(((v + 16) & 255) << (8 * k) for k, v in enumerate(MXFP4[8 * i:8 * i + 8])):016x}\n"
     for i in range(2)) + """GLOBL amxfp4u<>(SB), RODATA|NOPTR, $16
+
+// Q5_0's fifth bits: the qh byte of each value (lo: values 0-15 of a
+// block, hi: 16-31; each 128-bit lane one block), its bit, and the bit's
+// value 16.
+DATA aq5lo<>+0(SB)/8, $0x0000000000000000
+DATA aq5lo<>+8(SB)/8, $0x0101010101010101
+DATA aq5lo<>+16(SB)/8, $0x0000000000000000
+DATA aq5lo<>+24(SB)/8, $0x0101010101010101
+GLOBL aq5lo<>(SB), RODATA|NOPTR, $32
+DATA aq5hi<>+0(SB)/8, $0x0202020202020202
+DATA aq5hi<>+8(SB)/8, $0x0303030303030303
+DATA aq5hi<>+16(SB)/8, $0x0202020202020202
+DATA aq5hi<>+24(SB)/8, $0x0303030303030303
+GLOBL aq5hi<>(SB), RODATA|NOPTR, $32
+DATA aq5bit<>+0(SB)/8, $0x8040201008040201
+DATA aq5bit<>+8(SB)/8, $0x8040201008040201
+DATA aq5bit<>+16(SB)/8, $0x8040201008040201
+DATA aq5bit<>+24(SB)/8, $0x8040201008040201
+GLOBL aq5bit<>(SB), RODATA|NOPTR, $32
+DATA ab10<>+0(SB)/8, $0x1010101010101010
+DATA ab10<>+8(SB)/8, $0x1010101010101010
+DATA ab10<>+16(SB)/8, $0x1010101010101010
+DATA ab10<>+24(SB)/8, $0x1010101010101010
+GLOBL ab10<>(SB), RODATA|NOPTR, $32
 """
 
 SIG = "(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)"
@@ -47,9 +71,25 @@ ROWS = ["SI", "R9"]
 # for Q8_0); Y4-Y10 temporaries.
 
 
+def fifth_bits(Rg, bb, lo, hi, t1, t2):
+    # Q5_0: OR each value's fifth bit (qh bit j of its block, as 16) into
+    # the unsigned nibbles lo (values 0-15 of b0 | of b1) and hi (16-31).
+    L = [f"VPBROADCASTD 2({Rg}), X{t1}", f"VPBROADCASTD {bb + 2}({Rg}), X{t2}", f"VINSERTI128 $1, X{t2}, Y{t1}, Y{t1}"]
+    for W, m in ((lo, "aq5lo"), (hi, "aq5hi")):
+        L += [f"VPSHUFB {m}<>(SB), Y{t1}, Y{t2}", f"VPAND aq5bit<>(SB), Y{t2}, Y{t2}", f"VPCMPEQB aq5bit<>(SB), Y{t2}, Y{t2}",
+              f"VPAND ab10<>(SB), Y{t2}, Y{t2}", f"VPOR Y{t2}, Y{W}, Y{W}"]
+    return L
+
+
+BB = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34, "Q5_0": 22}
+# The weight offset's correction in the pair metadata (actOffsets).
+CORR = {"Q4_0": 64, "MXFP4": 128, "Q8_0": 192, "Q5_0": 128}
+# The first nibble byte of a block.
+QOFF = {"Q4_0": 2, "MXFP4": 1, "Q5_0": 6}
+
+
 def gen(dt):
-    bb = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34}[dt]
-    corr = {"Q4_0": 64, "MXFP4": 128, "Q8_0": 192}[dt]
+    bb, corr = BB[dt], CORR[dt]
     name = f"gemv2{dt.replace('_', '')}AVX2"
     lbl = name.lower()
     w = [f"\n// func {name}{SIG}", f"TEXT ·{name}(SB), NOSPLIT, $0-88"]
@@ -77,11 +117,13 @@ def gen(dt):
             L += [f"VMOVDQU 2({Rg}), X4", f"VINSERTI128 $1, {bb + 2}({Rg}), Y4, Y4",
                   f"VMOVDQU 18({Rg}), X5", f"VINSERTI128 $1, {bb + 18}({Rg}), Y5, Y5"]
         else:
-            q = {"Q4_0": 2, "MXFP4": 1}[dt]
+            q = QOFF[dt]
             L += [f"VMOVDQU {q}({Rg}), X4", f"VINSERTI128 $1, {bb + q}({Rg}), Y4, Y4",
                   "VPSRLW $4, Y4, Y5", "VPAND Y15, Y4, Y4", "VPAND Y15, Y5, Y5"]
             if dt == "MXFP4":
                 L += ["VPSHUFB Y4, Y13, Y4", "VPSHUFB Y5, Y13, Y5"]
+            if dt == "Q5_0":
+                L += fifth_bits(Rg, bb, 4, 5, 6, 7)
         # Weight scales s0×4 s1×4.
         if dt == "MXFP4":
             L += [f"MOVBLZX ({Rg}), AX", "VBROADCASTSS (R8)(AX*4), X6",
@@ -127,8 +169,7 @@ def ma(t, off):
 def gen_tile(dt, N):
     # One row against N tokens (prefill): the row's pair is unpacked once
     # for N tokens; each token gets gen's operations, so its bits.
-    bb = {"Q4_0": 18, "MXFP4": 17, "Q8_0": 34}[dt]
-    corr = {"Q4_0": 64, "MXFP4": 128, "Q8_0": 192}[dt]
+    bb, corr = BB[dt], CORR[dt]
     name = f"gemm1x{N}{dt.replace('_', '')}AVX2"
     lbl = name.lower()
     w = [f"\n// func {name}{SIG}",
@@ -164,9 +205,11 @@ def gen_tile(dt, N):
                       f"VFMADD213PS {ma(t, corr + off)}, Y{T}, Y{A}", f"VFMADD231PS Y{S}, Y{A}, Y{2 * t + h}"]
     else:
         # Registers: F Y0-Y7, w lo/hi Y8/Y9, s Y10, sums Y11, scales Y12.
-        q = {"Q4_0": 2, "MXFP4": 1}[dt]
+        q = QOFF[dt]
         L = [f"VMOVDQU {q}(SI), X8", f"VINSERTI128 $1, {bb + q}(SI), Y8, Y8",
              "VPSRLW $4, Y8, Y9", "VPAND Y15, Y8, Y8", "VPAND Y15, Y9, Y9"]
+        if dt == "Q5_0":
+            L += fifth_bits("SI", bb, 8, 9, 10, 11)
         if dt == "MXFP4":
             L += ["VPSHUFB Y8, Y13, Y8", "VPSHUFB Y9, Y13, Y9",
                   "MOVBLZX (SI), AX", "VBROADCASTSS (R8)(AX*4), X10",
@@ -199,8 +242,8 @@ def gen_tile(dt, N):
 
 # Prefill tiles: four tokens per row for the nibble formats, two for Q8_0
 # (its sign handling needs more registers).
-TILE = {"Q4_0": 4, "MXFP4": 4, "Q8_0": 2}
+TILE = {"Q4_0": 4, "Q5_0": 4, "MXFP4": 4, "Q8_0": 2}
 
 if __name__ == "__main__":
-    fmts = ("Q4_0", "MXFP4", "Q8_0")
+    fmts = ("Q4_0", "Q5_0", "MXFP4", "Q8_0")
     sys.stdout.write(HEADER + "".join(gen(dt) for dt in fmts) + "".join(gen_tile(dt, TILE[dt]) for dt in fmts))
