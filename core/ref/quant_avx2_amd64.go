@@ -21,6 +21,12 @@ func gemv2MXFP4AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n in
 //go:noescape
 func gemv2Q80AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
+//go:noescape
+func gemv2Q4KAVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemv2Q6KAVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
 // gemm1x{4,2}*AVX2 take one row against four (Q4_0, MXFP4) or two (Q8_0)
 // tokens for prefill, each token with gemv2's operations.
 
@@ -49,6 +55,7 @@ func init() {
 	avx2Kernels[tensor.Q5_0], avx2Tiles[tensor.Q5_0], avx2TileTokens[tensor.Q5_0] = gemv2Q50AVX2, gemm1x4Q50AVX2, 4
 	avx2Kernels[tensor.MXFP4], avx2Tiles[tensor.MXFP4], avx2TileTokens[tensor.MXFP4] = gemv2MXFP4AVX2, gemm1x4MXFP4AVX2, 4
 	avx2Kernels[tensor.Q8_0], avx2Tiles[tensor.Q8_0], avx2TileTokens[tensor.Q8_0] = gemv2Q80AVX2, gemm1x2Q80AVX2, 2
+	avx2Kernels[tensor.Q4K], avx2Kernels[tensor.Q6K] = gemv2Q4KAVX2, gemv2Q6KAVX2
 }
 
 // int8Kern is the kernels of the integer path on this CPU: VNNI (every
