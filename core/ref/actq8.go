@@ -9,24 +9,26 @@ import (
 
 // Integer block dot products: the activations of a product with a 4-, 5-,
 // 6- or 8-bit block-format matrix are quantized to int8 once per token, and
-// the packed weights are multiplied with them in integer arithmetic
-// (AVX-512 VNNI; on CPUs with AVX2 but not VNNI, Q4_0, MXFP4 and Q8_0 with
-// AVX2 kernels that give the VNNI kernels' bits), the way ggml's vec_dot
-// kernels do: Q4_K and Q6_K with
-// 256-value activation blocks (ggml's Q8_K), Q4_0, Q5_0, MXFP4 and Q8_0
-// with 32-value blocks (ggml's Q8_0, with a float32 scale). The functions
-// below are the definition of that path; the SIMD kernels compute the
-// same integer sums and differ from them only in the order of the float32
-// additions.
+// the packed weights are multiplied with them in integer arithmetic, the
+// way ggml's vec_dot kernels do: Q4_K and Q6_K with 256-value activation
+// blocks (ggml's Q8_K), Q4_0, Q5_0, MXFP4 and Q8_0 with 32-value blocks
+// (ggml's Q8_0, with a float32 scale). The functions below are the
+// definition of that path. Its kernels, like hash/crc32's, are one generic
+// Go version (actq8_generic.go: pure Go, purego and js/wasm builds, amd64
+// without AVX2; rowDotQ8's bits) and SIMD versions cross-checked against
+// it (amd64: AVX-512 VNNI, and AVX2 kernels that give the VNNI kernels'
+// bits): all compute the same integer sums and differ only in the order
+// of the float32 additions.
 //
-// The choice: on a CPU with the kernels (int8Blocks) every product with
-// these formats takes this path — decode and prefill alike, so prefill
-// gives each token decode's bits. It rounds the activations (relative
-// error ≤ 1/254 of each block's largest value), as llama.cpp's kernels do:
-// k3-micro's held-out perplexity stays within 0.4 % of llama.cpp's on
-// every such file (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
-// Without the kernels, products stay in float32 (quant.go), exactly the
-// dequantized matrix's.
+// The choice (int8Blocks): every product with these formats takes this
+// path on every CPU — decode and prefill alike, so prefill gives each
+// token decode's bits, and the GPU follows the same rounding
+// (IntActBlock). It rounds the activations (relative error ≤ 1/254 of
+// each block's largest value), as llama.cpp's kernels do: k3-micro's
+// held-out perplexity stays within 0.4 % of llama.cpp's on every such file
+// (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
+// SetInt8Activations(false) switches it off: products then stay in float32
+// (quant.go), exactly the dequantized matrix's.
 
 // actKind is the block layout of quantized activations.
 type actKind uint8
@@ -79,6 +81,11 @@ type actQ8 struct {
 	units, lm int
 	// src is the input row while LinearBatch looks for repeated inputs.
 	src *float32
+	// q2 holds, when paired (pairUp), the values of tokens 2k and 2k+1
+	// as q_2k + q_2k+1·2³², k < T/2: the generic kernels' prefill takes
+	// both tokens' products with one int64 product per weight.
+	q2     []int64
+	paired bool
 }
 
 // metaWords is the size of the metadata of an act32 pair or an act256
@@ -127,6 +134,7 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 // scratch for workers quantizing rows at once (quantizeRows).
 func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.kind, a.n, a.T = kind, n, T
+	a.paired = false
 	bl := 32
 	if kind == act256 {
 		bl = 256
@@ -189,6 +197,20 @@ func (a *actQ8) quantizeRows(x []float32, t0, t1 int, s16 []int32) {
 			}
 		}
 	}
+}
+
+// pairUp fills q2 from the quantized values (after quantize or
+// quantizeRows of every token).
+func (a *actQ8) pairUp() {
+	n := a.n
+	a.q2 = grow(a.q2, a.T/2*n)
+	for k := range a.T / 2 {
+		qa, qb, p := a.q[2*k*n:(2*k+1)*n], a.q[(2*k+1)*n:(2*k+2)*n], a.q2[k*n:(k+1)*n]
+		for i := range p {
+			p[i] = int64(qa[i]) + int64(qb[i])<<32
+		}
+	}
+	a.paired = true
 }
 
 // setInt16 stores v as int16 number i of m (little-endian halves).
@@ -487,6 +509,9 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 		p.quant = quantJob{a: a, x: x[:T*W.Cols]}
 		p.For(T, 4, &p.quant)
 		p.quant = quantJob{}
+	}
+	if T > 1 && genericInt8(W.DType) {
+		a.pairUp()
 	}
 	j := &p.q8
 	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}

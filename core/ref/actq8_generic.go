@@ -54,6 +54,36 @@ func dots16(w, q []int8, out []int32) {
 	}
 }
 
+// dots16x2 is dots16 for two tokens at once, q2 their values paired
+// (actQ8.pairUp): each product w·(q_a + q_b·2³²) holds both tokens'
+// products; a group's sum is A + B·2³² with |A|, |B| < 2³¹, so A is its
+// low 32 bits and B the rest.
+func dots16x2(w []int8, q2 []int64, outA, outB []int32) {
+	for g := range outA {
+		w, q := (*[16]int8)(w[16*g:]), (*[16]int64)(q2[16*g:])
+		s := int64(w[0])*q[0] + int64(w[1])*q[1] + int64(w[2])*q[2] + int64(w[3])*q[3] +
+			int64(w[4])*q[4] + int64(w[5])*q[5] + int64(w[6])*q[6] + int64(w[7])*q[7] +
+			int64(w[8])*q[8] + int64(w[9])*q[9] + int64(w[10])*q[10] + int64(w[11])*q[11] +
+			int64(w[12])*q[12] + int64(w[13])*q[13] + int64(w[14])*q[14] + int64(w[15])*q[15]
+		lo := int32(s)
+		outA[g], outB[g] = lo, int32((s-int64(lo))>>32)
+	}
+}
+
+// tokenDots sets g[i] (and, when it returns true, g2[i]) to the sums of
+// 16 products of w with token t's values from offset off (and token t+1's):
+// two tokens at once where a is paired, t is even and t+1 < end.
+func tokenDots(a *actQ8, w []int8, t, end, off int, g, g2 []int32) bool {
+	n, l := a.n, 16*len(g)
+	if a.paired && t%2 == 0 && t+1 < end {
+		k := t / 2
+		dots16x2(w, a.q2[k*n+off:k*n+off+l], g, g2)
+		return true
+	}
+	dots16(w, a.q[t*n+off:t*n+off+l], g)
+	return false
+}
+
 // pairsGeneric adds rowDotQ8's terms of the pairs of 32-value blocks of
 // row (Q4_0, Q5_0, MXFP4, Q8_0) for tokens t0 … t0+N−1 to s[u·ld]; the
 // weights of a pair are put in the activations' order b0[0:16] b1[0:16]
@@ -62,7 +92,7 @@ func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32,
 	bb, nb := dt.BlockBytes(), a.blocks()
 	var v0, v1 [32]int8
 	var w [64]int8
-	var g [4]int32
+	var gs [2][4]int32
 	for p := range nb / 2 {
 		b0, b1 := row[2*p*bb:(2*p+1)*bb], row[(2*p+1)*bb:(2*p+2)*bb]
 		blockInts32(dt, b0, &v0)
@@ -70,11 +100,17 @@ func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32,
 		*(*[16]int8)(w[0:16]), *(*[16]int8)(w[16:32]) = [16]int8(v0[:16]), [16]int8(v1[:16])
 		*(*[16]int8)(w[32:48]), *(*[16]int8)(w[48:64]) = [16]int8(v0[16:]), [16]int8(v1[16:])
 		s0, s1 := blockScale32(dt, b0), blockScale32(dt, b1)
-		for u := range N {
-			t := t0 + u
-			dots16(w[:], a.q[t*a.n+64*p:t*a.n+64*p+64], g[:])
-			s[u*ld] += s0 * a.d[t*nb+2*p] * float32(g[0]+g[2])
-			s[u*ld] += s1 * a.d[t*nb+2*p+1] * float32(g[1]+g[3])
+		for u := 0; u < N; {
+			k := 1
+			if tokenDots(a, w[:], t0+u, t0+N, 64*p, gs[0][:], gs[1][:]) {
+				k = 2
+			}
+			for i := range k {
+				g, t := &gs[i], t0+u+i
+				s[(u+i)*ld] += s0 * a.d[t*nb+2*p] * float32(g[0]+g[2])
+				s[(u+i)*ld] += s1 * a.d[t*nb+2*p+1] * float32(g[1]+g[3])
+			}
+			u += k
 		}
 	}
 }
@@ -86,7 +122,7 @@ func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	nb := a.blocks()
 	var v [256]int8
 	var sc, mn [8]int32
-	var g [16]int32
+	var gs [2][16]int32
 	for b := range nb {
 		blk := row[144*b : 144*b+144]
 		q4kInts(blk, &v)
@@ -95,16 +131,22 @@ func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 			sc[j], mn[j] = int32(s), int32(m)
 		}
 		d, dmin := half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
-		for u := range N {
-			t := t0 + u
-			dots16(v[:], a.q[t*a.n+256*b:t*a.n+256*b+256], g[:])
-			m := a.meta(t, b)
-			var isum, imin int32
-			for j := range 8 {
-				isum += sc[j] * (g[2*j] + g[2*j+1])
-				imin += mn[j] * int32(int16At(m, 8+j))
+		for u := 0; u < N; {
+			k := 1
+			if tokenDots(a, v[:], t0+u, t0+N, 256*b, gs[0][:], gs[1][:]) {
+				k = 2
 			}
-			s[u*ld] += (d*float32(isum) - dmin*float32(imin)) * a.d[t*nb+b]
+			for i := range k {
+				g, t := &gs[i], t0+u+i
+				m := a.meta(t, b)
+				var isum, imin int32
+				for j := range 8 {
+					isum += sc[j] * (g[2*j] + g[2*j+1])
+					imin += mn[j] * int32(int16At(m, 8+j))
+				}
+				s[(u+i)*ld] += (d*float32(isum) - dmin*float32(imin)) * a.d[t*nb+b]
+			}
+			u += k
 		}
 	}
 }
@@ -116,7 +158,8 @@ func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 func q6kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	nb := a.blocks()
 	var v [256]int8
-	var sc, g [16]int32
+	var sc [16]int32
+	var gs [2][16]int32
 	for b := range nb {
 		blk := row[210*b : 210*b+210]
 		q6kInts(blk, &v)
@@ -124,15 +167,21 @@ func q6kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 			sc[i] = int32(int8(blk[192+i]))
 		}
 		d := half.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
-		for u := range N {
-			t := t0 + u
-			dots16(v[:], a.q[t*a.n+256*b:t*a.n+256*b+256], g[:])
-			m := a.meta(t, b)
-			var isum int32
-			for i := range 16 {
-				isum += sc[i] * (g[i] - 32*int32(int16At(m, 16+i)))
+		for u := 0; u < N; {
+			k := 1
+			if tokenDots(a, v[:], t0+u, t0+N, 256*b, gs[0][:], gs[1][:]) {
+				k = 2
 			}
-			s[u*ld] += d * a.d[t*nb+b] * float32(isum)
+			for i := range k {
+				g, t := &gs[i], t0+u+i
+				m := a.meta(t, b)
+				var isum int32
+				for j := range 16 {
+					isum += sc[j] * (g[j] - 32*int32(int16At(m, 16+j)))
+				}
+				s[(u+i)*ld] += d * a.d[t*nb+b] * float32(isum)
+			}
+			u += k
 		}
 	}
 }

@@ -161,8 +161,10 @@ var int8Formats = []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.
 // TestInt8GenericMatchesRowDotQ8: the generic kernels give each (row,
 // token) rowDotQ8's bits, for every format, one to seven blocks (odd
 // 32-value block counts leave the last block to rowDotQ8), rows around the
-// four-row groups and tokens around the tiles' cut-offs; so does Linear on
-// the generic path (withInt8Generic), the odd last block included.
+// four-row groups and tokens around the tiles' cut-offs, one token at a
+// time and in pairs (pairUp, from an even or an odd first token); so does
+// Linear on the generic path (withInt8Generic), the odd last block
+// included.
 func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 13))
 	for _, dt := range int8Formats {
@@ -184,11 +186,23 @@ func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
 					q8Generic(W, 0, rows, 1, &a, 0, T, s)
 					one := make([]float32, 3*T)
 					q8Generic(W, rows-1, 3, 0, &a, 0, T, one)
+					// Tokens paired (prefill), from an even and an odd one.
+					a.pairUp()
+					ps, odd := make([]float32, rows*T), make([]float32, rows*(T-1))
+					q8Generic(W, 0, rows, 1, &a, 0, T, ps)
+					if T > 1 {
+						q8Generic(W, 0, rows, 1, &a, 1, T-1, odd)
+					}
 					got := make([]float32, T*rows)
 					withInt8Generic(func() { Linear(nil, got, x, T, W) })
 					for tt := range T {
 						for o := range rows {
-							require.Equal(t, rowDotQ8(W, o, &a, tt, 0, kb), s[tt*rows+o], "%s: row %d token %d", name, o, tt)
+							want := rowDotQ8(W, o, &a, tt, 0, kb)
+							require.Equal(t, want, s[tt*rows+o], "%s: row %d token %d", name, o, tt)
+							require.Equal(t, want, ps[tt*rows+o], "%s: paired, row %d token %d", name, o, tt)
+							if tt > 0 {
+								require.Equal(t, want, odd[(tt-1)*rows+o], "%s: paired from token 1, row %d token %d", name, o, tt)
+							}
 							require.Equal(t, rowDotQ8(W, o, &a, tt, 0, a.blocks()), got[tt*rows+o], "%s: Linear row %d token %d", name, o, tt)
 						}
 						for r := range 3 {

@@ -27,6 +27,9 @@ func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) 
 	q8Generic(W, o, 2, ldwRows, a, t0, N, s[:])
 }
 
+// genericInt8 is true: the generic kernels take every format.
+func genericInt8(dt tensor.DType) bool { return true }
+
 // tileTokens is the most tokens one tile takes (as on amd64, whose
 // kernels take 8 for the 32-value formats).
 func tileTokens(W *tensor.Mat) int {

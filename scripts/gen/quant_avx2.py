@@ -5,10 +5,11 @@
 # bit: each 512-bit lane of those kernels is a 256-bit lane here (the
 # pair's bytes 0-31 in a "lo" half, 32-63 in a "hi" half), VPDPBUSD's
 # four-product sums come from VPMADDUBSW + VPMADDWD (exact: the unsigned
-# weights of Q4_0 and MXFP4 stay below 32; Q8_0 multiplies |w| by the
-# activations signed like w, then adds 128·Σx back, the sum VNNI's
-# offset weights give), the float32 steps are the same FMAs per lane, and
-# the final sum of a row follows red4's lane tree.
+# weights of Q4_0, Q5_0 and MXFP4 stay below 32; Q8_0 multiplies |w| by
+# the activations signed like w, then adds 128·Σx back, the sum VNNI's
+# offset weights give), VPDPWSSD's (Q4_K, Q6_K: the sub-block scales on
+# the int16 pair sums) from VPMADDWD + VPADDD, the float32 steps are the
+# same FMAs per lane, and the final sum of a row follows red4's lane tree.
 
 import sys
 
