@@ -76,6 +76,9 @@ type actQ8 struct {
 	d    []float32
 	m    []uint32
 	s16  []int32 // scratch: sums of q per 16 values of a token
+	// sums holds each token's sums of q per 16 values (n/16 a token),
+	// which the generic kernels read instead of the metadata.
+	sums []int32
 	// units is the number of kernel steps per token (pairs of 32-value
 	// blocks, or 256-value blocks), lm the metadata words per token.
 	units, lm int
@@ -145,6 +148,7 @@ func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.units = a.metaUnits()
 	a.m = grow(a.m, T*a.lm)
 	a.s16 = grow(a.s16, workers*n/16)
+	a.sums = grow(a.sums, T*n/16)
 }
 
 // quantizeRows quantizes rows [t0, t1) of x into a (sized by prepare);
@@ -160,6 +164,7 @@ func (a *actQ8) quantizeRows(x []float32, t0, t1 int, s16 []int32) {
 	for t := t0; t < t1; t++ {
 		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
 		quantBlocks(xr, bl, qr, dr, s16)
+		copy(a.sums[t*n/16:(t+1)*n/16], s16)
 		if kind == act256 {
 			for b := 0; b < nb; b++ {
 				m, s := a.meta(t, b), s16[16*b:16*b+16]
@@ -277,27 +282,31 @@ func blockScale32(dt tensor.DType, blk []byte) float32 {
 	return half.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
 }
 
-// blockInts32 sets v to the 32 integer values of a Q4_0, Q5_0, MXFP4 or
-// Q8_0 weight block (deq = scale·v).
-func blockInts32(dt tensor.DType, blk []byte, v *[32]int8) {
+// blockInts32 sets lo and hi to the integer values 0-15 and 16-31 of a
+// Q4_0, Q5_0, MXFP4 or Q8_0 weight block (deq = scale·v).
+func blockInts32(dt tensor.DType, blk []byte, lo, hi *[16]int8) {
 	switch dt {
 	case tensor.Q8_0:
-		for j := range 32 {
-			v[j] = int8(blk[2+j])
+		b := (*[34]byte)(blk)
+		for j := range 16 {
+			lo[j], hi[j] = int8(b[2+j]), int8(b[18+j])
 		}
 	case tensor.Q4_0:
+		b := (*[18]byte)(blk)
 		for j := range 16 {
-			v[j], v[16+j] = int8(blk[2+j]&15)-8, int8(blk[2+j]>>4)-8
+			lo[j], hi[j] = int8(b[2+j]&15)-8, int8(b[2+j]>>4)-8
 		}
 	case tensor.MXFP4:
+		b := (*[17]byte)(blk)
 		for j := range 16 {
-			v[j], v[16+j] = lutMXFP4[blk[1+j]&15], lutMXFP4[blk[1+j]>>4]
+			lo[j], hi[j] = lutMXFP4[b[1+j]&15], lutMXFP4[b[1+j]>>4]
 		}
 	case tensor.Q5_0:
-		qh := uint32(blk[2]) | uint32(blk[3])<<8 | uint32(blk[4])<<16 | uint32(blk[5])<<24
+		b := (*[22]byte)(blk)
+		qh := uint32(b[2]) | uint32(b[3])<<8 | uint32(b[4])<<16 | uint32(b[5])<<24
 		for j := range 16 {
-			v[j] = int8(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
-			v[16+j] = int8(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+			lo[j] = int8(b[6+j]&15|byte(qh>>j&1)<<4) - 16
+			hi[j] = int8(b[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
 		}
 	}
 }
@@ -406,7 +415,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	nb := a.blocks()
 	for b := b0; b < b1; b++ {
 		blk := row[b*bb : (b+1)*bb]
-		blockInts32(dt, blk, &v)
+		blockInts32(dt, blk, (*[16]int8)(v[:16]), (*[16]int8)(v[16:]))
 		a.actBlock32(t, b, &q)
 		var s int32
 		for j := range 32 {
@@ -548,10 +557,21 @@ func (j *q8Job) Run(w, lo, hi int) {
 		rowsDotQ8(W, lo, hi, a, 0, j.out[lo:hi])
 		return
 	}
+	nb, kb := a.blocks(), a.kernelBlocks()
+	if genericInt8(W.DType) {
+		// The generic kernels: each row against every token, its blocks
+		// decoded once.
+		for o := lo; o < hi; o++ {
+			q8Generic(W, o, 1, 1, a, 0, a.T, j.out[o:], N)
+			for t := 0; t < a.T && kb < nb; t++ {
+				j.out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
+			}
+		}
+		return
+	}
 	// Prefill: 2×8 tiles (32-value formats) or 2×4 (K-quants), 2×N for
 	// the last N < 4 tokens, the last row on its own; each (row, token)
 	// with the operations of decode.
-	nb, kb := a.blocks(), a.kernelBlocks()
 	wide := tileTokens(W)
 	var s [16]float32
 	for o := lo; o < hi; o += 2 {

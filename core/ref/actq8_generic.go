@@ -12,11 +12,14 @@ import (
 // call in int32 arithmetic; each (row, token) then gets rowDotQ8's float32
 // operations in rowDotQ8's order, so rowDotQ8's bits.
 
-// q8Generic sets s[u·nr + r] to rowDotQ8(W, o + r·ldwRows, a, t0+u, 0,
-// a.kernelBlocks()) for r < nr and u < N (ldwRows 0: row o nr times).
-func q8Generic(W *tensor.Mat, o, nr, ldwRows int, a *actQ8, t0, N int, s []float32) {
-	s = s[:nr*N]
-	clear(s)
+// q8Generic sets s[u·lds + r] to rowDotQ8(W, o + r·ldwRows, a, t0+u, 0,
+// a.kernelBlocks()) for r < nr ≤ lds and u < N (ldwRows 0: row o nr
+// times).
+func q8Generic(W *tensor.Mat, o, nr, ldwRows int, a *actQ8, t0, N int, s []float32, lds int) {
+	s = s[:(N-1)*lds+nr]
+	for u := range N {
+		clear(s[u*lds : u*lds+nr])
+	}
 	rows := nr
 	if ldwRows == 0 {
 		rows = 1
@@ -26,16 +29,16 @@ func q8Generic(W *tensor.Mat, o, nr, ldwRows int, a *actQ8, t0, N int, s []float
 		row := W.Q[(o+r*ldwRows)*rb : (o+r*ldwRows+1)*rb]
 		switch W.DType {
 		case tensor.Q4K:
-			q4kGeneric(row, a, t0, N, s[r:], nr)
+			q4kGeneric(row, a, t0, N, s[r:], lds)
 		case tensor.Q6K:
-			q6kGeneric(row, a, t0, N, s[r:], nr)
+			q6kGeneric(row, a, t0, N, s[r:], lds)
 		default:
-			pairsGeneric(W.DType, row, a, t0, N, s[r:], nr)
+			pairsGeneric(W.DType, row, a, t0, N, s[r:], lds)
 		}
 	}
 	for r := 1; r < nr && ldwRows == 0; r++ {
 		for u := range N {
-			s[u*nr+r] = s[u*nr]
+			s[u*lds+r] = s[u*lds]
 		}
 	}
 }
@@ -90,15 +93,12 @@ func tokenDots(a *actQ8, w []int8, t, end, off int, g, g2 []int32) bool {
 // b0[16:32] b1[16:32] (actQ8).
 func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	bb, nb := dt.BlockBytes(), a.blocks()
-	var v0, v1 [32]int8
 	var w [64]int8
 	var gs [2][4]int32
 	for p := range nb / 2 {
 		b0, b1 := row[2*p*bb:(2*p+1)*bb], row[(2*p+1)*bb:(2*p+2)*bb]
-		blockInts32(dt, b0, &v0)
-		blockInts32(dt, b1, &v1)
-		*(*[16]int8)(w[0:16]), *(*[16]int8)(w[16:32]) = [16]int8(v0[:16]), [16]int8(v1[:16])
-		*(*[16]int8)(w[32:48]), *(*[16]int8)(w[48:64]) = [16]int8(v0[16:]), [16]int8(v1[16:])
+		blockInts32(dt, b0, (*[16]int8)(w[0:16]), (*[16]int8)(w[32:48]))
+		blockInts32(dt, b1, (*[16]int8)(w[16:32]), (*[16]int8)(w[48:64]))
 		s0, s1 := blockScale32(dt, b0), blockScale32(dt, b1)
 		for u := 0; u < N; {
 			k := 1
@@ -117,7 +117,7 @@ func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32,
 
 // q4kGeneric adds rowDotQ8's terms of the Q4_K blocks of row for tokens
 // t0 … t0+N−1 to s[u·ld], the sums of the activations per 32 values from
-// their metadata.
+// their sums per 16 (actQ8.sums).
 func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	nb := a.blocks()
 	var v [256]int8
@@ -138,11 +138,11 @@ func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 			}
 			for i := range k {
 				g, t := &gs[i], t0+u+i
-				m := a.meta(t, b)
+				bs := (*[16]int32)(a.sums[t*a.n/16+16*b:])
 				var isum, imin int32
 				for j := range 8 {
 					isum += sc[j] * (g[2*j] + g[2*j+1])
-					imin += mn[j] * int32(int16At(m, 8+j))
+					imin += mn[j] * (bs[2*j] + bs[2*j+1])
 				}
 				s[(u+i)*ld] += (d*float32(isum) - dmin*float32(imin)) * a.d[t*nb+b]
 			}
@@ -153,8 +153,8 @@ func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 
 // q6kGeneric adds rowDotQ8's terms of the Q6_K blocks of row for tokens
 // t0 … t0+N−1 to s[u·ld]: Σ_g sc_g·Σ_{i∈g} (v_i − 32)·q_i as
-// Σ_g sc_g·(Σ v_i·q_i − 32·Σ q_i), the sums of q per 16 values from the
-// metadata.
+// Σ_g sc_g·(Σ v_i·q_i − 32·Σ q_i), the sums of q per 16 values from
+// actQ8.sums.
 func q6kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	nb := a.blocks()
 	var v [256]int8
@@ -174,10 +174,10 @@ func q6kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 			}
 			for i := range k {
 				g, t := &gs[i], t0+u+i
-				m := a.meta(t, b)
+				bs := (*[16]int32)(a.sums[t*a.n/16+16*b:])
 				var isum int32
 				for j := range 16 {
-					isum += sc[j] * (g[j] - 32*int32(int16At(m, 16+j)))
+					isum += sc[j] * (g[j] - 32*bs[j])
 				}
 				s[(u+i)*ld] += d * a.d[t*nb+b] * float32(isum)
 			}

@@ -183,15 +183,15 @@ func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
 					a.quantize(kind, x, cols, T)
 					kb := a.kernelBlocks()
 					s := make([]float32, rows*T)
-					q8Generic(W, 0, rows, 1, &a, 0, T, s)
+					q8Generic(W, 0, rows, 1, &a, 0, T, s, rows)
 					one := make([]float32, 3*T)
-					q8Generic(W, rows-1, 3, 0, &a, 0, T, one)
+					q8Generic(W, rows-1, 3, 0, &a, 0, T, one, 3)
 					// Tokens paired (prefill), from an even and an odd one.
 					a.pairUp()
 					ps, odd := make([]float32, rows*T), make([]float32, rows*(T-1))
-					q8Generic(W, 0, rows, 1, &a, 0, T, ps)
+					q8Generic(W, 0, rows, 1, &a, 0, T, ps, rows)
 					if T > 1 {
-						q8Generic(W, 0, rows, 1, &a, 1, T-1, odd)
+						q8Generic(W, 0, rows, 1, &a, 1, T-1, odd, rows)
 					}
 					got := make([]float32, T*rows)
 					withInt8Generic(func() { Linear(nil, got, x, T, W) })

@@ -18,13 +18,13 @@ func hasAVX2() bool { return false }
 // s[4g + r] for row o + (4g + r)·ldwRows (ldwRows 1: ng groups of four
 // rows; 0: row o four times).
 func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
-	q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s)
+	q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s, 4*ng)
 }
 
 // tileQ8 is the 2×N tile's result from the generic kernel: s[u·2 + r] for
 // row o + r·ldwRows and token t0+u.
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
-	q8Generic(W, o, 2, ldwRows, a, t0, N, s[:])
+	q8Generic(W, o, 2, ldwRows, a, t0, N, s[:], 2)
 }
 
 // genericInt8 is true: the generic kernels take every format.

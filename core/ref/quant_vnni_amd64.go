@@ -187,7 +187,7 @@ func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows, ng int, a *actQ8, t0, N int, 
 func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 	switch int8KernOf(W.DType) {
 	case kernGo:
-		q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s)
+		q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s, 4*ng)
 	case kernAVX2:
 		// Two groups of two rows per group of four.
 		runQ8(avx2Kernels[W.DType], W, o, 2, ldwRows, 2*ng, a, t, 1, s)
@@ -202,7 +202,7 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
 	switch int8KernOf(W.DType) {
 	case kernGo:
-		q8Generic(W, o, 2, ldwRows, a, t0, N, s[:])
+		q8Generic(W, o, 2, ldwRows, a, t0, N, s[:], 2)
 		return
 	case kernAVX2:
 		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
