@@ -529,6 +529,10 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	*j = q8Job{}
 }
 
+// genericTokens is the most tokens the generic kernels take per call in
+// prefill (even: tokens stay paired, pairUp).
+const genericTokens = 32
+
 // quantParallelT is the fewest tokens linearQ8 quantizes in parallel.
 const quantParallelT = 8
 
@@ -559,12 +563,15 @@ func (j *q8Job) Run(w, lo, hi int) {
 	}
 	nb, kb := a.blocks(), a.kernelBlocks()
 	if genericInt8(W.DType) {
-		// The generic kernels: each row against every token, its blocks
-		// decoded once.
-		for o := lo; o < hi; o++ {
-			q8Generic(W, o, 1, 1, a, 0, a.T, j.out[o:], N)
-			for t := 0; t < a.T && kb < nb; t++ {
-				j.out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
+		// The generic kernels: each row against genericTokens tokens at a
+		// time (their values stay in cache), its blocks decoded once.
+		for t0 := 0; t0 < a.T; t0 += genericTokens {
+			n := min(genericTokens, a.T-t0)
+			for o := lo; o < hi; o++ {
+				q8Generic(W, o, 1, 1, a, t0, n, j.out[t0*N+o:], N)
+				for t := t0; t < t0+n && kb < nb; t++ {
+					j.out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
+				}
 			}
 		}
 		return

@@ -161,7 +161,7 @@ var int8Formats = []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.
 // TestInt8GenericMatchesRowDotQ8: the generic kernels give each (row,
 // token) rowDotQ8's bits, for every format, one to seven blocks (odd
 // 32-value block counts leave the last block to rowDotQ8), rows around the
-// four-row groups and tokens around the tiles' cut-offs, one token at a
+// four-row groups and tokens around the tiles' and genericTokens' cut-offs, one token at a
 // time and in pairs (pairUp, from an even or an odd first token); so does
 // Linear on the generic path (withInt8Generic), the odd last block
 // included.
@@ -173,7 +173,7 @@ func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
 			cols := blocks * dt.BlockLen()
 			for _, rows := range []int{1, 2, 3, 4, 5, 9} {
 				W, _ := randomBlocked(rng, dt, rows, cols)
-				for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 17} {
+				for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 17, genericTokens + 3} {
 					name := fmt.Sprintf("%v/%dx%d/T%d", dt, rows, cols, T)
 					x := make([]float32, T*cols)
 					for i := range x {
