@@ -28,8 +28,8 @@ func gemv2Q4KAVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int,
 func gemv2Q6KAVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 // gemm1x{4,2}*AVX2 take one row against four (Q4_0, Q5_0, MXFP4) or two
-// (Q8_0) tokens for prefill, each token with gemv2's operations; the
-// K-quants' prefill runs gemv2 token by token.
+// (Q8_0, Q4_K, Q6_K) tokens for prefill, each token with gemv2's
+// operations.
 
 //go:noescape
 func gemm1x4Q40AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
@@ -41,11 +41,16 @@ func gemm1x4Q50AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n in
 func gemm1x4MXFP4AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 //go:noescape
+func gemm1x2Q4KAVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
+func gemm1x2Q6KAVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
+
+//go:noescape
 func gemm1x2Q80AVX2(w *byte, ldw int, x *int8, ldx int, m *uint32, ldm int, n int, out *float32, tab *float32, pf, ngroups int)
 
 // avx2Kernels holds the two-row AVX2 kernel of each format, avx2Tiles its
-// one-row tile kernel (nil for the K-quants) and avx2TileTokens that
-// tile's tokens.
+// one-row tile kernel and avx2TileTokens that tile's tokens.
 var (
 	avx2Kernels    [tensor.Q5_1 + 1]q8Kern
 	avx2Tiles      [tensor.Q5_1 + 1]q8Kern
@@ -57,7 +62,8 @@ func init() {
 	avx2Kernels[tensor.Q5_0], avx2Tiles[tensor.Q5_0], avx2TileTokens[tensor.Q5_0] = gemv2Q50AVX2, gemm1x4Q50AVX2, 4
 	avx2Kernels[tensor.MXFP4], avx2Tiles[tensor.MXFP4], avx2TileTokens[tensor.MXFP4] = gemv2MXFP4AVX2, gemm1x4MXFP4AVX2, 4
 	avx2Kernels[tensor.Q8_0], avx2Tiles[tensor.Q8_0], avx2TileTokens[tensor.Q8_0] = gemv2Q80AVX2, gemm1x2Q80AVX2, 2
-	avx2Kernels[tensor.Q4K], avx2Kernels[tensor.Q6K] = gemv2Q4KAVX2, gemv2Q6KAVX2
+	avx2Kernels[tensor.Q4K], avx2Tiles[tensor.Q4K], avx2TileTokens[tensor.Q4K] = gemv2Q4KAVX2, gemm1x2Q4KAVX2, 2
+	avx2Kernels[tensor.Q6K], avx2Tiles[tensor.Q6K], avx2TileTokens[tensor.Q6K] = gemv2Q6KAVX2, gemm1x2Q6KAVX2, 2
 }
 
 // int8Kern is the kernels of the integer path on this CPU: VNNI, else

@@ -205,18 +205,9 @@ func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) 
 		q8Generic(W, o, 2, ldwRows, a, t0, N, s[:], 2)
 		return
 	case kernAVX2:
-		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
-		if tile == nil {
-			// The K-quants: both rows with decode's kernel, token by token.
-			var two [4]float32
-			for u := range N {
-				runQ8(avx2Kernels[W.DType], W, o, 2, ldwRows, 1, a, t0+u, 1, two[:])
-				s[2*u], s[2*u+1] = two[0], two[1]
-			}
-			return
-		}
 		// Each row against tiles of tn tokens, the last tokens one at a
 		// time with decode's two-row kernel (row twice).
+		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
 		var one [4]float32
 		for r := range 2 {
 			row := o + r*ldwRows

@@ -195,12 +195,79 @@ def gen(dt):
     return "\n".join(w) + "\n"
 
 
+def k_body(dt, Rg, toks, tmp, zero):
+    # One Q4_K or Q6_K super-block of the row at Rg against tokens toks,
+    # each (x, m, F_lo, F_hi, acc_lo, acc_hi): x(off) and m(off) its values'
+    # and metadata's operands, F its float32 sums, acc its int32 sums; the
+    # weights are unpacked once for all. The VNNI kernels' (quant_avx512.py
+    # gen_q4k, gen_q6k) 16 int32 lanes are lo (lanes 0-7: bytes 0-31 of each
+    # 64-value step) and hi (8-15) halves here, VPDPWSSD is VPMADDWD +
+    # VPADDD (exact), and the float32 steps per lane are the same. Y4-Y7,
+    # Y10-Y12, tmp and zero are clobbered; Y15 holds the nibble mask.
+    L = []
+    if dt == "Q4_K":
+        # Scales and mins sc0..7 m0..7 as bytes in both lanes of Y5.
+        L += [f"VMOVDQU 4({Rg}), X4", "VPSHUFD $0x98, X4, X5", "VPSRLVD aq4kshift<>(SB), X5, X5",
+              "VPAND aq4kmask1<>(SB), X5, X5", "VPSHUFD $0x50, X4, X4", "VPSRLD $2, X4, X4",
+              "VPAND aq4kmask2<>(SB), X4, X4", "VPOR X4, X5, X5", "VINSERTI128 $1, X5, Y5, Y5"]
+        for *_, alo, ahi in toks:
+            L += [f"VPXOR Y{alo}, Y{alo}, Y{alo}", f"VPXOR Y{ahi}, Y{ahi}, Y{ahi}"]
+        for p in range(4):
+            # 32 bytes: low nibbles are sub-block 2p (lo), high 2p+1 (hi).
+            L += [f"VMOVDQU {16 + 32 * p}({Rg}), Y6", "VPSRLW $4, Y6, Y7", "VPAND Y15, Y6, Y6", "VPAND Y15, Y7, Y7"]
+            for h, W in enumerate((6, 7)):
+                L += [f"VPSHUFB aq4ksel<>+{32 * (2 * p + h)}(SB), Y5, Y10"]
+                for x, _, _, _, *acc in toks:
+                    L += [f"VPMADDUBSW {x(64 * p + 32 * h)}, Y{W}, Y{tmp}", f"VPMADDWD Y10, Y{tmp}, Y{tmp}",
+                          f"VPADDD Y{tmp}, Y{acc[h]}, Y{acc[h]}"]
+        # (d·sums − dmin·mins)·d_x: mins Σ m_j·Σq in lanes 4-7 of lo.
+        L += [f"VPBROADCASTD ({Rg}), X4", "VCVTPH2PS X4, Y4", "VPERMILPS $0x00, Y4, Y6", "VPERMILPS $0x55, Y4, Y7",
+              "VPMOVZXBW X5, Y5", f"VPXOR Y{zero}, Y{zero}, Y{zero}"]
+        for _, m, Flo, Fhi, alo, ahi in toks:
+            L += [f"VPMADDWD {m(0)}, Y5, Y10", "VCVTDQ2PS Y10, Y10", f"VBROADCASTSS {m(64)}, Y4"]
+            for acc, mins, F in ((alo, 10, Flo), (ahi, zero, Fhi)):
+                L += [f"VCVTDQ2PS Y{acc}, Y{acc}", f"VMULPS Y6, Y{acc}, Y{acc}", f"VFNMADD231PS Y7, Y{mins}, Y{acc}",
+                      f"VFMADD231PS Y4, Y{acc}, Y{F}"]
+        return L
+    # Q6_K. Scales: 16 int16 in Y5, groups 0-7 in both lanes of Y6, 8-15 of Y7.
+    L += [f"VPMOVSXBW 192({Rg}), Y5", "VPERM2I128 $0x00, Y5, Y5, Y6", "VPERM2I128 $0x11, Y5, Y5, Y7"]
+    for _, m, _, _, alo, ahi in toks:
+        L += [f"VPMADDWD {m(32)}, Y5, Y{tmp}", f"VPSLLD $5, Y{tmp}, Y{tmp}", f"VPXOR Y{alo}, Y{alo}, Y{alo}",
+              f"VPSUBD Y{tmp}, Y{alo}, Y{alo}", f"VPXOR Y{ahi}, Y{ahi}, Y{ahi}"]
+    for n in range(2):
+        for c in range(2):
+            st = 2 * n + c
+            for h in range(2):
+                # Values 64st + 32h …: nibbles of ql (low: c = 0), two bits
+                # of qh at bit 4 (from bits 2(2c+h)).
+                L += [f"VMOVDQU {64 * n + 32 * h}({Rg}), Y10"]
+                if c:
+                    L += ["VPSRLW $4, Y10, Y10"]
+                L += ["VPAND Y15, Y10, Y10", f"VMOVDQU {128 + 32 * n}({Rg}), Y11"]
+                sh = 2 * (2 * c + h) - 4
+                if sh < 0:
+                    L += [f"VPSLLW ${-sh}, Y11, Y11"]
+                elif sh > 0:
+                    L += [f"VPSRLW ${sh}, Y11, Y11"]
+                L += ["VPAND ab30<>(SB), Y11, Y11", "VPOR Y11, Y10, Y10",
+                      f"VPSHUFB aq6ksel<>+{32 * ((4 * st + 2 * h) % 8 // 2)}(SB), Y{6 + st // 2}, Y12"]
+                for x, _, _, _, *acc in toks:
+                    L += [f"VPMADDUBSW {x(128 * n + 64 * c + 32 * h)}, Y10, Y{tmp}", f"VPMADDWD Y12, Y{tmp}, Y{tmp}",
+                          f"VPADDD Y{tmp}, Y{acc[h]}, Y{acc[h]}"]
+    L += [f"VPBROADCASTW 208({Rg}), X10", "VCVTPH2PS X10, Y10"]
+    for _, m, Flo, Fhi, alo, ahi in toks:
+        L += [f"VBROADCASTSS {m(64)}, Y11", "VMULPS Y11, Y10, Y11"]
+        for acc, F in ((alo, Flo), (ahi, Fhi)):
+            L += [f"VCVTDQ2PS Y{acc}, Y{acc}", f"VFMADD231PS Y11, Y{acc}, Y{F}"]
+    return L
+
+
+KBB = {"Q4_K": 144, "Q6_K": 210}
+
+
 def gen_k(dt):
-    # Two rows of Q4_K or Q6_K against one token: the VNNI kernels'
-    # (quant_avx512.py gen_q4k, gen_q6k) 16 int32 lanes as lo (lanes 0-7:
-    # bytes 0-31 of each 64-value step) and hi (8-15) halves, VPDPWSSD as
-    # VPMADDWD + VPADDD (exact), then the same float32 steps per lane.
-    bb = {"Q4_K": 144, "Q6_K": 210}[dt]
+    # Two rows of Q4_K or Q6_K against one token (k_body per row).
+    bb = KBB[dt]
     name = f"gemv2{dt.replace('_', '')}AVX2"
     lbl = name.lower()
     w = [f"\n// func {name}{SIG}", f"TEXT ·{name}(SB), NOSPLIT, $0-88"]
@@ -212,62 +279,45 @@ def gen_k(dt):
     w += [f"\tVPXOR Y{f}, Y{f}, Y{f}" for f in range(4)]
     w += [f"{lbl}loop:", "\tTESTQ CX, CX", f"\tJZ   {lbl}done"]
     w += [f"\tPREFETCHT0 {off}({r})(R12*1)" for r in ROWS for off in range(0, bb, 64)]
-    # Registers: F_lo/F_hi of row r in Y(2r), Y(2r+1); the int32 sums lo
-    # Y8, hi Y9; Y4-Y7, Y10-Y14 temporaries.
+    # F_lo/F_hi of row r in Y(2r), Y(2r+1); the int32 sums in Y8, Y9.
     for r, Rg in enumerate(ROWS):
-        Flo, Fhi = 2 * r, 2 * r + 1
-        if dt == "Q4_K":
-            # Scales and mins sc0..7 m0..7 as bytes in both lanes of Y5.
-            L = [f"VMOVDQU 4({Rg}), X4", "VPSHUFD $0x98, X4, X5", "VPSRLVD aq4kshift<>(SB), X5, X5",
-                 "VPAND aq4kmask1<>(SB), X5, X5", "VPSHUFD $0x50, X4, X4", "VPSRLD $2, X4, X4",
-                 "VPAND aq4kmask2<>(SB), X4, X4", "VPOR X4, X5, X5", "VINSERTI128 $1, X5, Y5, Y5",
-                 "VPXOR Y8, Y8, Y8", "VPXOR Y9, Y9, Y9"]
-            for p in range(4):
-                # 32 bytes: low nibbles are sub-block 2p (lo), high 2p+1 (hi).
-                L += [f"VMOVDQU {16 + 32 * p}({Rg}), Y6", "VPSRLW $4, Y6, Y7", "VPAND Y15, Y6, Y6", "VPAND Y15, Y7, Y7"]
-                for h, (W, acc) in enumerate([(6, 8), (7, 9)]):
-                    L += [f"VPSHUFB aq4ksel<>+{32 * (2 * p + h)}(SB), Y5, Y10", f"VPMADDUBSW {64 * p + 32 * h}(DI), Y{W}, Y11",
-                          "VPMADDWD Y10, Y11, Y11", f"VPADDD Y11, Y{acc}, Y{acc}"]
-            # (d·sums − dmin·mins)·d_x: mins Σ m_j·Σq in lanes 4-7 of lo.
-            L += [f"VPBROADCASTD ({Rg}), X4", "VCVTPH2PS X4, Y4", "VPERMILPS $0x00, Y4, Y6", "VPERMILPS $0x55, Y4, Y7",
-                  "VPMOVZXBW X5, Y10", "VPMADDWD 0(R13), Y10, Y10", "VCVTDQ2PS Y10, Y10", "VPXOR Y11, Y11, Y11",
-                  "VBROADCASTSS 64(R13), Y12"]
-            for acc, mins, F in ((8, 10, Flo), (9, 11, Fhi)):
-                L += [f"VCVTDQ2PS Y{acc}, Y{acc}", f"VMULPS Y6, Y{acc}, Y{acc}", f"VFNMADD231PS Y7, Y{mins}, Y{acc}",
-                      f"VFMADD231PS Y12, Y{acc}, Y{F}"]
-        else:
-            # Scales: 16 int16 in Y5, groups 0-7 in both lanes of Y6, 8-15 of Y7.
-            L = [f"VPMOVSXBW 192({Rg}), Y5", "VPERM2I128 $0x00, Y5, Y5, Y6", "VPERM2I128 $0x11, Y5, Y5, Y7",
-                 "VPMADDWD 32(R13), Y5, Y10", "VPSLLD $5, Y10, Y10", "VPXOR Y8, Y8, Y8", "VPSUBD Y10, Y8, Y8",
-                 "VPXOR Y9, Y9, Y9"]
-            for n in range(2):
-                for c in range(2):
-                    st = 2 * n + c
-                    for h, acc in enumerate((8, 9)):
-                        # Values 64st + 32h …: nibbles of ql (low: c = 0), two
-                        # bits of qh at bit 4 (from bits 2(2c+h)).
-                        L += [f"VMOVDQU {64 * n + 32 * h}({Rg}), Y10"]
-                        if c:
-                            L += ["VPSRLW $4, Y10, Y10"]
-                        L += ["VPAND Y15, Y10, Y10", f"VMOVDQU {128 + 32 * n}({Rg}), Y11"]
-                        sh = 2 * (2 * c + h) - 4
-                        if sh < 0:
-                            L += [f"VPSLLW ${-sh}, Y11, Y11"]
-                        elif sh > 0:
-                            L += [f"VPSRLW ${sh}, Y11, Y11"]
-                        L += ["VPAND ab30<>(SB), Y11, Y11", "VPOR Y11, Y10, Y10",
-                              f"VPSHUFB aq6ksel<>+{32 * ((4 * st + 2 * h) % 8 // 2)}(SB), Y{6 + st // 2}, Y12",
-                              f"VPMADDUBSW {128 * n + 64 * c + 32 * h}(DI), Y10, Y11", "VPMADDWD Y12, Y11, Y11",
-                              f"VPADDD Y11, Y{acc}, Y{acc}"]
-            L += ["VPBROADCASTW 208(" + Rg + "), X10", "VCVTPH2PS X10, Y10", "VBROADCASTSS 64(R13), Y11",
-                  "VMULPS Y11, Y10, Y10"]
-            for acc, F in ((8, Flo), (9, Fhi)):
-                L += [f"VCVTDQ2PS Y{acc}, Y{acc}", f"VFMADD231PS Y10, Y{acc}, Y{F}"]
-        w += ["\t" + l for l in L]
+        tok = (lambda off: f"{off}(DI)", lambda off: f"{off}(R13)", 2 * r, 2 * r + 1, 8, 9)
+        w += ["\t" + l for l in k_body(dt, Rg, [tok], 11, 11 if dt == "Q4_K" else 13)]
     w += [f"\tADDQ ${bb}, {r}" for r in ROWS]
     w += ["\tADDQ $256, DI", "\tADDQ $128, R13", "\tDECQ CX", f"\tJMP  {lbl}loop", f"{lbl}done:"]
     w += ["\t" + l for l in RED2 + [f"JMP  {lbl}group"]]
     w += [f"{lbl}ret:", "\tVZEROUPPER", "\tRET"]
+    return "\n".join(w) + "\n"
+
+
+def gen_ktile(dt):
+    # One row of Q4_K or Q6_K against two tokens (prefill): the block is
+    # unpacked once for both; each token gets gen_k's operations, so its
+    # bits.
+    bb = KBB[dt]
+    name = f"gemm1x2{dt.replace('_', '')}AVX2"
+    lbl = name.lower()
+    w = [f"\n// func {name}{SIG}",
+         "// out[t] for t < 2: one row (w) against tokens x, x+ldx (metadata m, m+ldm).",
+         f"TEXT ·{name}(SB), NOSPLIT, $0-88"]
+    L = ["MOVQ w+0(FP), SI", "MOVQ x+16(FP), DI", "MOVQ ldx+24(FP), R12", "MOVQ m+32(FP), R13",
+         "MOVQ ldm+40(FP), R14", "MOVQ n+48(FP), CX", "MOVQ out+56(FP), DX", "VPBROADCASTD anib4<>(SB), Y15"]
+    L += [f"VPXOR Y{f}, Y{f}, Y{f}" for f in range(4)]
+    w += ["\t" + l for l in L]
+    w += [f"{lbl}loop:", "\tTESTQ CX, CX", f"\tJZ   {lbl}done"]
+    # F_lo/F_hi of token t in Y(2t), Y(2t+1); int32 sums Y8/Y9 and Y12/Y13
+    # (Q4_K) or Y13/Y14 (Q6_K, whose unpacking uses Y12).
+    hi = (12, 13) if dt == "Q4_K" else (13, 14)
+    toks = [(lambda off: f"{off}(DI)", lambda off: f"{off}(R13)", 0, 1, 8, 9),
+            (lambda off: f"{off}(DI)(R12*1)", lambda off: f"{off}(R13)(R14*1)", 2, 3, *hi)]
+    tmp, zero = (14, 14) if dt == "Q4_K" else (4, 4)
+    w += ["\t" + l for l in k_body(dt, "SI", toks, tmp, zero)]
+    w += [f"\tADDQ ${bb}, SI", "\tADDQ $256, DI", "\tADDQ $128, R13", "\tDECQ CX", f"\tJMP  {lbl}loop", f"{lbl}done:"]
+    R = ["VADDPS Y1, Y0, Y0", "VADDPS Y3, Y2, Y2",
+         "VSHUFPS $0x88, Y2, Y0, Y8", "VSHUFPS $0xDD, Y2, Y0, Y9", "VADDPS Y9, Y8, Y0",
+         "VSHUFPS $0x88, Y0, Y0, Y8", "VSHUFPS $0xDD, Y0, Y0, Y9", "VADDPS Y9, Y8, Y0",
+         "VEXTRACTF128 $1, Y0, X8", "VADDPS X8, X0, X0", "VMOVQ X0, (DX)"]
+    w += ["\t" + l for l in R] + ["\tVZEROUPPER", "\tRET"]
     return "\n".join(w) + "\n"
 
 
@@ -362,4 +412,4 @@ TILE = {"Q4_0": 4, "Q5_0": 4, "MXFP4": 4, "Q8_0": 2}
 if __name__ == "__main__":
     fmts = ("Q4_0", "Q5_0", "MXFP4", "Q8_0")
     sys.stdout.write(HEADER + "".join(gen(dt) for dt in fmts) + "".join(gen_tile(dt, TILE[dt]) for dt in fmts) +
-                     gen_k("Q4_K") + gen_k("Q6_K"))
+                     "".join(gen_k(dt) + gen_ktile(dt) for dt in ("Q4_K", "Q6_K")))
