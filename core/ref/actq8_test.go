@@ -161,10 +161,10 @@ var int8Formats = []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.
 // TestInt8GenericMatchesRowDotQ8: the generic kernels give each (row,
 // token) rowDotQ8's bits, for every format, one to seven blocks (odd
 // 32-value block counts leave the last block to rowDotQ8), rows around the
-// four-row groups and tokens around the tiles' and genericTokens' cut-offs, one token at a
-// time and in pairs (pairUp, from an even or an odd first token); so does
-// Linear on the generic path (withInt8Generic), the odd last block
-// included.
+// four-row groups and tokens around the tiles' and genericTokens'
+// cut-offs, one token at a time and in pairs (pairUp, from an even or an
+// odd first token); so does Linear on the generic path (withInt8Generic),
+// the odd last block included.
 func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 13))
 	for _, dt := range int8Formats {
