@@ -135,3 +135,43 @@ func TestInt8KernelsMatchGeneric(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInt8Kernels times decode (T = 1) and a 16-token prefill of a
+// 1024×1024 matrix of each integer-path format on each kernel set this
+// CPU has (vnni, avx2, go: the generic kernels) and on the float32 path
+// (bytes/s: weight bytes read).
+func BenchmarkInt8Kernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(15, 10))
+	sets := []struct {
+		name string
+		k    int8Kernels
+		ok   bool
+	}{{"vnni", kernVNNI, useVNNI}, {"avx2", kernAVX2, useAVX2}, {"go", kernGo, true}, {"float32", int8Kern, true}}
+	for _, dt := range int8Formats {
+		W, _ := randomBlocked(rng, dt, 1024, 1024)
+		for _, T := range []int{1, 16} {
+			x := make([]float32, T*W.Cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			out := make([]float32, T*W.Rows)
+			for _, s := range sets {
+				if !s.ok {
+					continue
+				}
+				b.Run(fmt.Sprintf("%v/T%d/%s", dt, T, s.name), func(b *testing.B) {
+					p := NewPool(1)
+					defer p.Close()
+					withInt8Blocks(s.name != "float32", func() {
+						withInt8Kern(s.k, func() {
+							b.SetBytes(int64(len(W.Q)))
+							for b.Loop() {
+								Linear(p, out, x, T, W)
+							}
+						})
+					})
+				})
+			}
+		}
+	}
+}
