@@ -530,6 +530,23 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	*j = q8Job{}
 }
 
+// prefillGeneric sets out[t·W.Rows + o] = rowDotQ8(W, o, a, t, 0,
+// a.blocks()) for lo ≤ o < hi and every token t with the generic kernels:
+// each row against genericTokens tokens at a time (their values stay in
+// cache), its blocks decoded once.
+func prefillGeneric(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
+	N, nb, kb := W.Rows, a.blocks(), a.kernelBlocks()
+	for t0 := 0; t0 < a.T; t0 += genericTokens {
+		n := min(genericTokens, a.T-t0)
+		for o := lo; o < hi; o++ {
+			q8Generic(W, o, 1, 1, a, t0, n, out[t0*N+o:], N)
+			for t := t0; t < t0+n && kb < nb; t++ {
+				out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
+			}
+		}
+	}
+}
+
 // genericTokens is the most tokens the generic kernels take per call in
 // prefill (even: tokens stay paired, pairUp).
 const genericTokens = 32
@@ -556,53 +573,9 @@ type q8Job struct {
 }
 
 func (j *q8Job) Run(w, lo, hi int) {
-	W, a := j.W, j.a
-	N := W.Rows
-	if a.T == 1 {
-		rowsDotQ8(W, lo, hi, a, 0, j.out[lo:hi])
+	if j.a.T == 1 {
+		rowsDotQ8(j.W, lo, hi, j.a, 0, j.out[lo:hi])
 		return
 	}
-	nb, kb := a.blocks(), a.kernelBlocks()
-	if genericInt8(W.DType) {
-		// The generic kernels: each row against genericTokens tokens at a
-		// time (their values stay in cache), its blocks decoded once.
-		for t0 := 0; t0 < a.T; t0 += genericTokens {
-			n := min(genericTokens, a.T-t0)
-			for o := lo; o < hi; o++ {
-				q8Generic(W, o, 1, 1, a, t0, n, j.out[t0*N+o:], N)
-				for t := t0; t < t0+n && kb < nb; t++ {
-					j.out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
-				}
-			}
-		}
-		return
-	}
-	// Prefill: 2×8 tiles (32-value formats) or 2×4 (K-quants), 2×N for
-	// the last N < 4 tokens, the last row on its own; each (row, token)
-	// with the operations of decode.
-	wide := tileTokens(W)
-	var s [16]float32
-	for o := lo; o < hi; o += 2 {
-		nr, ldwRows := 2, 1
-		if o+2 > hi {
-			nr, ldwRows = 1, 0
-		}
-		for t := 0; t < a.T; {
-			n := min(4, a.T-t)
-			if a.T-t >= wide {
-				n = wide
-			}
-			tileQ8(W, o, ldwRows, a, t, n, &s)
-			for u := range n {
-				for r := range nr {
-					v := s[2*u+r]
-					if kb < nb {
-						v += rowDotQ8(W, o+r, a, t+u, kb, nb)
-					}
-					j.out[(t+u)*N+o+r] = v
-				}
-			}
-			t += n
-		}
-	}
+	prefillQ8(j.W, lo, hi, j.a, j.out)
 }

@@ -21,22 +21,12 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 	q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s, 4*ng)
 }
 
-// tileQ8 is the 2×N tile's result from the generic kernel: s[u·2 + r] for
-// row o + r·ldwRows and token t0+u.
-func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
-	q8Generic(W, o, 2, ldwRows, a, t0, N, s[:], 2)
-}
-
 // genericInt8 is true: the generic kernels take every format.
 func genericInt8(dt tensor.DType) bool { return true }
 
-// tileTokens is the most tokens one tile takes (as on amd64, whose
-// kernels take 8 for the 32-value formats).
-func tileTokens(W *tensor.Mat) int {
-	if actKindOf(W.DType) == act32 {
-		return 8
-	}
-	return 4
+// prefillQ8 is prefillGeneric: the generic kernels take every format.
+func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
+	prefillGeneric(W, lo, hi, a, out)
 }
 
 // quantBlocks is quantBlocksGeneric.

@@ -196,15 +196,49 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 	}
 }
 
+// prefillQ8 sets out[t·W.Rows + o] to the integer product of row o of W
+// with token t of a (T > 1) for lo ≤ o < hi: 2×8 tiles (32-value formats)
+// or 2×4 (K-quants), 2×N for the last N < 4 tokens, the last row on its
+// own, each (row, token) with the operations of decode; with the generic
+// kernels where they take W's format.
+func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
+	if genericInt8(W.DType) {
+		prefillGeneric(W, lo, hi, a, out)
+		return
+	}
+	N, nb, kb := W.Rows, a.blocks(), a.kernelBlocks()
+	wide := tileTokens(W)
+	var s [16]float32
+	for o := lo; o < hi; o += 2 {
+		nr, ldwRows := 2, 1
+		if o+2 > hi {
+			nr, ldwRows = 1, 0
+		}
+		for t := 0; t < a.T; {
+			n := min(4, a.T-t)
+			if a.T-t >= wide {
+				n = wide
+			}
+			tileQ8(W, o, ldwRows, a, t, n, &s)
+			for u := range n {
+				for r := range nr {
+					v := s[2*u+r]
+					if kb < nb {
+						v += rowDotQ8(W, o+r, a, t+u, kb, nb)
+					}
+					out[(t+u)*N+o+r] = v
+				}
+			}
+			t += n
+		}
+	}
+}
+
 // tileQ8 sets s[u·2 + r] to the kernel part of rowDotQ8 of row
 // o + r·ldwRows (r < 2) with token t0+u (u < N, N ≤ 4 or N = 8 where
 // tileTokens allows it).
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
-	switch int8KernOf(W.DType) {
-	case kernGo:
-		q8Generic(W, o, 2, ldwRows, a, t0, N, s[:], 2)
-		return
-	case kernAVX2:
+	if int8Kern == kernAVX2 {
 		// Each row against tiles of tn tokens, the last tokens one at a
 		// time with decode's two-row kernel (row twice).
 		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
