@@ -1,7 +1,9 @@
 package ref
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/tensor"
@@ -472,6 +474,25 @@ func IntActBlock(dt tensor.DType, cols int) int {
 func SetInt8Activations(on bool) (was bool) {
 	was, int8Blocks = int8Blocks, on
 	return was
+}
+
+// Int8Kernels lists the sets of integer-path kernels this build and CPU
+// can run, fastest first: "vnni" (AVX-512 VNNI), "avx2" (amd64), "go"
+// (the generic kernels, everywhere). The default is the first.
+func Int8Kernels() []string { return int8KernelSets() }
+
+// SetInt8Kernels makes the integer path run the kernel set name (one of
+// Int8Kernels) and returns the previous one. Every set computes the same
+// integer sums (the generic kernels rowDotQ8's bits, the SIMD ones the
+// same up to the order of float32 additions); tests and benchmarks use it
+// to compare them. Not safe to call while a product runs.
+func SetInt8Kernels(name string) (prev string, err error) {
+	prev = int8KernelSet()
+	if !slices.Contains(int8KernelSets(), name) {
+		return prev, fmt.Errorf("ref: integer kernels %q: this CPU has %v", name, int8KernelSets())
+	}
+	setInt8KernelSet(name)
+	return prev, nil
 }
 
 // kernelBlocks is the number of blocks of a row the four-row kernels take:

@@ -308,3 +308,24 @@ func TestLinearBatchMixedFormats(t *testing.T) {
 		}
 	})
 }
+
+// TestSetInt8Kernels: every set Int8Kernels lists can be selected (the
+// default first), and an unknown name is refused naming the sets.
+func TestSetInt8Kernels(t *testing.T) {
+	sets := Int8Kernels()
+	require.Contains(t, sets, "go")
+	first, err := SetInt8Kernels(sets[0])
+	require.NoError(t, err)
+	require.Equal(t, sets[0], first, "the default is the fastest set")
+	for _, name := range sets {
+		_, err := SetInt8Kernels(name)
+		require.NoError(t, err)
+		prev, err := SetInt8Kernels(sets[0])
+		require.NoError(t, err)
+		require.Equal(t, name, prev)
+	}
+	_, err = SetInt8Kernels("sse2")
+	require.ErrorContains(t, err, `"sse2"`)
+	prev, _ := SetInt8Kernels(sets[0])
+	require.Equal(t, sets[0], prev, "a refused name changes nothing")
+}

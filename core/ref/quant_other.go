@@ -21,6 +21,13 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 	q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s, 4*ng)
 }
 
+// int8KernelSets is the generic kernels alone.
+func int8KernelSets() []string { return []string{"go"} }
+
+func int8KernelSet() string { return "go" }
+
+func setInt8KernelSet(string) {}
+
 // genericInt8 is true: the generic kernels take every format.
 func genericInt8(dt tensor.DType) bool { return true }
 
