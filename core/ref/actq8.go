@@ -28,8 +28,8 @@ import (
 // (IntActBlock). It rounds the activations (relative error ≤ 1/254 of
 // each block's largest value), as llama.cpp's kernels do: k3-micro's
 // held-out perplexity stays within 0.6 % of llama.cpp's on every such
-// file, with the SIMD kernels and with the generic ones (-tags purego)
-// alike (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
+// file, with the SIMD kernels and with the generic ones alike
+// (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
 // SetInt8Activations(false) switches it off: products then stay in float32
 // (quant.go), exactly the dequantized matrix's.
 
