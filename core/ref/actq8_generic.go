@@ -88,27 +88,37 @@ func tokenDots(a *actQ8, w []int8, t, end, off int, g, g2 []int32) bool {
 }
 
 // pairsGeneric adds rowDotQ8's terms of the pairs of 32-value blocks of
-// row (Q4_0, Q5_0, MXFP4, Q8_0) for tokens t0 … t0+N−1 to s[u·ld]; the
+// row (Q4_0, Q5_0, MXFP4, Q8_0) for tokens t0 … t0+N−1 to s[u·ld], up to
+// chunkPairs pairs at a time (one dots16 call per token and chunk); the
 // weights of a pair are put in the activations' order b0[0:16] b1[0:16]
 // b0[16:32] b1[16:32] (actQ8).
 func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32, ld int) {
+	const chunkPairs = 8
 	bb, nb := dt.BlockBytes(), a.blocks()
-	var w [64]int8
-	var gs [2][4]int32
-	for p := range nb / 2 {
-		b0, b1 := row[2*p*bb:(2*p+1)*bb], row[(2*p+1)*bb:(2*p+2)*bb]
-		blockInts32(dt, b0, (*[16]int8)(w[0:16]), (*[16]int8)(w[32:48]))
-		blockInts32(dt, b1, (*[16]int8)(w[16:32]), (*[16]int8)(w[48:64]))
-		s0, s1 := blockScale32(dt, b0), blockScale32(dt, b1)
+	var w [64 * chunkPairs]int8
+	var sc [2 * chunkPairs]float32
+	var gs [2][4 * chunkPairs]int32
+	for p0 := 0; p0 < nb/2; p0 += chunkPairs {
+		c := min(chunkPairs, nb/2-p0)
+		for j := range c {
+			b0, b1 := row[2*(p0+j)*bb:(2*(p0+j)+1)*bb], row[(2*(p0+j)+1)*bb:(2*(p0+j)+2)*bb]
+			wp := w[64*j : 64*j+64]
+			blockInts32(dt, b0, (*[16]int8)(wp[0:16]), (*[16]int8)(wp[32:48]))
+			blockInts32(dt, b1, (*[16]int8)(wp[16:32]), (*[16]int8)(wp[48:64]))
+			sc[2*j], sc[2*j+1] = blockScale32(dt, b0), blockScale32(dt, b1)
+		}
 		for u := 0; u < N; {
 			k := 1
-			if tokenDots(a, w[:], t0+u, t0+N, 64*p, gs[0][:], gs[1][:]) {
+			if tokenDots(a, w[:64*c], t0+u, t0+N, 64*p0, gs[0][:4*c], gs[1][:4*c]) {
 				k = 2
 			}
 			for i := range k {
-				g, t := &gs[i], t0+u+i
-				s[(u+i)*ld] += s0 * a.d[t*nb+2*p] * float32(g[0]+g[2])
-				s[(u+i)*ld] += s1 * a.d[t*nb+2*p+1] * float32(g[1]+g[3])
+				g, t := gs[i][:4*c], t0+u+i
+				d := a.d[t*nb+2*p0 : t*nb+2*(p0+c)]
+				for j := range c {
+					s[(u+i)*ld] += sc[2*j] * d[2*j] * float32(g[4*j]+g[4*j+2])
+					s[(u+i)*ld] += sc[2*j+1] * d[2*j+1] * float32(g[4*j+1]+g[4*j+3])
+				}
 			}
 			u += k
 		}
