@@ -125,36 +125,47 @@ func pairsGeneric(dt tensor.DType, row []byte, a *actQ8, t0, N int, s []float32,
 	}
 }
 
+// kChunk is the number of K-quant blocks the generic kernels decode per
+// dots16 call and token.
+const kChunk = 2
+
 // q4kGeneric adds rowDotQ8's terms of the Q4_K blocks of row for tokens
-// t0 … t0+N−1 to s[u·ld], the sums of the activations per 32 values from
-// their sums per 16 (actQ8.sums).
+// t0 … t0+N−1 to s[u·ld], kChunk blocks at a time, the sums of the
+// activations per 32 values from their sums per 16 (actQ8.sums).
 func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	nb := a.blocks()
-	var v [256]int8
-	var sc, mn [8]int32
-	var gs [2][16]int32
-	for b := range nb {
-		blk := row[144*b : 144*b+144]
-		q4kInts(blk, &v)
-		for j := range 8 {
-			s, m := tensor.ScaleMinK4(j, blk[4:16])
-			sc[j], mn[j] = int32(s), int32(m)
+	var v [256 * kChunk]int8
+	var sc, mn [8 * kChunk]int32
+	var d, dmin [kChunk]float32
+	var gs [2][16 * kChunk]int32
+	for b0 := 0; b0 < nb; b0 += kChunk {
+		c := min(kChunk, nb-b0)
+		for j := range c {
+			blk := row[144*(b0+j) : 144*(b0+j)+144]
+			q4kInts(blk, (*[256]int8)(v[256*j:]))
+			for i := range 8 {
+				s, m := tensor.ScaleMinK4(i, blk[4:16])
+				sc[8*j+i], mn[8*j+i] = int32(s), int32(m)
+			}
+			d[j], dmin[j] = half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
 		}
-		d, dmin := half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
 		for u := 0; u < N; {
 			k := 1
-			if tokenDots(a, v[:], t0+u, t0+N, 256*b, gs[0][:], gs[1][:]) {
+			if tokenDots(a, v[:256*c], t0+u, t0+N, 256*b0, gs[0][:16*c], gs[1][:16*c]) {
 				k = 2
 			}
 			for i := range k {
-				g, t := &gs[i], t0+u+i
-				bs := (*[16]int32)(a.sums[t*a.n/16+16*b:])
-				var isum, imin int32
-				for j := range 8 {
-					isum += sc[j] * (g[2*j] + g[2*j+1])
-					imin += mn[j] * (bs[2*j] + bs[2*j+1])
+				t := t0 + u + i
+				for j := range c {
+					g := (*[16]int32)(gs[i][16*j:])
+					bs := (*[16]int32)(a.sums[t*a.n/16+16*(b0+j):])
+					var isum, imin int32
+					for l := range 8 {
+						isum += sc[8*j+l] * (g[2*l] + g[2*l+1])
+						imin += mn[8*j+l] * (bs[2*l] + bs[2*l+1])
+					}
+					s[(u+i)*ld] += (d[j]*float32(isum) - dmin[j]*float32(imin)) * a.d[t*nb+b0+j]
 				}
-				s[(u+i)*ld] += (d*float32(isum) - dmin*float32(imin)) * a.d[t*nb+b]
 			}
 			u += k
 		}
@@ -162,34 +173,41 @@ func q4kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 }
 
 // q6kGeneric adds rowDotQ8's terms of the Q6_K blocks of row for tokens
-// t0 … t0+N−1 to s[u·ld]: Σ_g sc_g·Σ_{i∈g} (v_i − 32)·q_i as
-// Σ_g sc_g·(Σ v_i·q_i − 32·Σ q_i), the sums of q per 16 values from
-// actQ8.sums.
+// t0 … t0+N−1 to s[u·ld], kChunk blocks at a time: Σ_g sc_g·Σ_{i∈g}
+// (v_i − 32)·q_i as Σ_g sc_g·(Σ v_i·q_i − 32·Σ q_i), the sums of q per 16
+// values from actQ8.sums.
 func q6kGeneric(row []byte, a *actQ8, t0, N int, s []float32, ld int) {
 	nb := a.blocks()
-	var v [256]int8
-	var sc [16]int32
-	var gs [2][16]int32
-	for b := range nb {
-		blk := row[210*b : 210*b+210]
-		q6kInts(blk, &v)
-		for i := range 16 {
-			sc[i] = int32(int8(blk[192+i]))
+	var v [256 * kChunk]int8
+	var sc [16 * kChunk]int32
+	var d [kChunk]float32
+	var gs [2][16 * kChunk]int32
+	for b0 := 0; b0 < nb; b0 += kChunk {
+		c := min(kChunk, nb-b0)
+		for j := range c {
+			blk := row[210*(b0+j) : 210*(b0+j)+210]
+			q6kInts(blk, (*[256]int8)(v[256*j:]))
+			for i := range 16 {
+				sc[16*j+i] = int32(int8(blk[192+i]))
+			}
+			d[j] = half.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
 		}
-		d := half.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
 		for u := 0; u < N; {
 			k := 1
-			if tokenDots(a, v[:], t0+u, t0+N, 256*b, gs[0][:], gs[1][:]) {
+			if tokenDots(a, v[:256*c], t0+u, t0+N, 256*b0, gs[0][:16*c], gs[1][:16*c]) {
 				k = 2
 			}
 			for i := range k {
-				g, t := &gs[i], t0+u+i
-				bs := (*[16]int32)(a.sums[t*a.n/16+16*b:])
-				var isum int32
-				for j := range 16 {
-					isum += sc[j] * (g[j] - 32*bs[j])
+				t := t0 + u + i
+				for j := range c {
+					g := (*[16]int32)(gs[i][16*j:])
+					bs := (*[16]int32)(a.sums[t*a.n/16+16*(b0+j):])
+					var isum int32
+					for l := range 16 {
+						isum += sc[16*j+l] * (g[l] - 32*bs[l])
+					}
+					s[(u+i)*ld] += d[j] * a.d[t*nb+b0+j] * float32(isum)
 				}
-				s[(u+i)*ld] += d * a.d[t*nb+b] * float32(isum)
 			}
 			u += k
 		}
