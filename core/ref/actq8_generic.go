@@ -9,8 +9,9 @@ import (
 // takes the format (every CPU but amd64 with AVX-512 VNNI or AVX2, the
 // purego build, js/wasm). Each weight block's integers are decoded once
 // (blockInts32, q4kInts, q6kInts) and multiplied with every token of the
-// call in int32 arithmetic; each (row, token) then gets rowDotQ8's float32
-// operations in rowDotQ8's order, so rowDotQ8's bits.
+// call in integer arithmetic (two prefill tokens per int64 product,
+// dots16x2); each (row, token) then gets rowDotQ8's float32 operations in
+// rowDotQ8's order, so rowDotQ8's bits.
 
 // q8Generic sets s[u·lds + r] to rowDotQ8(W, o + r·ldwRows, a, t0+u, 0,
 // a.kernelBlocks()) for r < nr ≤ lds and u < N (ldwRows 0: row o nr
@@ -44,9 +45,9 @@ func q8Generic(W *tensor.Mat, o, nr, ldwRows int, a *actQ8, t0, N int, s []float
 }
 
 // dots16 sets out[g] = Σ_{j<16} w_{16g+j}·q_{16g+j} for g < len(out):
-// one call per block and token, the sums written out (under js/wasm a
-// call costs as much as tens of products, and a loop over j is twice as
-// slow).
+// one call per chunk of blocks and token, the sums written out (under
+// js/wasm a call costs as much as tens of products, and a loop over j is
+// twice as slow).
 func dots16(w, q []int8, out []int32) {
 	for g := range out {
 		w, q := (*[16]int8)(w[16*g:]), (*[16]int8)(q[16*g:])
