@@ -483,9 +483,10 @@ func Int8Kernels() []string { return int8KernelSets() }
 
 // SetInt8Kernels makes the integer path run the kernel set name (one of
 // Int8Kernels) and returns the previous one. Every set computes the same
-// integer sums (the generic kernels rowDotQ8's bits, the SIMD ones the
-// same up to the order of float32 additions); tests and benchmarks use it
-// to compare them. Not safe to call while a product runs.
+// integer sums; the sets differ only in the order of the float32
+// additions (the AVX2 kernels give the VNNI ones' bits). Tests and
+// benchmarks use it to compare them. Not safe to call while a product
+// runs.
 func SetInt8Kernels(name string) (prev string, err error) {
 	prev = int8KernelSet()
 	if !slices.Contains(int8KernelSets(), name) {
