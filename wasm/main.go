@@ -7,7 +7,7 @@
 //
 //	load(baseURL, {fetchFile, backend,       fetch config.json,
 //	     allowSoftwareAdapter,               tokenizer.json (if any) and the
-//	     gpuMemory}) → info                  safetensors files — or, when
+//	     gpuMemory, exact}) → info           safetensors files — or, when
 //	                                         baseURL ends in .gguf, that one
 //	                                         GGUF file (engine.LoadGGUF);
 //	                                         backend "cpu" (default), "gpu"
@@ -16,7 +16,10 @@
 //	                                         model streams its routed experts
 //	                                         (info().expertCache and each
 //	                                         generation's stats.expertCache
-//	                                         report the cache)
+//	                                         report the cache); exact: true
+//	                                         has the CPU path multiply
+//	                                         quantized weights in float32
+//	                                         as the GPU does (SetExact)
 //	generate(request, onToken)      → stats  onToken(id, text) per token;
 //	                                         request.images: [{rgba, width,
 //	                                         height}] decoded images placed
@@ -218,6 +221,9 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		backend := "cpu"
 		if opts.Type() == js.TypeObject && opts.Get("backend").Type() == js.TypeString {
 			backend = opts.Get("backend").String()
+		}
+		if opts.Type() == js.TypeObject && opts.Get("exact").Type() == js.TypeBoolean && opts.Get("exact").Bool() {
+			engine.SetExact()
 		}
 		var budget engine.GPUMemory
 		if v := opts.Get("gpuMemory"); opts.Type() == js.TypeObject && v.Type() == js.TypeString {

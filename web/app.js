@@ -439,7 +439,8 @@ async function fetchBlob(url) {
 
 // ggufCheck loads each GGUF file of ?gguf= (a .gguf URL, checked against
 // its manifest) on the default bundle (CPU) and, with ?gpuwasm, the first
-// on WebGPU too, and generates greedily; each of ?ggufbad= must fail to
+// on WebGPU too, and generates greedily; ?ggufexact= is run with exact
+// products on both (Tessera.load's exact); each of ?ggufbad= must fail to
 // load and leave nothing in the cache.
 async function ggufCheck() {
   const out = { runs: [], bad: {} };
@@ -448,10 +449,15 @@ async function ggufCheck() {
   const urls = params.get('gguf').split(',').filter(Boolean);
   const runs = urls.map((url) => ({ url, backend: 'auto' }));
   if (params.get('gpuwasm') && urls.length) runs.push({ url: urls[0], backend: 'gpu', wasmUrl: params.get('gpuwasm') });
+  const exact = params.get('ggufexact');
+  if (exact) {
+    runs.push({ url: exact, backend: 'auto', exact: true });
+    if (params.get('gpuwasm')) runs.push({ url: exact, backend: 'gpu', wasmUrl: params.get('gpuwasm'), exact: true });
+  }
   for (const r of runs) {
-    const rep = { url: r.url, want: r.backend, ids: [] };
+    const rep = { url: r.url, want: r.backend, exact: !!r.exact, ids: [] };
     try {
-      const e = await Tessera.load(r.url, { backend: r.backend, wasmUrl: r.wasmUrl });
+      const e = await Tessera.load(r.url, { backend: r.backend, wasmUrl: r.wasmUrl, exact: !!r.exact });
       const info = await e.info();
       Object.assign(rep, { backend: info.backend, tokenizer: info.tokenizer, layout: info.layout, cache: e.loadStats });
       for await (const p of e.generate(prompt, { maxTokens: max, temperature: 0 })) {

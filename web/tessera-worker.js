@@ -1,7 +1,7 @@
 // tessera Web Worker: runs the Go engine (tessera.wasm) off the page's main
 // thread. Started by tessera.js; speaks the message protocol below.
 //
-//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, allowSoftwareAdapter, gpuMemory, storageFreeForTest}
+//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, allowSoftwareAdapter, gpuMemory, exact, storageFreeForTest}
 //                  {type: 'generate', id, request, images, hashImages}
 //                  {type: 'chat', id, params}      (OpenAI chat completion)
 //                  {type: 'pixels', id, image}       {type: 'cancel'}
@@ -448,7 +448,7 @@ async function handle(msg) {
       const t1 = performance.now();
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
       const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
-        gpuMemory: msg.gpuMemory || undefined });
+        gpuMemory: msg.gpuMemory || undefined, exact: !!msg.exact });
       loadStats = m.stats;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
       loadStats.modelMs = performance.now() - t1; // fetch/verify/cache files, bind the model, probe the GPU

@@ -95,6 +95,10 @@ export class Tessera {
    * experts as fit on the GPU and uploads the others when routed
    * (info().expertCache, lastStats.expertCache: slots, hitRate,
    * uploadBytes, uploadBytesPerToken, uploadMs);
+   * exact: the CPU path multiplies quantized (GGUF block-format) weights
+   * in float32 as WebGPU does, where it would round activations to int8
+   * for integer kernels — the same greedy tokens as `tessera run --exact`
+   * and as the GPU;
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
@@ -120,6 +124,7 @@ export class Tessera {
         backend: options.backend || 'cpu',
         allowSoftwareAdapter: !!options.allowSoftwareAdapter,
         gpuMemory: options.gpuMemory,
+        exact: !!options.exact,
         storageFreeForTest: options.storageFreeForTest,
       });
       t.loadStats = r.cache;

@@ -54,14 +54,15 @@ fn wbyte(i: u32) -> u32 {
 }
 
 // qbody is the words of one block's body for block dtype dt (tensor.DType
-// values: 4 Q8_0, 5 Q4_0, 6 Q4_K, 7 Q5_K, 8 Q6_K, 9 MXFP4, 11 Q5_0). On
-// the GPU (wgsl.PackMat) a row of a block-format matrix is its blocks'
-// bodies (the block's bytes less its f16 / E8M0 scale, whole words), then
-// the scales packed (two f16 or four E8M0 per word); Q4_K and Q5_K
-// blocks are whole words and stay whole.
+// values: 3 Q8, 4 Q8_0, 5 Q4_0, 6 Q4_K, 7 Q5_K, 8 Q6_K, 9 MXFP4, 11
+// Q5_0). On the GPU (wgsl.PackMat) a row of a block-format matrix is its
+// blocks' bodies (the block's bytes less its f16 / E8M0 scale, whole
+// words), then the scales packed (two f16 or four E8M0 per word); Q4_K and
+// Q5_K blocks are whole words and stay whole; a Q8 row is its int8 values
+// (8 words per 32) and then its float32 scale.
 fn qbody(dt: u32) -> u32 {
   switch dt {
-    case 4u: { return 8u; }
+    case 3u, 4u: { return 8u; }
     case 5u, 9u: { return 4u; }
     case 11u: { return 5u; }
     case 6u: { return 36u; }
@@ -73,11 +74,13 @@ fn qbody(dt: u32) -> u32 {
 // qscale is what unit u (elements 32u..32u+31) of the block-format row at
 // word base (cols columns, dtype QT: the constant the loader defines for a
 // module specialised to one block format, Device.weightKernel) scales by: x the multiplier
-// (Q4_K/Q5_K: d·scale; Q6_K: d·scale of elements 0..15), y the K-quants'
+// (Q4_K/Q5_K: d·scale; Q6_K: d·scale of elements 0..15; Q8: the row's
+// scale), y the K-quants'
 // offset dmin·min, z Q6_K's d·scale of elements 16..31. Each product is
 // rounded as ggml's dequantizer rounds it (tensor.Dequantize).
 fn qscale(base: u32, cols: u32, u: u32) -> vec4<f32> {
   let dt = QT;
+  if (dt == 3u) { return vec4<f32>(bitcast<f32>(W[base + cols / 4u]), 0.0, 0.0, 0.0); }
   if (dt == 6u || dt == 7u) {
     let bb = base + (u / 8u) * qbody(dt);
     let dm = W[bb];
@@ -115,13 +118,13 @@ fn qscale(base: u32, cols: u32, u: u32) -> vec4<f32> {
 
 // qints is the quants of elements 4i..4i+3 of unit u (elements
 // 32u..32u+31, i < 8) of the block-format row at word base (QT, cols
-// columns), as the small integers the scales multiply: Q8_0 q, Q4_0 q−8,
+// columns), as the small integers the scales multiply: Q8 and Q8_0 q, Q4_0 q−8,
 // Q5_0 q−16, MXFP4 the doubled E2M1 value, Q4_K/Q5_K q, Q6_K q−32.
 fn qints(base: u32, cols: u32, u: u32, i: u32) -> vec4<f32> {
   let dt = QT;
   let by = vec4<u32>(0u, 8u, 16u, 24u);
   switch dt {
-    case 4u: { // Q8_0: int8
+    case 3u, 4u: { // Q8, Q8_0: int8
       let w = W[base + u * 8u + i];
       return vec4<f32>(vec4<i32>(vec4<u32>(w) << (vec4<u32>(24u) - by)) >> vec4<u32>(24u));
     }

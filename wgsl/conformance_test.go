@@ -239,12 +239,14 @@ made by llama.cpp's own libggml-base), float32 kernels checked against the dequa
 (` + "`" + `TestLinearBlockedMatchesDequantized` + "`" + `), integer kernels (AVX-512 VNNI, int8 activations as llama.cpp's)
 against their Go definition at every cut (` + "`" + `TestInt8KernelsMatchReference` + "`" + `), k3-micro perplexity within 1 % of
 llama.cpp's on the same file (` + "`" + `TestQuantizedPerplexityMatchesLlamaCpp` + "`" + `). GPU: the kernels above read Q8_0, Q4_0,
-Q5_0, Q4_K, Q5_K, Q6_K and MXFP4 as they are; k3-micro exported to Q8_0, Q4_0, Q4_K and MXFP4 gives the CPU float32
-path's greedy tokens with weights on the GPU equal to ` + "`" + `EstimateMemory` + "`" + ` and within 1 % of the file's size
-(` + "`" + `TestRunnerQuantizedMatchesCPU` + "`" + `). Q4_1, Q5_1 and tessera's own Q8 (int8 safetensors) are widened to F16 on upload.
+Q5_0, Q4_K, Q5_K, Q6_K, MXFP4 and tessera's own Q8 (int8 safetensors, a float32 scale per row) as they are; k3-micro
+exported to Q8_0, Q4_0, Q4_K and MXFP4 gives the CPU's greedy tokens with ` + "`" + `--exact` + "`" + ` (the CPU's float32 path) with
+weights on the GPU equal to ` + "`" + `EstimateMemory` + "`" + ` and within 1 % of the file's size (` + "`" + `TestRunnerQuantizedMatchesCPU` + "`" + `;
+Q8: ` + "`" + `TestRunnerQ8MatchesCPU` + "`" + `). Q4_1 and Q5_1 are widened to F16 on upload.
 
 | type | CPU decode (AVX-512 VNNI · else) | CPU prefill (VNNI · else) | tessera writes it | GPU (WGSL) |
 |---|---|---|---|---|
+| Q8 (int8, float32 scale per row) | ✓ AVX2 float32 on int8 weights · Go | ✓ widen rows + f32 tiles | ✓ ` + "`" + `tessera quantize` + "`" + ` (compressed-tensors) | ✓ int8 rows and their scale (1 B / value) |
 | Q8_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (34 B / 32) |
 | Q4_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (18 B / 32) |
 | Q4_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | F16 on upload |

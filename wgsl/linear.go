@@ -21,7 +21,9 @@ import (
 // The ggml block formats the kernels read (BlockFormat) keep their blocks:
 // a row is its blocks' bodies (each block's bytes less its scale, a whole
 // number of words), then the blocks' scales packed (two f16 or four E8M0
-// per word), rows padded to a word — the file's bytes, rearranged.
+// per word), rows padded to a word — the file's bytes, rearranged. Q8
+// (int8 with a float32 scale per row) keeps its bytes too: a row is its
+// int8 values, then its scale.
 //
 // A matrix larger than one storage binding (128 MiB by default) is split
 // by rows: Parts hold consecutive row ranges, each in its own buffer, and
@@ -56,6 +58,9 @@ var matPartWords = maxBindingWords
 func MatWords(rows, cols int, dt tensor.DType) int { return rows * matStride(cols, dt) }
 
 func matStride(cols int, dt tensor.DType) int {
+	if dt == tensor.Q8 {
+		return (cols+3)/4 + 1
+	}
 	if scale, ok := blockScale(dt); ok {
 		nb := cols / dt.BlockLen()
 		return nb*(dt.BlockBytes()-scale[1])/4 + (nb*scale[1]+3)/4
@@ -85,19 +90,30 @@ func blockScale(dt tensor.DType) (scale [2]int, ok bool) {
 }
 
 // BlockFormat reports whether the GPU kernels read dt's blocks as they
-// are (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, MXFP4); the other block
-// formats and Q8 are widened to F16 on upload.
+// are, 32 values (a unit) at a time: Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K,
+// MXFP4, and Q8 in rows of whole units; the other block formats are
+// widened to F16 on upload.
 func BlockFormat(dt tensor.DType) bool {
 	_, ok := blockScale(dt)
-	return ok
+	return ok || dt == tensor.Q8
 }
 
-// GPUDType is the dtype a matrix of dt has on the GPU (see gpuWeights).
+// GPUDType is the dtype a matrix of dt has on the GPU (see gpuWeights),
+// for Q8 when its rows are whole 32-value units (gpuDType).
 func GPUDType(dt tensor.DType) tensor.DType {
-	if dt == tensor.Q8 || dt.Blocked() && !BlockFormat(dt) {
+	if dt.Blocked() && !BlockFormat(dt) {
 		return tensor.F16
 	}
 	return dt
+}
+
+// gpuDType is the dtype m has on the GPU: GPUDType, and F16 for a Q8
+// matrix whose rows are not whole units of 32.
+func gpuDType(m *tensor.Mat) tensor.DType {
+	if m.DType == tensor.Q8 && m.Cols%32 != 0 {
+		return tensor.F16
+	}
+	return GPUDType(m.DType)
 }
 
 // PackMat returns m's GPU words (see Mat).
@@ -112,6 +128,16 @@ func appendPackMat(dst []uint32, m *tensor.Mat) []uint32 {
 	dst = slices.Grow(dst, m.Rows*st)[:n0+m.Rows*st]
 	out := dst[n0:]
 	clear(out)
+	if m.DType == tensor.Q8 {
+		for r := 0; r < m.Rows; r++ {
+			row := out[r*st : (r+1)*st]
+			for c, v := range m.I8[r*m.Cols : (r+1)*m.Cols] {
+				row[c/4] |= uint32(uint8(v)) << (8 * (c % 4))
+			}
+			row[st-1] = math.Float32bits(m.Scale[r])
+		}
+		return dst
+	}
 	if scale, ok := blockScale(m.DType); ok {
 		bb := m.DType.BlockBytes()
 		nb := m.Cols / m.DType.BlockLen()
@@ -196,7 +222,7 @@ func (d *Device) UploadMat(m *tensor.Mat) (*Mat, error) {
 // block formats without kernels (Q4_1, Q5_1) are widened to f16 on upload
 // (≤ 2^-11 relative error per weight); every other dtype is m itself.
 func gpuWeights(m *tensor.Mat) *tensor.Mat {
-	if m == nil || GPUDType(m.DType) == m.DType {
+	if m == nil || gpuDType(m) == m.DType {
 		return m
 	}
 	return widen(m)

@@ -162,7 +162,7 @@ func (s *sizer) mat(m *tensor.Mat, dt tensor.DType) {
 func (s *sizer) Mats(_ []string, ms ...*tensor.Mat) {
 	for _, m := range ms {
 		if m != nil {
-			s.mat(m, GPUDType(m.DType))
+			s.mat(m, gpuDType(m))
 		}
 	}
 }

@@ -115,8 +115,8 @@ func setDType(ms []*tensor.Mat) tensor.DType {
 			continue
 		}
 		if i == 0 {
-			dt = GPUDType(m.DType)
-		} else if GPUDType(m.DType) != dt {
+			dt = gpuDType(m)
+		} else if gpuDType(m) != dt {
 			return tensor.F16
 		}
 	}

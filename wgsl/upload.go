@@ -108,6 +108,13 @@ func (b *gpu) uploadStack(ms, keys []*tensor.Mat, names []string) *Mat {
 			data = append(data, m.F32...)
 		}
 		stacked = tensor.NewF32(rows, st.Cols, data)
+	case st.DType == tensor.Q8:
+		var data []int8
+		var scales []float32
+		for _, m := range ms {
+			data, scales = append(data, m.I8...), append(scales, m.Scale...)
+		}
+		stacked = tensor.NewQ8(rows, st.Cols, data, scales)
 	default:
 		var data []uint16
 		for _, m := range ms {

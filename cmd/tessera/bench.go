@@ -179,6 +179,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	sweep := fs.String("ctx-sweep", "", "comma-separated context lengths (e.g. 1k,8k,64k,1M): decode speed and memory at each; the latent caches are filled with synthetic rows")
 	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
+	exact := fs.Bool("exact", false, exactHelp)
 	gpuMem := fs.String("gpu-memory", "", "GPU memory budget: bytes (512MiB, 6G) or a share of the routed experts (50%); a comma-separated list (100%,50%,25%) sweeps tok/s against budget (default "+engine.GPUMemEnv+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -212,7 +213,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	oo := engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1, GPUMemory: budgets[0], CPUMoELayers: *nCPUMoE}
+	oo := engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *promptLen + *gen + 1, GPUMemory: budgets[0], CPUMoELayers: *nCPUMoE, Exact: *exact}
 	ga := benchGPUArgs{dir: *dir, promptLen: *promptLen, gen: *gen, repeats: *repeats, chunk: *chunk, jsonOut: *jsonOut, sweep: lens, gpuMemory: budgets[0]}
 	if len(budgets) > 1 {
 		return benchMemorySweep(budgets, oo, ga, *plotDir, stdout, stderr)

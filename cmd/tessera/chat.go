@@ -32,6 +32,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto (as in run)")
 	gpuMem := fs.String("gpu-memory", "", gpuMemoryHelp)
 	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
+	exact := fs.Bool("exact", false, exactHelp)
 	session := fs.String("session", "", "conversation file: resumed (without prefilling it again) when it exists, saved after every reply")
 	cacheSize := fs.String("prefix-cache", "256M", "memory for the states of the conversation so far (bytes, K/M/G suffixes)")
 	sf := addSamplingFlags(fs, 0.7, 0.95)
@@ -50,7 +51,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	if err != nil || budget <= 0 {
 		return fmt.Errorf("--prefix-cache %q: want a positive byte count such as 256M", *cacheSize)
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget, GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 8192, PrefixCache: budget, GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE, Exact: *exact}, stderr)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,9 @@ func (f *samplingFlags) options() (generate.SamplerOptions, error) {
 // gpuMemoryHelp is the --gpu-memory flag's help (run, chat, bench).
 const gpuMemoryHelp = "GPU memory budget: bytes (512MiB, 6G) or a share of the routed experts (50%); a model over it streams its experts (default " + engine.GPUMemEnv + ")"
 
+// exactHelp is the --exact flag's help (every command that runs a model).
+const exactHelp = "CPU: multiply quantized weights in float32 as the GPU does instead of rounding activations to int8 (slower; the same greedy tokens as the GPU and the browser; default " + engine.ExactEnv + "=1)"
+
 // nCPUMoEHelp is the --n-cpu-moe flag's help (run, chat, bench).
 const nCPUMoEHelp = "GPU backends: compute the routed experts of the first N MoE layers on the CPU (as llama.cpp's --n-cpu-moe)"
 

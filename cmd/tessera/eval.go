@@ -70,6 +70,7 @@ Accuracy is reported per set and overall.`, stderr)
 	limit := fs.Int("limit", 0, "evaluate at most N items per set (0: all)")
 	maxTok := fs.Int("max-tokens", 32, "longest answer generated")
 	backend := fs.String("backend", "cpu", "cpu, gpu or auto")
+	exact := fs.Bool("exact", false, exactHelp)
 	predPath := fs.String("predictions", "", "also write each item with its generated answer to this JSONL file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -96,7 +97,7 @@ Accuracy is reported per set and overall.`, stderr)
 		}
 		items = append(items, it)
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 4096}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, MaxContext: 4096, Exact: *exact}, stderr)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "cpu", "cpu, gpu (WebGPU: Vulkan/Metal/DX12) or auto (GPU when found, else CPU)")
 	gpuMem := fs.String("gpu-memory", "", gpuMemoryHelp)
 	nCPUMoE := fs.Int("n-cpu-moe", 0, nCPUMoEHelp)
+	exact := fs.Bool("exact", false, exactHelp)
 	idsOut := fs.Bool("ids", false, "print generated token ids instead of text")
 	var images stringList
 	fs.Var(&images, "image", "image file (JPEG, PNG, GIF, WebP) placed before the prompt; repeat for several")
@@ -82,7 +83,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := engine.CheckBackend(*backend); err != nil {
 		return err
 	}
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *maxTok + 4096 + 1024*len(images), GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: *maxTok + 4096 + 1024*len(images), GPUMemory: *gpuMem, CPUMoELayers: *nCPUMoE, Exact: *exact}, stderr)
 	if err != nil {
 		return err
 	}
@@ -134,6 +135,7 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output .npy file: float32 logits of shape [T, vocab]")
 	chunk := fs.Int("chunk", 64, "prefill piece size in tokens (does not change the result)")
 	backend := fs.String("backend", "cpu", "cpu, gpu (WebGPU: Vulkan/Metal/DX12) or auto (GPU when found, else CPU)")
+	exact := fs.Bool("exact", false, exactHelp)
 	var images stringList
 	fs.Var(&images, "image", "image file placed before the tokens as in run (T then counts the image tokens); repeat for several")
 	if err := parseFlags(fs, args); err != nil {
@@ -152,7 +154,7 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 	}
 	// Image tokens are counted once the images are preprocessed; reserve
 	// the context for the worst case like run does.
-	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: len(ids) + 1024*len(images)}, stderr)
+	e, err := openEngine(*dir, engine.OpenOptions{Backend: *backend, Chunk: *chunk, MaxContext: len(ids) + 1024*len(images), Exact: *exact}, stderr)
 	if err != nil {
 		return err
 	}

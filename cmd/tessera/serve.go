@@ -541,6 +541,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	webDir := fl.String("web", "", "serve the page files from this directory instead of the embedded copy (development)")
 	backend := fl.String("backend", "cpu", "where the API runs the model: cpu, gpu or auto")
 	parallel := fl.Int("parallel", 1, "API generations at once (CPU; the GPU runs one)")
+	exact := fl.Bool("exact", false, exactHelp)
 	prefix := fl.String("prefix-cache", "256M", "memory for the prefix cache: states of earlier prompts reused by later ones (0: off)")
 	apiKey := fl.String("api-key", "", "require Authorization: Bearer KEY on /v1/ (needed to listen beyond loopback)")
 	maxBody := fl.String("max-body", "32M", "largest API request body (images travel inline as data: URLs)")
@@ -585,7 +586,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	cfg := serveConfig{ModelDir: *modelDir, WasmDir: *wasmDir, WebDir: *webDir, Loopback: loopback, Log: stderr}
 	if *modelDir != "" {
 		e, err := openEngine(*modelDir, engine.OpenOptions{Backend: *backend, Parallel: *parallel, PrefixCache: cacheBytes,
-			MaxContext: *ctxLen}, stderr)
+			MaxContext: *ctxLen, Exact: *exact}, stderr)
 		if err != nil {
 			return err
 		}

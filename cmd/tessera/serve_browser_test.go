@@ -34,6 +34,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/imageio"
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
@@ -198,6 +199,7 @@ type ggufReport struct {
 		URL       string `json:"url"`
 		Want      string `json:"want"`
 		Backend   string `json:"backend"`
+		Exact     bool   `json:"exact"`
 		Tokenizer string `json:"tokenizer"`
 		Layout    string `json:"layout"`
 		IDs       []int  `json:"ids"`
@@ -217,12 +219,16 @@ type ggufReport struct {
 // Q8_0) to GGUF files with their manifests in dir, plus broken ones:
 // cut.gguf (its manifest lists the whole file, the server sends half),
 // half.gguf (half a file whose manifest matches it), nope.gguf (no
-// manifest). It returns the native greedy ids each good file must give.
+// manifest). It returns the native greedy ids each good file must give,
+// and for the Q8_0 file also with exact products ("… exact": the page runs
+// it so on the CPU and on WebGPU, where the ids must equal the native
+// CPU's — exact products agree across backends).
 func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
 	t.Helper()
 	const micro = "../../models/k3-micro"
-	run := func(model string) []int {
-		return e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", model, "--prompt", prompt, "--max-tokens", strconv.Itoa(maxTok), "--ids"))
+	run := func(model string, flags ...string) []int {
+		args := append([]string{"run", "--backend", "cpu", "--model", model, "--prompt", prompt, "--max-tokens", strconv.Itoa(maxTok), "--ids"}, flags...)
+		return e2eParseIDs(t, e2eRun(t, args...))
 	}
 	want := map[string][]int{}
 	st := run(micro)
@@ -233,6 +239,9 @@ func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
 		e2eRun(t, "manifest", "--model", path)
 		want[name] = run(path)
 	}
+	was := ref.SetInt8Activations(false) // --exact is process-wide: restored for the runs after it
+	want["k3-micro.q8_0.gguf exact"] = run(filepath.Join(dir, "k3-micro.q8_0.gguf"), "--exact")
+	ref.SetInt8Activations(was)
 	if !slices.Equal(want["k3-micro.f16.gguf"], st) {
 		t.Fatalf("native: the F16 GGUF gives %v, the safetensors %v", want["k3-micro.f16.gguf"], st)
 	}
@@ -263,11 +272,15 @@ func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
 // the errors of the broken files.
 func e2eCheckGGUF(t *testing.T, g *ggufReport, want map[string][]int) {
 	t.Helper()
-	if g == nil || len(g.Runs) != 4 {
-		t.Fatalf("GGUF in the browser: %+v, want 4 runs", g)
+	if g == nil || len(g.Runs) != 6 {
+		t.Fatalf("GGUF in the browser: %+v, want 6 runs", g)
 	}
 	for _, r := range g.Runs {
-		w := want[path.Base(r.URL)]
+		key := path.Base(r.URL)
+		if r.Exact {
+			key += " exact"
+		}
+		w := want[key]
 		switch {
 		case r.Error != "" || !slices.Equal(r.IDs, w):
 			t.Errorf("GGUF %s (backend %s) in the browser: ids %v, error %q; native ids %v", r.URL, r.Want, r.IDs, r.Error, w)
@@ -597,7 +610,7 @@ func TestBrowserE2E(t *testing.T) {
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
 		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
-		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
+		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufexact": {"/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
 	var decodeURLs []string
 	for _, n := range decodeNames {
 		decodeURLs = append(decodeURLs, "/__test/img/"+n)

@@ -15,10 +15,10 @@ import (
 
 // BenchmarkGGUFDecode times greedy decode of k3-micro exported to each
 // block format, on the integer path (int8=true: activations rounded to
-// int8 per block, ref.IntActBlock) and on the float32 path over the
-// dequantized weights (int8=false), reporting decode tok/s (the time from
-// the first token to the last). It runs under GOOS=js too
-// (scripts/wasm/exec.sh), the browser's CPU path.
+// int8 per block, the default) and on the float32 path over the
+// dequantized weights (int8=false: exact products, SetExact), reporting
+// decode tok/s (the time from the first token to the last). It runs
+// under GOOS=js too (scripts/wasm/exec.sh), the browser's CPU path.
 func BenchmarkGGUFDecode(b *testing.B) {
 	const n = 32
 	for _, typ := range []string{"q4_k", "mxfp4", "q8_0"} {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tessera-llm/tessera/core/gguf"
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
 )
 
@@ -88,5 +89,50 @@ func TestLoadGGUF(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// Exact (OpenOptions.Exact or TESSERA_EXACT=1) turns the CPU's int8
+// activations off for the process, so a quantized file's greedy tokens are
+// those of its dequantized float32 products (the GPU's arithmetic).
+func TestOpenExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exports k3-micro")
+	}
+	path := filepath.Join(t.TempDir(), "q8_0.gguf")
+	if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: "q8_0"}); err != nil {
+		t.Fatal(err)
+	}
+	was := ref.SetInt8Activations(true)
+	defer ref.SetInt8Activations(was)
+	for _, c := range []struct {
+		name  string
+		exact bool
+		env   string
+		want  bool // int8 activations after Open
+	}{{"default", false, "", true}, {"option", true, "", false}, {"env", false, "1", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			ref.SetInt8Activations(true)
+			t.Setenv(ExactEnv, c.env)
+			e, err := Open(path, OpenOptions{Exact: c.exact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := greedyIDs(t, e, "The quick brown fox", 12)
+			e.Close()
+			on := ref.SetInt8Activations(true)
+			if on != c.want {
+				t.Fatalf("int8 activations after Open: %v, want %v", on, c.want)
+			}
+			ref.SetInt8Activations(false)
+			f, err := Open(path, OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if float := greedyIDs(t, f, "The quick brown fox", 12); !c.want && !slices.Equal(ids, float) {
+				t.Errorf("exact greedy ids %v, float32 products' %v", ids, float)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/tokenizer"
 	"github.com/tessera-llm/tessera/native"
 	"github.com/tessera-llm/tessera/wgsl"
@@ -46,7 +47,26 @@ type OpenOptions struct {
 	// on the CPU while the rest of the model runs on the GPU (llama.cpp's
 	// --n-cpu-moe; wgsl.RunnerOptions.CPUMoELayers).
 	CPUMoELayers int
+	// Exact has the CPU multiply block-format (quantized) weights in
+	// float32 on their dequantized values, as the GPU backends (native
+	// and in the browser) always do, instead of rounding the activations
+	// to int8 per block for its integer kernels as llama.cpp does
+	// (core/ref/actq8.go). The rounding moves logits by about 1e-2, enough
+	// to flip a near-tied expert choice or token, so greedy tokens on the
+	// CPU part from the GPU's after a few to a few dozen; with Exact the
+	// backends agree to float32 rounding and give the same greedy tokens,
+	// at the integer kernels' speed. Process-wide (SetExact); ExactEnv=1
+	// sets it too.
+	Exact bool
 }
+
+// ExactEnv set to 1 turns OpenOptions.Exact on for every engine.
+const ExactEnv = "TESSERA_EXACT"
+
+// SetExact turns exact products (OpenOptions.Exact) on for the process:
+// the CPU then multiplies block-format weights in float32 as the GPU does
+// (ref.SetInt8Activations(false)). It is not turned off again.
+func SetExact() { ref.SetInt8Activations(false) }
 
 // uploadFault, if set (tests), is the GPU runner's UploadFault.
 var uploadFault func(layer, expert int) error
@@ -66,6 +86,9 @@ func CheckBackend(b string) error {
 func Open(dir string, o OpenOptions) (*Engine, error) {
 	if o.Backend == "" {
 		o.Backend = "cpu"
+	}
+	if o.Exact || os.Getenv(ExactEnv) == "1" {
+		SetExact()
 	}
 	if err := CheckBackend(o.Backend); err != nil {
 		return nil, err

@@ -24,8 +24,7 @@ import (
 //
 // The choice (int8Blocks): every product with these formats takes this
 // path on every CPU — decode and prefill alike, so prefill gives each
-// token decode's bits, and the GPU follows the same rounding
-// (IntActBlock). It rounds the activations (relative error ≤ 1/254 of
+// token decode's bits. It rounds the activations (relative error ≤ 1/254 of
 // each block's largest value), as llama.cpp's kernels do: k3-micro's
 // held-out perplexity stays within 0.6 % of llama.cpp's on every such
 // file, with the SIMD kernels and with the generic ones alike
@@ -431,46 +430,29 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 
 // int8Blocks selects the integer path for every block format that has
 // one (actKindOf), on every CPU: the SIMD kernels where the CPU has them
-// (AVX-512 VNNI; AVX2 for the formats it has kernels for), the generic
-// ones (actq8_generic.go) elsewhere, all with rowDotQ8's integer sums, so a
-// product's result — and greedy tokens — do not depend on the CPU beyond
-// the order of float32 additions. SetInt8Activations(false) (and tests)
-// switch it off: products then run in float32 on the dequantized weights.
+// (AVX-512 VNNI, AVX2), the generic ones (actq8_generic.go) elsewhere,
+// all with rowDotQ8's integer sums, so a product's result — and greedy
+// tokens — do not depend on the CPU beyond the order of float32
+// additions. SetInt8Activations(false) (engine's exact products, tests)
+// switches it off: products then run in float32 on the dequantized
+// weights.
 var int8Blocks = true
 
 // intKind is the activation layout of W's integer path, or 0 when W's
 // product runs in float32.
-func intKind(W *tensor.Mat) actKind { return intKindOf(W.DType, W.Cols) }
-
-func intKindOf(dt tensor.DType, cols int) actKind {
-	if !int8Blocks || cols < 32 {
+func intKind(W *tensor.Mat) actKind {
+	if !int8Blocks || W.Cols < 32 {
 		return 0
 	}
-	return actKindOf(dt)
+	return actKindOf(W.DType)
 }
 
-// IntActBlock is the length of the blocks (32 or 256) in which a product
-// with a matrix of type dt and cols columns rounds its activations to int8
-// (x ≈ d·q, d = max|x|/127, q = round-half-even(x·127/max|x|) per block,
-// quantBlock) before the integer dot products, or 0 when the product runs
-// in float32 on the dequantized values. Every backend follows it — the
-// GPU's kernels quantize their inputs the same way — so greedy tokens do
-// not depend on the backend.
-func IntActBlock(dt tensor.DType, cols int) int {
-	switch intKindOf(dt, cols) {
-	case act32:
-		return 32
-	case act256:
-		return 256
-	}
-	return 0
-}
-
-// SetInt8Activations switches the integer path on or off for every
-// backend and returns the previous setting: off, block-format products run
-// in float32 on the dequantized matrix (slower, without the activations'
-// rounding). Tests use it to check both paths; not safe to call while a
-// product runs.
+// SetInt8Activations switches the integer path on or off and returns the
+// previous setting: off, block-format products run in float32 on the
+// dequantized matrix, as the GPU backends compute them (slower, without
+// the activations' rounding; engine.SetExact). On (the default), every
+// CPU takes it, with its SIMD kernels or the generic ones. Not safe to
+// call while a product runs.
 func SetInt8Activations(on bool) (was bool) {
 	was, int8Blocks = int8Blocks, on
 	return was

@@ -18,9 +18,10 @@ type Case struct {
 
 var dtypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
 
-// blockDTypes are the ggml block formats the kernels read as they are
-// (wgsl.BlockFormat); their cases have whole blocks per row.
-var blockDTypes = []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q4K, tensor.Q5K, tensor.Q6K}
+// blockDTypes are the formats the kernels read as they are
+// (wgsl.BlockFormat: ggml's block formats and Q8); their cases have whole
+// blocks (Q8: 32-value units) per row.
+var blockDTypes = []tensor.DType{tensor.Q8, tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q4K, tensor.Q5K, tensor.Q6K}
 
 // BlockDTypes lists blockDTypes' names (the support matrix's columns).
 func BlockDTypes() []string {

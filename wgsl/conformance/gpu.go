@@ -108,6 +108,8 @@ func RandMat(r *rand.Rand, rows, cols int, dt tensor.DType, scale float32) *tens
 	}
 	v := RandVec(r, rows*cols, scale)
 	switch dt {
+	case tensor.Q8:
+		return tensor.Quantize(tensor.NewF32(rows, cols, v))
 	case tensor.F16:
 		u := make([]uint16, len(v))
 		half.EncodeF16(u, v)

@@ -55,8 +55,8 @@ func mlaCases(add adder) {
 func runMLA(g *GPU, r *rand.Rand, N, pos0, pageRows int, dt tensor.DType, absorbed bool) ([]float32, []float32) {
 	const H, DN, DR, DV = 2, 16, 8, 12
 	RKV := 40
-	if dt.Blocked() {
-		RKV = blockCols(dt)[0] // whole blocks
+	if wgsl.BlockFormat(dt) {
+		RKV = blockCols(dt)[0] // whole blocks (units)
 	}
 	W := RandMat(r, H*(DN+DV), RKV, dt, 0.5)
 	rows := RandVec(r, (pos0+N)*(RKV+DR), 1)
