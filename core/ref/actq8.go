@@ -431,9 +431,10 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 // int8Blocks selects the integer path for every block format that has
 // one (actKindOf), on every CPU: the SIMD kernels where the CPU has them
 // (AVX-512 VNNI, AVX2), the generic ones (actq8_generic.go) elsewhere,
-// all with rowDotQ8's integer sums, so a product's result — and greedy
-// tokens — do not depend on the CPU beyond the order of float32
-// additions. SetInt8Activations(false) (engine's exact products, tests)
+// all with rowDotQ8's integer sums, so a product's result does not depend
+// on the CPU beyond the order of float32 additions (which the next
+// product's int8 rounding can still turn into a different near-tied
+// choice: exact products agree everywhere). SetInt8Activations(false) (engine's exact products, tests)
 // switches it off: products then run in float32 on the dequantized
 // weights.
 var int8Blocks = true
