@@ -133,13 +133,15 @@ fuzz:
 	scripts/fuzz/campaign.sh $(or $(FUZZ_CAMPAIGN_TIME),10m)
 
 # The core builds for the browser (GOOS=js) and without cgo; the browser's
-# CPU kernels (core/ref's SIMD128 module and the rows they compute), the
-# engine's GGUF loader over fetched bytes (and its live view) and the
-# browser's chat API (wasm/) run in Node as the worker runs them.
+# CPU kernels (core/ref's SIMD128 module and the rows they compute, the
+# generic integer kernels), the engine's GGUF loader over fetched bytes
+# (and its live view) and the browser's chat API (wasm/) run in Node as the
+# worker runs them; core/ref's tests run on its pure-Go kernels (purego).
 test-builds:
 	@scripts/setup.sh wasm
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
-	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear|KDA' ./core/ref/
+	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'SIMD128|RowsDot|Linear|KDA|Int8|Quant' ./core/ref/
+	$(GO) test -count=1 -tags purego ./core/ref/
 	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh ./wasm/
 	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'TestLoadGGUF|TestLiveViewWindow' ./core/engine/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...

@@ -1,7 +1,9 @@
 package ref
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tessera-llm/tessera/core/half"
 	"github.com/tessera-llm/tessera/core/tensor"
@@ -9,24 +11,26 @@ import (
 
 // Integer block dot products: the activations of a product with a 4-, 5-,
 // 6- or 8-bit block-format matrix are quantized to int8 once per token, and
-// the packed weights are multiplied with them in integer arithmetic
-// (AVX-512 VNNI; on CPUs with AVX2 but not VNNI, Q4_0, MXFP4 and Q8_0 with
-// AVX2 kernels that give the VNNI kernels' bits), the way ggml's vec_dot
-// kernels do: Q4_K and Q6_K with
-// 256-value activation blocks (ggml's Q8_K), Q4_0, Q5_0, MXFP4 and Q8_0
-// with 32-value blocks (ggml's Q8_0, with a float32 scale). The functions
-// below are the definition of that path; the SIMD kernels compute the
-// same integer sums and differ from them only in the order of the float32
-// additions.
+// the packed weights are multiplied with them in integer arithmetic, the
+// way ggml's vec_dot kernels do: Q4_K and Q6_K with 256-value activation
+// blocks (ggml's Q8_K), Q4_0, Q5_0, MXFP4 and Q8_0 with 32-value blocks
+// (ggml's Q8_0, with a float32 scale). The functions below are the
+// definition of that path. Its kernels, like hash/crc32's, are one generic
+// Go version (actq8_generic.go: pure Go, purego and js/wasm builds, amd64
+// without AVX2; rowDotQ8's bits) and SIMD versions cross-checked against
+// it (amd64: AVX-512 VNNI, and AVX2 kernels that give the VNNI kernels'
+// bits): all compute the same integer sums and differ only in the order
+// of the float32 additions.
 //
-// The choice: on a CPU with the kernels (int8Blocks) every product with
-// these formats takes this path — decode and prefill alike, so prefill
-// gives each token decode's bits. It rounds the activations (relative
-// error ≤ 1/254 of each block's largest value), as llama.cpp's kernels do:
-// k3-micro's held-out perplexity stays within 0.4 % of llama.cpp's on
-// every such file (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
-// Without the kernels, products stay in float32 (quant.go), exactly the
-// dequantized matrix's.
+// The choice (int8Blocks): every product with these formats takes this
+// path on every CPU — decode and prefill alike, so prefill gives each
+// token decode's bits. It rounds the activations (relative error ≤ 1/254 of
+// each block's largest value), as llama.cpp's kernels do: k3-micro's
+// held-out perplexity stays within 0.6 % of llama.cpp's on every such
+// file, with the SIMD kernels and with the generic ones alike
+// (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
+// SetInt8Activations(false) switches it off: products then stay in float32
+// (quant.go), exactly the dequantized matrix's.
 
 // actKind is the block layout of quantized activations.
 type actKind uint8
@@ -74,11 +78,19 @@ type actQ8 struct {
 	d    []float32
 	m    []uint32
 	s16  []int32 // scratch: sums of q per 16 values of a token
+	// sums holds each token's sums of q per 16 values (n/16 a token),
+	// which the generic kernels read instead of the metadata.
+	sums []int32
 	// units is the number of kernel steps per token (pairs of 32-value
 	// blocks, or 256-value blocks), lm the metadata words per token.
 	units, lm int
 	// src is the input row while LinearBatch looks for repeated inputs.
 	src *float32
+	// q2 holds, when paired (pairUp), the values of tokens 2k and 2k+1
+	// as q_2k + q_2k+1·2³², k < T/2: the generic kernels' prefill takes
+	// both tokens' products with one int64 product per weight.
+	q2     []int64
+	paired bool
 }
 
 // metaWords is the size of the metadata of an act32 pair or an act256
@@ -127,6 +139,7 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 // scratch for workers quantizing rows at once (quantizeRows).
 func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.kind, a.n, a.T = kind, n, T
+	a.paired = false
 	bl := 32
 	if kind == act256 {
 		bl = 256
@@ -137,6 +150,7 @@ func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.units = a.metaUnits()
 	a.m = grow(a.m, T*a.lm)
 	a.s16 = grow(a.s16, workers*n/16)
+	a.sums = grow(a.sums, T*n/16)
 }
 
 // quantizeRows quantizes rows [t0, t1) of x into a (sized by prepare);
@@ -152,6 +166,7 @@ func (a *actQ8) quantizeRows(x []float32, t0, t1 int, s16 []int32) {
 	for t := t0; t < t1; t++ {
 		xr, qr, dr := x[t*n:(t+1)*n], a.q[t*n:(t+1)*n], a.d[t*nb:(t+1)*nb]
 		quantBlocks(xr, bl, qr, dr, s16)
+		copy(a.sums[t*n/16:(t+1)*n/16], s16)
 		if kind == act256 {
 			for b := 0; b < nb; b++ {
 				m, s := a.meta(t, b), s16[16*b:16*b+16]
@@ -189,6 +204,20 @@ func (a *actQ8) quantizeRows(x []float32, t0, t1 int, s16 []int32) {
 			}
 		}
 	}
+}
+
+// pairUp fills q2 from the quantized values (after quantize or
+// quantizeRows of every token).
+func (a *actQ8) pairUp() {
+	n := a.n
+	a.q2 = grow(a.q2, a.T/2*n)
+	for k := range a.T / 2 {
+		qa, qb, p := a.q[2*k*n:(2*k+1)*n], a.q[(2*k+1)*n:(2*k+2)*n], a.q2[k*n:(k+1)*n]
+		for i := range p {
+			p[i] = int64(qa[i]) + int64(qb[i])<<32
+		}
+	}
+	a.paired = true
 }
 
 // setInt16 stores v as int16 number i of m (little-endian halves).
@@ -255,41 +284,56 @@ func blockScale32(dt tensor.DType, blk []byte) float32 {
 	return half.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
 }
 
-// blockInts32 sets v to the 32 integer values of a Q4_0, Q5_0, MXFP4 or
-// Q8_0 weight block (deq = scale·v).
-func blockInts32(dt tensor.DType, blk []byte, v *[32]int32) {
+// blockInts32 sets lo and hi to the integer values 0-15 and 16-31 of a
+// Q4_0, Q5_0, MXFP4 or Q8_0 weight block (deq = scale·v).
+func blockInts32(dt tensor.DType, blk []byte, lo, hi *[16]int8) {
 	switch dt {
 	case tensor.Q8_0:
-		for j := range 32 {
-			v[j] = int32(int8(blk[2+j]))
+		b := (*[34]byte)(blk)
+		for j := range 16 {
+			lo[j], hi[j] = int8(b[2+j]), int8(b[18+j])
 		}
 	case tensor.Q4_0:
+		b := (*[18]byte)(blk)
 		for j := range 16 {
-			v[j], v[16+j] = int32(blk[2+j]&15)-8, int32(blk[2+j]>>4)-8
+			lo[j], hi[j] = int8(b[2+j]&15)-8, int8(b[2+j]>>4)-8
 		}
 	case tensor.MXFP4:
+		b := (*[17]byte)(blk)
 		for j := range 16 {
-			v[j], v[16+j] = int32(lutMXFP4[blk[1+j]&15]), int32(lutMXFP4[blk[1+j]>>4])
+			lo[j], hi[j] = lutMXFP4[b[1+j]&15], lutMXFP4[b[1+j]>>4]
 		}
 	case tensor.Q5_0:
-		qh := uint32(blk[2]) | uint32(blk[3])<<8 | uint32(blk[4])<<16 | uint32(blk[5])<<24
+		b := (*[22]byte)(blk)
+		qh := uint32(b[2]) | uint32(b[3])<<8 | uint32(b[4])<<16 | uint32(b[5])<<24
 		for j := range 16 {
-			v[j] = int32(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
-			v[16+j] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+			lo[j] = int8(b[6+j]&15|byte(qh>>j&1)<<4) - 16
+			hi[j] = int8(b[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+		}
+	}
+}
+
+// q4kInts sets v to the unsigned 4-bit values of a Q4_K block (sub-block
+// j: the low nibbles of qs[32·(j/2):] for even j, the high ones for odd).
+func q4kInts(blk []byte, v *[256]int8) {
+	for p := range 4 {
+		qs := blk[16+32*p : 48+32*p]
+		for l := range 32 {
+			v[64*p+l], v[64*p+32+l] = int8(qs[l]&15), int8(qs[l]>>4)
 		}
 	}
 }
 
 // q6kInts sets v to the unsigned 6-bit values of a Q6_K block (ql's
 // nibbles with two bits of qh above, in ggml's element order).
-func q6kInts(blk []byte, v *[256]int32) {
+func q6kInts(blk []byte, v *[256]int8) {
 	for n := range 2 {
 		ql, qh := blk[64*n:], blk[128+32*n:]
 		for l := range 32 {
-			v[128*n+l] = int32(ql[l]&15 | (qh[l]&3)<<4)
-			v[128*n+l+32] = int32(ql[l+32]&15 | (qh[l]>>2&3)<<4)
-			v[128*n+l+64] = int32(ql[l]>>4 | (qh[l]>>4&3)<<4)
-			v[128*n+l+96] = int32(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
+			v[128*n+l] = int8(ql[l]&15 | (qh[l]&3)<<4)
+			v[128*n+l+32] = int8(ql[l+32]&15 | (qh[l]>>2&3)<<4)
+			v[128*n+l+64] = int8(ql[l]>>4 | (qh[l]>>4&3)<<4)
+			v[128*n+l+96] = int8(ql[l+32]>>4 | (qh[l]>>6&3)<<4)
 		}
 	}
 }
@@ -330,16 +374,17 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	if dt == tensor.Q4K {
 		q := a.q[t*a.n : (t+1)*a.n]
 		nb := a.blocks()
+		var v [256]int8
 		for b := b0; b < b1; b++ {
 			blk := row[b*bb : (b+1)*bb]
+			q4kInts(blk, &v)
 			d, dmin := half.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), half.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
 			var isum, imin int32
 			for j := range 8 {
 				sc, m := tensor.ScaleMinK4(j, blk[4:16])
-				p, shift := j/2, 4*(j%2)
 				var dotj int32
-				for l := range 32 {
-					dotj += int32(blk[16+32*p+l]>>shift&15) * int32(q[256*b+32*j+l])
+				for l := 32 * j; l < 32*j+32; l++ {
+					dotj += int32(v[l]) * int32(q[256*b+l])
 				}
 				isum += int32(sc) * dotj
 				imin += int32(m) * sum8(q[256*b+32*j:256*b+32*j+32])
@@ -350,7 +395,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 	}
 	if dt == tensor.Q6K {
 		q := a.q[t*a.n : (t+1)*a.n]
-		var v [256]int32
+		var v [256]int8
 		for b := b0; b < b1; b++ {
 			blk := row[b*bb : (b+1)*bb]
 			q6kInts(blk, &v)
@@ -358,7 +403,7 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 			for g := range 16 {
 				var dg int32
 				for i := 16 * g; i < 16*g+16; i++ {
-					dg += (v[i] - 32) * int32(q[256*b+i])
+					dg += (int32(v[i]) - 32) * int32(q[256*b+i])
 				}
 				isum += int32(int8(blk[192+g])) * dg
 			}
@@ -367,32 +412,37 @@ func rowDotQ8(W *tensor.Mat, o int, a *actQ8, t, b0, b1 int) float32 {
 		}
 		return sum
 	}
-	var v [32]int32
+	var v [32]int8
 	var q [32]int8
 	nb := a.blocks()
 	for b := b0; b < b1; b++ {
 		blk := row[b*bb : (b+1)*bb]
-		blockInts32(dt, blk, &v)
+		blockInts32(dt, blk, (*[16]int8)(v[:16]), (*[16]int8)(v[16:]))
 		a.actBlock32(t, b, &q)
 		var s int32
 		for j := range 32 {
-			s += v[j] * int32(q[j])
+			s += int32(v[j]) * int32(q[j])
 		}
 		sum += blockScale32(dt, blk) * a.d[t*nb+b] * float32(s)
 	}
 	return sum
 }
 
-// int8Blocks selects the integer path for the block formats that have
-// one (actKindOf) and a kernel on this CPU (hasInt8Kernel: AVX-512 VNNI,
-// or AVX2 for Q4_0, MXFP4 and Q8_0), so a product's result depends on the
-// CPU as ggml's does. Tests switch it to check both paths.
-var int8Blocks = hasInt8Kernels()
+// int8Blocks selects the integer path for every block format that has
+// one (actKindOf), on every CPU: the SIMD kernels where the CPU has them
+// (AVX-512 VNNI, AVX2), the generic ones (actq8_generic.go) elsewhere,
+// all with rowDotQ8's integer sums, so a product's result does not depend
+// on the CPU beyond the order of float32 additions (which the next
+// product's int8 rounding can still turn into a different near-tied
+// choice: exact products agree everywhere). SetInt8Activations(false) (engine's exact products, tests)
+// switches it off: products then run in float32 on the dequantized
+// weights.
+var int8Blocks = true
 
 // intKind is the activation layout of W's integer path, or 0 when W's
 // product runs in float32.
 func intKind(W *tensor.Mat) actKind {
-	if !int8Blocks || W.Cols < 32 || !hasInt8Kernel(W.DType) {
+	if !int8Blocks || W.Cols < 32 {
 		return 0
 	}
 	return actKindOf(W.DType)
@@ -401,11 +451,32 @@ func intKind(W *tensor.Mat) actKind {
 // SetInt8Activations switches the integer path on or off and returns the
 // previous setting: off, block-format products run in float32 on the
 // dequantized matrix, as the GPU backends compute them (slower, without
-// the activations' rounding; engine.SetExact). On, the path is taken
-// where this CPU has a kernel. Not safe to call while a product runs.
+// the activations' rounding; engine.SetExact). On (the default), every
+// CPU takes it, with its SIMD kernels or the generic ones. Not safe to
+// call while a product runs.
 func SetInt8Activations(on bool) (was bool) {
 	was, int8Blocks = int8Blocks, on
 	return was
+}
+
+// Int8Kernels lists the sets of integer-path kernels this build and CPU
+// can run, fastest first: "vnni" (AVX-512 VNNI), "avx2" (amd64), "go"
+// (the generic kernels, everywhere). The default is the first.
+func Int8Kernels() []string { return int8KernelSets() }
+
+// SetInt8Kernels makes the integer path run the kernel set name (one of
+// Int8Kernels) and returns the previous one. Every set computes the same
+// integer sums; the sets differ only in the order of the float32
+// additions (the AVX2 kernels give the VNNI ones' bits). Tests and
+// benchmarks use it to compare them. Not safe to call while a product
+// runs.
+func SetInt8Kernels(name string) (prev string, err error) {
+	prev = int8KernelSet()
+	if !slices.Contains(int8KernelSets(), name) {
+		return prev, fmt.Errorf("ref: integer kernels %q: this CPU has %v", name, int8KernelSets())
+	}
+	setInt8KernelSet(name)
+	return prev, nil
 }
 
 // kernelBlocks is the number of blocks of a row the four-row kernels take:
@@ -454,12 +525,36 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 		p.For(T, 4, &p.quant)
 		p.quant = quantJob{}
 	}
+	if T > 1 && genericInt8(W.DType) {
+		a.pairUp()
+	}
 	j := &p.q8
 	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	p.For(W.Rows, max(grain, 4), j)
 	*j = q8Job{}
 }
+
+// prefillGeneric sets out[t·W.Rows + o] = rowDotQ8(W, o, a, t, 0,
+// a.blocks()) for lo ≤ o < hi and every token t with the generic kernels:
+// each row against genericTokens tokens at a time (their values stay in
+// cache), its blocks decoded once.
+func prefillGeneric(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
+	N, nb, kb := W.Rows, a.blocks(), a.kernelBlocks()
+	for t0 := 0; t0 < a.T; t0 += genericTokens {
+		n := min(genericTokens, a.T-t0)
+		for o := lo; o < hi; o++ {
+			q8Generic(W, o, 1, 1, a, t0, n, out[t0*N+o:], N)
+			for t := t0; t < t0+n && kb < nb; t++ {
+				out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
+			}
+		}
+	}
+}
+
+// genericTokens is the most tokens the generic kernels take per call in
+// prefill (even: tokens stay paired, pairUp).
+const genericTokens = 32
 
 // quantParallelT is the fewest tokens linearQ8 quantizes in parallel.
 const quantParallelT = 8
@@ -483,39 +578,9 @@ type q8Job struct {
 }
 
 func (j *q8Job) Run(w, lo, hi int) {
-	W, a := j.W, j.a
-	N := W.Rows
-	if a.T == 1 {
-		rowsDotQ8(W, lo, hi, a, 0, j.out[lo:hi])
+	if j.a.T == 1 {
+		rowsDotQ8(j.W, lo, hi, j.a, 0, j.out[lo:hi])
 		return
 	}
-	// Prefill: 2×8 tiles (32-value formats) or 2×4 (K-quants), 2×N for
-	// the last N < 4 tokens, the last row on its own; each (row, token)
-	// with the operations of decode.
-	nb, kb := a.blocks(), a.kernelBlocks()
-	wide := tileTokens(W)
-	var s [16]float32
-	for o := lo; o < hi; o += 2 {
-		nr, ldwRows := 2, 1
-		if o+2 > hi {
-			nr, ldwRows = 1, 0
-		}
-		for t := 0; t < a.T; {
-			n := min(4, a.T-t)
-			if a.T-t >= wide {
-				n = wide
-			}
-			tileQ8(W, o, ldwRows, a, t, n, &s)
-			for u := range n {
-				for r := range nr {
-					v := s[2*u+r]
-					if kb < nb {
-						v += rowDotQ8(W, o+r, a, t+u, kb, nb)
-					}
-					j.out[(t+u)*N+o+r] = v
-				}
-			}
-			t += n
-		}
-	}
+	prefillQ8(j.W, lo, hi, j.a, j.out)
 }

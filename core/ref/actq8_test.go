@@ -110,10 +110,7 @@ func TestQuantBlocksMatchGeneric(t *testing.T) {
 func TestInt8KernelsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 7))
 	ran := 0
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
-		if !hasInt8Kernel(dt) {
-			continue // no kernel on this path (AVX2: the K-quants and Q5_0 stay float32)
-		}
+	for _, dt := range int8Formats {
 		kind := actKindOf(dt)
 		for _, blocks := range []int{1, 2, 3, 4, 5} {
 			cols := blocks * dt.BlockLen()
@@ -158,6 +155,66 @@ func TestInt8KernelsMatchReference(t *testing.T) {
 	require.NotZero(t, ran)
 }
 
+// int8Formats is every format with an integer path.
+var int8Formats = []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K}
+
+// TestInt8GenericMatchesRowDotQ8: the generic kernels give each (row,
+// token) rowDotQ8's bits, for every format, one to seven blocks (odd
+// 32-value block counts leave the last block to rowDotQ8), rows around the
+// four-row groups and tokens around the tiles' and genericTokens'
+// cut-offs, one token at a time and in pairs (pairUp, from an even or an
+// odd first token); so does Linear on the generic path (withInt8Generic),
+// the odd last block included.
+func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 13))
+	for _, dt := range int8Formats {
+		kind := actKindOf(dt)
+		for _, blocks := range []int{1, 2, 3, 4, 7} {
+			cols := blocks * dt.BlockLen()
+			for _, rows := range []int{1, 2, 3, 4, 5, 9} {
+				W, _ := randomBlocked(rng, dt, rows, cols)
+				for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 17, genericTokens + 3} {
+					name := fmt.Sprintf("%v/%dx%d/T%d", dt, rows, cols, T)
+					x := make([]float32, T*cols)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64()) * float32(1+i%5)
+					}
+					var a actQ8
+					a.quantize(kind, x, cols, T)
+					kb := a.kernelBlocks()
+					s := make([]float32, rows*T)
+					q8Generic(W, 0, rows, 1, &a, 0, T, s, rows)
+					one := make([]float32, 3*T)
+					q8Generic(W, rows-1, 3, 0, &a, 0, T, one, 3)
+					// Tokens paired (prefill), from an even and an odd one.
+					a.pairUp()
+					ps, odd := make([]float32, rows*T), make([]float32, rows*(T-1))
+					q8Generic(W, 0, rows, 1, &a, 0, T, ps, rows)
+					if T > 1 {
+						q8Generic(W, 0, rows, 1, &a, 1, T-1, odd, rows)
+					}
+					got := make([]float32, T*rows)
+					withInt8Generic(func() { Linear(nil, got, x, T, W) })
+					for tt := range T {
+						for o := range rows {
+							want := rowDotQ8(W, o, &a, tt, 0, kb)
+							require.Equal(t, want, s[tt*rows+o], "%s: row %d token %d", name, o, tt)
+							require.Equal(t, want, ps[tt*rows+o], "%s: paired, row %d token %d", name, o, tt)
+							if tt > 0 {
+								require.Equal(t, want, odd[(tt-1)*rows+o], "%s: paired from token 1, row %d token %d", name, o, tt)
+							}
+							require.Equal(t, rowDotQ8(W, o, &a, tt, 0, a.blocks()), got[tt*rows+o], "%s: Linear row %d token %d", name, o, tt)
+						}
+						for r := range 3 {
+							require.Equal(t, s[tt*rows+rows-1], one[3*tt+r], "%s: row %d repeated, token %d", name, rows-1, tt)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestInt8LinearTokensMatchDecode: a prefill of T tokens through the
 // integer path (its activations quantized by one worker, or in parallel
 // from quantParallelT tokens on) gives each token the bits of decoding it
@@ -167,10 +224,7 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	for _, workers := range []int{1, 2, 3} {
 		p := NewPool(workers)
 		defer p.Close()
-		for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.MXFP4, tensor.Q8_0, tensor.Q4K, tensor.Q6K} {
-			if !hasInt8Kernel(dt) {
-				continue
-			}
+		for _, dt := range int8Formats {
 			rows, cols, T := 37, 3*dt.BlockLen(), 7+workers*quantParallelT
 			W, _ := randomBlocked(rng, dt, rows, cols)
 			x := make([]float32, T*cols)
@@ -253,4 +307,25 @@ func TestLinearBatchMixedFormats(t *testing.T) {
 			require.Equal(t, want, g.Out, "GEMV %d (%v)", i, g.W.DType)
 		}
 	})
+}
+
+// TestSetInt8Kernels: every set Int8Kernels lists can be selected (the
+// default first), and an unknown name is refused naming the sets.
+func TestSetInt8Kernels(t *testing.T) {
+	sets := Int8Kernels()
+	require.Contains(t, sets, "go")
+	first, err := SetInt8Kernels(sets[0])
+	require.NoError(t, err)
+	require.Equal(t, sets[0], first, "the default is the fastest set")
+	for _, name := range sets {
+		_, err := SetInt8Kernels(name)
+		require.NoError(t, err)
+		prev, err := SetInt8Kernels(sets[0])
+		require.NoError(t, err)
+		require.Equal(t, name, prev)
+	}
+	_, err = SetInt8Kernels("sse2")
+	require.ErrorContains(t, err, `"sse2"`)
+	prev, _ := SetInt8Kernels(sets[0])
+	require.Equal(t, sets[0], prev, "a refused name changes nothing")
 }

@@ -7,9 +7,10 @@ import "github.com/tessera-llm/tessera/core/tensor"
 // exactly as ggml's reference dequantizer does (tensor.Dequantize) into
 // float32 scratch and then multiplied with the float32 kernels, so a
 // quantized matrix computes what its dequantized float32 copy computes.
-// Where the integer kernels run (actq8.go: AVX-512 VNNI for Q4_0, Q5_0,
-// Q4_K, Q6_K, MXFP4, Q8_0; AVX2 for Q4_0, MXFP4, Q8_0), Linear and
-// LinearBatch take that path instead.
+// These kernels run where the integer path (actq8.go, on every CPU) is
+// switched off (SetInt8Activations(false)), for the formats without one
+// (Q4_1, Q5_1, Q5_K) and for matrices of fewer than 32 columns; Linear
+// and LinearBatch take the integer path otherwise.
 
 // blockRowDot is W[o,:]·x for a block-format W: Σ_i deq(W)[o,i]·x[i],
 // with the SIMD kernel of W's format where there is one (fastBlockDot),

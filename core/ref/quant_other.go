@@ -14,40 +14,26 @@ func fastDequantRows(W *tensor.Mat, o0, n int, dst, sc []float32) bool { return 
 // hasAVX2 is false: no SIMD block kernels in this build.
 func hasAVX2() bool { return false }
 
-// hasInt8Kernels is false: without the VNNI kernels block-format products
-// stay in float32 (the integer path runs only in tests, through gemv4Q8).
-func hasInt8Kernels() bool { return false }
-
-// gemv4Q8 is the four-row kernel's result computed row by row with
-// rowDotQ8: s[4g + r] for row o + (4g + r)·ldwRows (ldwRows 1: ng groups
-// of four rows; 0: row o four times).
+// gemv4Q8 is the four-row kernel's result from the generic kernel:
+// s[4g + r] for row o + (4g + r)·ldwRows (ldwRows 1: ng groups of four
+// rows; 0: row o four times).
 func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
-	for i := range 4 * ng {
-		s[i] = rowDotQ8(W, o+i*ldwRows, a, t, 0, a.kernelBlocks())
-	}
+	q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s, 4*ng)
 }
 
-// tileQ8 is the 2×N tile's result computed with rowDotQ8: s[u·2 + r] for
-// row o + r·ldwRows and token t0+u.
-func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
-	for u := range N {
-		for r := range 2 {
-			s[2*u+r] = rowDotQ8(W, o+r*ldwRows, a, t0+u, 0, a.kernelBlocks())
-		}
-	}
-}
+// int8KernelSets is the generic kernels alone.
+func int8KernelSets() []string { return []string{"go"} }
 
-// hasInt8Kernel is true: the generic kernels above take every format of
-// actKindOf.
-func hasInt8Kernel(dt tensor.DType) bool { return true }
+func int8KernelSet() string { return "go" }
 
-// tileTokens is the most tokens one tile takes (as on amd64, whose
-// kernels take 8 for the 32-value formats).
-func tileTokens(W *tensor.Mat) int {
-	if actKindOf(W.DType) == act32 {
-		return 8
-	}
-	return 4
+func setInt8KernelSet(string) {}
+
+// genericInt8 is true: the generic kernels take every format.
+func genericInt8(dt tensor.DType) bool { return true }
+
+// prefillQ8 is prefillGeneric: the generic kernels take every format.
+func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
+	prefillGeneric(W, lo, hi, a, out)
 }
 
 // quantBlocks is quantBlocksGeneric.

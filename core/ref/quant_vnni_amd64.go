@@ -159,11 +159,6 @@ func detectVNNI() bool {
 	return ebx7&(bw|vl) == bw|vl && ecx7&vnni != 0
 }
 
-// hasInt8Kernels reports whether this build and CPU have integer block
-// kernels (AVX-512 VNNI for every format of actKindOf, or AVX2 for some:
-// hasInt8Kernel).
-func hasInt8Kernels() bool { return useVNNI || useAVX2 }
-
 // runQ8 runs kernel k of W's format on R rows from o (ldwRows 1: R
 // consecutive rows; 0: row o R times; ng groups of them for gemv4) and
 // tokens t0 … t0+N−1 of a, over a.kernelBlocks() blocks, into
@@ -190,23 +185,64 @@ func runQ8(k q8Kern, W *tensor.Mat, o, R, ldwRows, ng int, a *actQ8, t0, N int, 
 // o + (4g + r)·ldwRows (ldwRows 1: ng groups of four rows; 0: row o four
 // times, ng = 1) with token t of a.
 func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
-	if int8AVX2 {
+	switch int8KernOf(W.DType) {
+	case kernGo:
+		q8Generic(W, o, 4*ng, ldwRows, a, t, 1, s, 4*ng)
+	case kernAVX2:
 		// Two groups of two rows per group of four.
 		runQ8(avx2Kernels[W.DType], W, o, 2, ldwRows, 2*ng, a, t, 1, s)
+	default:
+		runQ8(q8Kernels[W.DType][0], W, o, 4, ldwRows, ng, a, t, 1, s)
+	}
+}
+
+// prefillQ8 sets out[t·W.Rows + o] to the integer product of row o of W
+// with token t of a (T > 1) for lo ≤ o < hi: 2×8 tiles (32-value formats)
+// or 2×4 (K-quants), 2×N for the last N < 4 tokens, the last row on its
+// own, each (row, token) with the operations of decode; with the generic
+// kernels where they take W's format.
+func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
+	if genericInt8(W.DType) {
+		prefillGeneric(W, lo, hi, a, out)
 		return
 	}
-	runQ8(q8Kernels[W.DType][0], W, o, 4, ldwRows, ng, a, t, 1, s)
+	N, nb, kb := W.Rows, a.blocks(), a.kernelBlocks()
+	wide := tileTokens(W)
+	var s [16]float32
+	for o := lo; o < hi; o += 2 {
+		nr, ldwRows := 2, 1
+		if o+2 > hi {
+			nr, ldwRows = 1, 0
+		}
+		for t := 0; t < a.T; {
+			n := min(4, a.T-t)
+			if a.T-t >= wide {
+				n = wide
+			}
+			tileQ8(W, o, ldwRows, a, t, n, &s)
+			for u := range n {
+				for r := range nr {
+					v := s[2*u+r]
+					if kb < nb {
+						v += rowDotQ8(W, o+r, a, t+u, kb, nb)
+					}
+					out[(t+u)*N+o+r] = v
+				}
+			}
+			t += n
+		}
+	}
 }
 
 // tileQ8 sets s[u·2 + r] to the kernel part of rowDotQ8 of row
 // o + r·ldwRows (r < 2) with token t0+u (u < N, N ≤ 4 or N = 8 where
 // tileTokens allows it).
 func tileQ8(W *tensor.Mat, o, ldwRows int, a *actQ8, t0, N int, s *[16]float32) {
-	if int8AVX2 {
-		// Each row against tiles of avx2TileTokens tokens, the last
-		// tokens one at a time with decode's two-row kernel (row twice).
-		var one [4]float32
+	if int8Kern == kernAVX2 {
+		// Each row against tiles of tn tokens, the last tokens one at a
+		// time with decode's two-row kernel (row twice).
 		tile, tn := avx2Tiles[W.DType], avx2TileTokens[W.DType]
+		var one [4]float32
 		for r := range 2 {
 			row := o + r*ldwRows
 			u := 0

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tessera-llm/tessera/core/gguf"
+	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/safetensors"
+)
+
+// TestGreedyTokensAcrossInt8Kernels decodes k3-micro exported to each
+// block format tessera writes with every set of integer kernels this CPU
+// has (ref.Int8Kernels). The AVX2 kernels give the VNNI kernels' bits, so
+// their greedy tokens must be the same; the generic Go kernels (the
+// browser's, and other CPUs') compute the same integer sums in another
+// float32 order, which the next product's int8 rounding can turn into a
+// different near-tied choice, so their agreement is logged (exact products,
+// SetExact, are the way to the same tokens everywhere).
+func TestGreedyTokensAcrossInt8Kernels(t *testing.T) {
+	sets := ref.Int8Kernels()
+	if !slices.Contains(sets, "vnni") || !slices.Contains(sets, "avx2") {
+		t.Skipf("no two kernel sets with the same bits on this CPU (%v)", sets)
+	}
+	defer func() {
+		if _, err := ref.SetInt8Kernels(sets[0]); err != nil {
+			t.Error(err)
+		}
+	}()
+	prompts := []string{"The quick brown fox", "Hello, tessera! Tell me a story about", "def fibonacci(n):"}
+	for _, typ := range []string{"q4_0", "q4_k", "mxfp4", "q8_0"} {
+		path := filepath.Join(t.TempDir(), "k3-micro."+typ+".gguf")
+		if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := LoadGGUF(safetensors.BytesSource(data), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range prompts {
+			ids := map[string][]int{}
+			for _, k := range sets {
+				if _, err := ref.SetInt8Kernels(k); err != nil {
+					t.Fatal(err)
+				}
+				ids[k] = greedyIDs(t, e, p, 64)
+			}
+			if !slices.Equal(ids["avx2"], ids["vnni"]) {
+				t.Errorf("%s %q: greedy ids with the AVX2 kernels %v, with VNNI %v", typ, p, ids["avx2"], ids["vnni"])
+			}
+			n := 0
+			for n < len(ids["go"]) && n < len(ids["vnni"]) && ids["go"][n] == ids["vnni"][n] {
+				n++
+			}
+			t.Logf("%s %q: the generic kernels agree with VNNI on %d of %d tokens", typ, p, n, len(ids["vnni"]))
+		}
+		e.Close()
+	}
+}
