@@ -236,7 +236,7 @@ const blockFormatSection = `
 Weights in ggml's block formats, from a GGUF file (` + "`" + `tessera run --model FILE.gguf` + "`" + `, any command taking a model).
 CPU: ` + "`" + `core/ref` + "`" + `; dequantizers equal ggml's bit for bit (` + "`" + `TestDequantizeMatchesGGML` + "`" + `, native/llamacpp, vectors
 made by llama.cpp's own libggml-base), float32 kernels checked against the dequantized F32 matrix
-(` + "`" + `TestLinearBlockedMatchesDequantized` + "`" + `), integer kernels (AVX-512 VNNI, int8 activations as llama.cpp's)
+(` + "`" + `TestLinearBlockedMatchesDequantized` + "`" + `), integer kernels (AVX-512 VNNI, AVX2 and Go, int8 activations as llama.cpp's)
 against their Go definition at every cut (` + "`" + `TestInt8KernelsMatchReference` + "`" + `), k3-micro perplexity within 1 % of
 llama.cpp's on the same file (` + "`" + `TestQuantizedPerplexityMatchesLlamaCpp` + "`" + `). GPU: the kernels above read Q8_0, Q4_0,
 Q5_0, Q4_K, Q5_K, Q6_K, MXFP4 and tessera's own Q8 (int8 safetensors, a float32 scale per row) as they are; k3-micro
@@ -244,16 +244,16 @@ exported to Q8_0, Q4_0, Q4_K and MXFP4 gives the CPU's greedy tokens with ` + "`
 weights on the GPU equal to ` + "`" + `EstimateMemory` + "`" + ` and within 1 % of the file's size (` + "`" + `TestRunnerQuantizedMatchesCPU` + "`" + `;
 Q8: ` + "`" + `TestRunnerQ8MatchesCPU` + "`" + `). Q4_1 and Q5_1 are widened to F16 on upload.
 
-| type | CPU decode (AVX-512 VNNI · else) | CPU prefill (VNNI · else) | tessera writes it | GPU (WGSL) |
+| type | CPU decode (AVX-512 VNNI · AVX2 · other CPUs) | CPU prefill (tiles: rows × tokens) | tessera writes it | GPU (WGSL) |
 |---|---|---|---|---|
 | Q8 (int8, float32 scale per row) | ✓ AVX2 float32 on int8 weights · Go | ✓ widen rows + f32 tiles | ✓ ` + "`" + `tessera quantize` + "`" + ` (compressed-tensors) | ✓ int8 rows and their scale (1 B / value) |
-| Q8_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (34 B / 32) |
-| Q4_0 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (18 B / 32) |
+| Q8_0 | ✓ int8: VNNI · AVX2 · Go | ✓ int8: VNNI 2×8 · AVX2 1×2 · Go | ✓ ` + "`" + `--type q8_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (34 B / 32) |
+| Q4_0 | ✓ int8: VNNI · AVX2 · Go | ✓ int8: VNNI 2×8 · AVX2 1×4 · Go | ✓ ` + "`" + `--type q4_0` + "`" + ` (ggml's bytes) | ✓ in its blocks (18 B / 32) |
 | Q4_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | F16 on upload |
-| Q5_0 | ✓ VNNI int8 · Go | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | — (llama.cpp) | ✓ in its blocks (22 B / 32) |
+| Q5_0 | ✓ int8: VNNI · AVX2 · Go | ✓ int8: VNNI 2×8 · AVX2 1×4 · Go | — (llama.cpp) | ✓ in its blocks (22 B / 32) |
 | Q5_1 | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | F16 on upload |
-| Q4_K | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | ✓ in its blocks (144 B / 256) |
+| Q4_K | ✓ int8: VNNI · AVX2 · Go | ✓ int8: VNNI 2×4 · AVX2 1×2 · Go | ✓ ` + "`" + `--type q4_k` + "`" + ` (ggml's bytes) | ✓ in its blocks (144 B / 256) |
 | Q5_K | ✓ Go | ✓ dequantize rows + f32 tiles | — (llama.cpp) | ✓ in its blocks (176 B / 256) |
-| Q6_K | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · dequantize rows + f32 tiles | — (llama.cpp) | ✓ in its blocks (210 B / 256) |
-| MXFP4 | ✓ VNNI int8 · AVX2 | ✓ VNNI int8 2×4 tiles · AVX2 dequantize rows + f32 tiles | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | ✓ in its blocks (17 B / 32) |
+| Q6_K | ✓ int8: VNNI · AVX2 · Go | ✓ int8: VNNI 2×4 · AVX2 1×2 · Go | — (llama.cpp) | ✓ in its blocks (210 B / 256) |
+| MXFP4 | ✓ int8: VNNI · AVX2 · Go | ✓ int8: VNNI 2×8 · AVX2 1×4 · Go | ✓ ` + "`" + `--type mxfp4` + "`" + ` (ggml's bytes) | ✓ in its blocks (17 B / 32) |
 `
