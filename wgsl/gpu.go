@@ -556,12 +556,22 @@ func (b *gpu) LinearGatedNorm(out nn.Tensor, accum bool, x, gate nn.Tensor, T in
 	return true
 }
 
-// LinearNormedAccum: a decoded token's RMSNorm inside the projection's GEMV.
-func (b *gpu) LinearNormedAccum(out, x nn.Tensor, T int, W *tensor.Mat, nu []float32, eps float32) bool {
-	if T != 1 || b.err != nil {
+// LinearNormed: a decoded token's RMSNorm inside the projection's GEMV.
+func (b *gpu) LinearNormed(out nn.Tensor, accum bool, x nn.Tensor, T int, W *tensor.Mat, nu []float32, eps float32) bool {
+	if T != 1 || b.err != nil || g(out).v.Buf == g(x).v.Buf {
 		return false
 	}
-	b.fail(b.d.LinearNormedAccum(g(out).v, g(x).v, b.mat(W), b.vec(nu), eps))
+	b.fail(b.d.LinearNormed(g(out).v, accum, g(x).v, b.mat(W), b.vec(nu), eps))
+	return true
+}
+
+// LinearGated: a decoded token's output gate inside the projection's GEMV.
+func (b *gpu) LinearGated(out nn.Tensor, accum bool, x, gate nn.Tensor, T int, W *tensor.Mat) bool {
+	o, xv, gv := g(out).v, g(x).v, g(gate).v
+	if T != 1 || g(x).cols > maxGatedNormCols || b.err != nil || o.Buf == xv.Buf || o.Buf == gv.Buf {
+		return false
+	}
+	b.fail(b.d.LinearGated(o, accum, xv, gv, b.mat(W)))
 	return true
 }
 

@@ -319,25 +319,25 @@ func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) erro
 	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gated: true, gate: e}, 0)
 }
 
-// LinearNormedAccum records out += RMSNorm(x; ν, eps)·Wᵀ for one token (a
-// GEMV: the RMSNorm of x is taken inside the projection, which adds into
-// out), equal to RMSNorm then LinearAccum; x is left as it is. nu (ν) has
-// W.Cols values; x and out must not share a buffer.
-func (d *Device) LinearNormedAccum(out View, x View, W *Mat, nu View, eps float32) error {
+// LinearNormed records out = RMSNorm(x; ν, eps)·Wᵀ, or out += that with
+// accum, for one token (a GEMV: the RMSNorm of x is taken inside the
+// projection), equal to RMSNorm then Linear / LinearAccum; x is left as it
+// is. nu (ν) has W.Cols values; x and out must not share a buffer.
+func (d *Device) LinearNormed(out View, accum bool, x View, W *Mat, nu View, eps float32) error {
 	if W == nil {
-		return fmt.Errorf("wgsl: LinearNormedAccum: nil matrix")
+		return fmt.Errorf("wgsl: LinearNormed: nil matrix")
 	}
 	if out.Buf == x.Buf && out.Buf != nil {
-		return fmt.Errorf("wgsl: LinearNormedAccum: x and out share a buffer")
+		return fmt.Errorf("wgsl: LinearNormed: x and out share a buffer")
 	}
-	if err := nu.check(W.Cols, "LinearNormedAccum weight"); err != nil {
+	if err := nu.check(W.Cols, "LinearNormed weight"); err != nil {
 		return err
 	}
-	return d.linearEpi(out, W.Rows, x, W.Cols, 1, W, true, &linearEpilogue{nu: nu, eps: eps}, 0)
+	return d.linearEpi(out, W.Rows, x, W.Cols, 1, W, accum, &linearEpilogue{nu: nu, eps: eps}, 0)
 }
 
-// maxGatedNormCols is the widest input LinearGatedNorm takes (its
-// workgroup-memory copy of the normed input).
+// maxGatedNormCols is the widest input LinearGatedNorm and LinearGated take
+// (their workgroup-memory copy of the gated input).
 const maxGatedNormCols = 2048
 
 // LinearGatedNorm records out (+)= RMSNormGated(x; g, ν, heads of dk,
@@ -346,32 +346,56 @@ const maxGatedNormCols = 2048
 // x itself, in workgroup memory, so W.Cols ≤ 2048. x and g are left as
 // they are; out must not share a buffer with x or g.
 func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct) error {
-	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || dk > loopBudget/2 {
-		return fmt.Errorf("wgsl: LinearGatedNorm: matrix %v for heads of %d (≤ %d inputs)", W != nil, dk, maxGatedNormCols)
+	return d.linearGated(out, accum, x, g, W, nu, dk, eps, act, true)
+}
+
+// LinearGated records out (+)= (x ⊙ σ(g))·Wᵀ for one token in one GEMV
+// (equal to SigmoidGate then Linear, or LinearAccum when accum), gating x
+// in each workgroup's memory as LinearGatedNorm does, so W.Cols ≤ 2048. x
+// and g are left as they are; out must not share a buffer with x or g.
+func (d *Device) LinearGated(out View, accum bool, x, g View, W *Mat) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: LinearGated: nil matrix")
+	}
+	return d.linearGated(out, accum, x, g, W, View{}, W.Cols, 0, ref.GateSigmoid, false)
+}
+
+// linearGated is LinearGatedNorm, or with norm false LinearGated (no norm:
+// nu unused, one head of W.Cols).
+func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct, norm bool) error {
+	what := "LinearGatedNorm"
+	if !norm {
+		what = "LinearGated"
+	}
+	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || norm && dk > loopBudget/2 {
+		return fmt.Errorf("wgsl: %s: matrix %v for heads of %d (≤ %d inputs)", what, W != nil, dk, maxGatedNormCols)
 	}
 	if out.Buf != nil && (out.Buf == x.Buf || out.Buf == g.Buf) {
-		return fmt.Errorf("wgsl: LinearGatedNorm: out shares a buffer with x or g")
+		return fmt.Errorf("wgsl: %s: out shares a buffer with x or g", what)
 	}
 	for _, c := range []struct {
 		v     View
 		words int
 		name  string
 	}{{x, W.Cols, "x"}, {g, W.Cols, "g"}, {nu, dk, "weight"}, {out, W.Rows, "out"}} {
-		if err := c.v.check(c.words, "LinearGatedNorm", c.name); err != nil {
+		if c.name == "weight" && !norm {
+			continue
+		}
+		if err := c.v.check(c.words, what, c.name); err != nil {
 			return err
 		}
 	}
 	if len(W.Parts) > 0 {
 		off := 0
 		for _, p := range W.Parts {
-			if err := d.LinearGatedNorm(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act); err != nil {
+			if err := d.linearGated(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act, norm); err != nil {
 				return err
 			}
 			off += p.Rows
 		}
 		return nil
 	}
-	if err := W.check("LinearGatedNorm"); err != nil {
+	if err := W.check(what); err != nil {
 		return err
 	}
 	k, err := d.weightKernel("linear.wgsl", entry("gemv_gnorm", W.DType), 5, W.DType)
@@ -383,7 +407,7 @@ func (d *Device) LinearGatedNorm(out View, accum bool, x, g View, W *Mat, nu Vie
 		mode = 2
 	}
 	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
-		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, nu.Off).f(eps).u(g.Off, dk, mode)
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(b2i(norm), nu.Off).f(eps).u(g.Off, dk, mode)
 	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
 }
 

@@ -209,7 +209,8 @@ fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
 // gdk values, weight ν = E[nu_off..][gdk], gate G): every workgroup first
 // builds xs = RMSNorm(x_h)·ν·act(g) for all cols ≤ 2048 inputs in
 // workgroup memory (one thread per head), then computes its 8 rows from
-// xs as gemv does — the KDA output norm and o_proj in one dispatch.
+// xs as gemv does — the KDA output norm and o_proj in one dispatch. With
+// norm 0 there is no norm: xs = x·act(g) (MLA's output gate and o_proj).
 var<workgroup> xs: array<f32, 2048>;
 
 fn gact(g: f32) -> f32 {
@@ -231,7 +232,10 @@ fn gemv_gnorm_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
-  let heads = p.cols / p.gdk;
+  let heads = select(0u, p.cols / p.gdk, p.norm == 1u);
+  if (p.norm == 0u) {
+    for (var i = tid; i < p.cols; i += WG) { xs[i] = X[p.x_off + i] * gact(G[p.g_off + i]); }
+  }
   for (var h = tid; h < heads; h += WG) {
     let xb = p.x_off + h * p.gdk;
     var ss = 0.0;

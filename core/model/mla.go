@@ -60,10 +60,8 @@ func mlaBlock(b nn.Backend, s *mlaScratch, c *config.Config, w *MLA, xn nn.Tenso
 	nn.Linears(b, T, ps)
 	q, kva, gate := ps[0].Out, ps[2].Out, ps[3].Out
 	if w.QProj == nil {
-		qa := ps[1].Out
-		b.RMSNorm(qa, qa, T, w.QALayernorm, c.RMSNormEps)
 		q = b.Reshape(s.q, w.QBProj.Rows)
-		b.Linear(q, qa, T, w.QBProj)
+		nn.LinearNormed(b, q, false, ps[1].Out, T, w.QBProj, w.QALayernorm, c.RMSNormEps, s.tmp)
 	}
 	ckv := b.Cols(kva, 0, rkv)
 	b.RMSNorm(ckv, ckv, T, w.KVALayernorm, c.RMSNormEps)
@@ -76,7 +74,8 @@ func mlaBlock(b nn.Backend, s *mlaScratch, c *config.Config, w *MLA, xn nn.Tenso
 	s.att = nn.LatentArgs{T: T, H: H, DN: dn, DR: dr, DV: dv, RKV: rkv, Scale: scale, Q: q, O: o, WKVB: w.KVBProj, Cache: cache}
 	b.LatentAttention(&s.att)
 	if w.GProj != nil {
-		b.SigmoidGate(o, gate, T)
+		nn.LinearGated(b, out, accum, o, gate, T, w.OProj, s.tmp)
+		return
 	}
 	nn.Project(b, out, o, T, w.OProj, accum, s.tmp)
 }

@@ -124,19 +124,33 @@ func LinearGatedNorm(b Backend, out Tensor, accum bool, x, g Tensor, T int, W *t
 	Project(b, out, x, T, W, accum, tmp)
 }
 
-// LinearNormedAccumer computes a normed input's projection added into out.
-type LinearNormedAccumer interface {
-	LinearNormedAccum(out, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32) bool
+// LinearNormer computes a normed input's projection in one kernel.
+type LinearNormer interface {
+	LinearNormed(out Tensor, accum bool, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32) bool
 }
 
-// LinearNormedAccum: out += W · RMSNorm(x; nu). The fallback normalises x
-// in place.
-func LinearNormedAccum(b Backend, out, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32, tmp Tensor) {
-	if f, ok := b.(LinearNormedAccumer); ok && f.LinearNormedAccum(out, x, T, W, nu, eps) {
+// LinearNormed: out (+)= W · RMSNorm(x; nu). The fallback normalises x in
+// place.
+func LinearNormed(b Backend, out Tensor, accum bool, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32, tmp Tensor) {
+	if f, ok := b.(LinearNormer); ok && f.LinearNormed(out, accum, x, T, W, nu, eps) {
 		return
 	}
 	b.RMSNorm(x, x, T, nu, eps)
-	Project(b, out, x, T, W, true, tmp)
+	Project(b, out, x, T, W, accum, tmp)
+}
+
+// LinearGater computes a sigmoid-gated input's projection in one kernel.
+type LinearGater interface {
+	LinearGated(out Tensor, accum bool, x, g Tensor, T int, W *tensor.Mat) bool
+}
+
+// LinearGated: out (+)= W · (x ⊙ σ(g)). The fallback gates x in place.
+func LinearGated(b Backend, out Tensor, accum bool, x, g Tensor, T int, W *tensor.Mat, tmp Tensor) {
+	if f, ok := b.(LinearGater); ok && f.LinearGated(out, accum, x, g, T, W) {
+		return
+	}
+	b.SigmoidGate(x, g, T)
+	Project(b, out, x, T, W, accum, tmp)
 }
 
 // AttnResNormer computes an AttnRes read and the norm after it in one
@@ -211,7 +225,7 @@ func MoEBlock(b Backend, out, x Tensor, T int, w *MoE, a *MoEArgs, accum bool) {
 		b.Experts(out, z, T, w.Experts, s.Rt, a.Act, accum)
 	case w.RoutedExpertNorm != nil && accum:
 		b.Experts(s.Acc, z, T, w.Experts, s.Rt, a.Act, false)
-		LinearNormedAccum(b, out, s.Acc, T, w.RoutedExpertUpProj, w.RoutedExpertNorm, a.Eps, s.Tmp)
+		LinearNormed(b, out, true, s.Acc, T, w.RoutedExpertUpProj, w.RoutedExpertNorm, a.Eps, s.Tmp)
 	default:
 		b.Experts(s.Acc, z, T, w.Experts, s.Rt, a.Act, false)
 		if w.RoutedExpertNorm != nil {

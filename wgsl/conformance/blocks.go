@@ -79,7 +79,7 @@ func blockCases(add adder) {
 				return g.Read(out, T*st), want
 			})
 		}
-		add("LinearNormedAccum", dt.String(), fmt.Sprintf("65x%d", cn), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+		add("LinearNormed", dt.String(), fmt.Sprintf("65x%d accum=true", cn), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			rows, n := 65, cn
 			W := RandMat(r, rows, n, dt, 1)
 			x, nu, res := RandVec(r, n, 3), RandVec(r, n, 1), RandVec(r, rows, 2)
@@ -90,7 +90,7 @@ func blockCases(add adder) {
 			want := slices.Clone(res)
 			ref.Axpy(1, y, want)
 			out := g.Up(res)
-			check(g, g.D.LinearNormedAccum(out, g.Up(x), g.Mat(W), g.Up(nu), 1e-5))
+			check(g, g.D.LinearNormed(out, true, g.Up(x), g.Mat(W), g.Up(nu), 1e-5))
 			return g.Read(out, rows), want
 		})
 		add("LinearGatedNorm/SiLU", dt.String(), "33x256 dk=64 accum=true", 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {

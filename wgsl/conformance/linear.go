@@ -4,6 +4,7 @@ package conformance
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
-// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormedAccum, LinearGatedNorm, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
+// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
 func linearCases(add adder) {
 	// Linear: GEMV (T=1) and GEMM (T>1, tiles of 8 tokens); shapes straddle
 	// the 64-thread column stride, odd columns (half-word padding), token
@@ -55,29 +56,50 @@ func linearCases(add adder) {
 			})
 		}
 	}
-	// LinearNormedAccum: out += RMSNorm(x)·Wᵀ in one GEMV equals RMSNorm
-	// then LinearAccum (odd and even columns, more than one lane stride).
+	// LinearNormed: out (+)= RMSNorm(x)·Wᵀ in one GEMV equals RMSNorm then
+	// Linear / LinearAccum (odd and even columns, more than one lane
+	// stride); LinearGated: out (+)= (x ⊙ σ(g))·Wᵀ equals SigmoidGate then
+	// Linear / LinearAccum. x (and g) must be left as they are.
 	for _, dt := range dtypes {
-		for _, s := range [][2]int{{5, 7}, {64, 128}, {65, 129}, {300, 1000}} {
-			rows, cols := s[0], s[1]
-			add("LinearNormedAccum", dt.String(), fmt.Sprintf("%dx%d", rows, cols), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+		for _, s := range [][3]int{{5, 7, 1}, {64, 128, 0}, {65, 129, 1}, {300, 1000, 0}} {
+			rows, cols, accum := s[0], s[1], s[2] == 1
+			add("LinearNormed", dt.String(), fmt.Sprintf("%dx%d accum=%v", rows, cols, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 				W := RandMat(r, rows, cols, dt, 1)
 				x := RandVec(r, cols, 3)
 				nu := RandVec(r, cols, 1)
 				res := RandVec(r, rows, 2)
 				xn := make([]float32, cols)
 				ref.RMSNorm(xn, x, nu, 1e-5)
-				y := make([]float32, rows)
-				ref.Linear(nil, y, xn, 1, W)
-				want := slices.Clone(res)
-				for i := range want {
-					want[i] += y[i]
+				want := make([]float32, rows)
+				ref.Linear(nil, want, xn, 1, W)
+				if accum {
+					ref.Axpy(1, res, want)
 				}
 				out := g.Up(res)
 				xv := g.Up(x)
-				check(g, g.D.LinearNormedAccum(out, xv, g.Mat(W), g.Up(nu), 1e-5))
+				check(g, g.D.LinearNormed(out, accum, xv, g.Mat(W), g.Up(nu), 1e-5))
 				if got := g.Read(xv, cols); !slices.Equal(got, x) {
 					return got, x // x must be left as it is
+				}
+				return g.Read(out, rows), want
+			})
+			add("LinearGated", dt.String(), fmt.Sprintf("%dx%d accum=%v", rows, cols, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				W := RandMat(r, rows, cols, dt, 1)
+				x, gt, res := RandVec(r, cols, 3), RandVec(r, cols, 3), RandVec(r, rows, 2)
+				xg := make([]float32, cols)
+				for i := range xg {
+					xg[i] = x[i] / (1 + float32(math.Exp(float64(-gt[i]))))
+				}
+				want := make([]float32, rows)
+				ref.Linear(nil, want, xg, 1, W)
+				if accum {
+					ref.Axpy(1, res, want)
+				}
+				out := g.Up(res)
+				xv, gv := g.Up(x), g.Up(gt)
+				check(g, g.D.LinearGated(out, accum, xv, gv, g.Mat(W)))
+				if got := g.Read(xv, cols); !slices.Equal(got, x) {
+					return got, x
 				}
 				return g.Read(out, rows), want
 			})
