@@ -21,6 +21,24 @@ fn glu_act(g: f32, u0: f32, act: u32, beta: f32, beta_lin: f32) -> f32 {
   return beta * tanh_s(g / beta) / (1.0 + exp(-g)) * u;
 }
 
+// log1p_s is log(1+e), accurate for small e (WGSL has no log1p).
+fn log1p_s(e: f32) -> f32 {
+  let u = 1.0 + e;
+  if (u == 1.0) { return e; }
+  return log(u) * e / (u - 1.0);
+}
+
+// kda_gate is the KDA log-decay gate (ref.KDAGate) of a projection's value
+// raw for a channel with dt_bias bias and log-decay rate al:
+//   bounded:  lb·σ(exp(al)·(raw + bias))
+//   softplus: −exp(al)·softplus(raw + bias)
+fn kda_gate(raw: f32, bias: f32, al: f32, bounded: bool, lb: f32) -> f32 {
+  let a = exp(al);
+  let x = raw + bias;
+  if (bounded) { return lb / (1.0 + exp(-(a * x))); }
+  return -a * (max(x, 0.0) + log1p_s(exp(-abs(x))));
+}
+
 // wpair is the weights of columns 2j and 2j+1 of the row at word base of
 // the including kernel's weight matrix W (0 past the end): f32 (p.dtype
 // 0: one word each), f16 (1) or bf16 (2: two per word); p.cols columns.

@@ -33,8 +33,9 @@ func g(t nn.Tensor) *gt { return t.(*gt) }
 type gpu struct {
 	d    *Device
 	err  error
-	bufs []*Buffer // every buffer the backend created (weights, scratch, state)
-	topK int       // routed experts per token (sizes the expert scratch)
+	bufs []*Buffer   // every buffer the backend created (weights, scratch, state)
+	topK int         // routed experts per token (sizes the expert scratch)
+	gate KDAPrepGate // KDAPrep's gate operands (kept here: passing them allocates nothing)
 
 	// views made during a pass come from this arena (reused by the next)
 	views  []*gt
@@ -530,7 +531,19 @@ func (b *gpu) KDAPrep(a *nn.ConvArgs) bool {
 		kc.v.Buf != qc.v.Buf || vc.v != (View{qc.v.Buf, qc.v.Off + 2*step}) || step < hd {
 		return false
 	}
-	b.fail(b.d.KDAPrep(qc.v, step, q.v, beta.v, wq, tq.v, tail, a.H, a.DK, a.Kernel, a.QScale, a.Eps))
+	var gate *KDAPrepGate
+	if ga := a.Gate; ga != nil { // the gate in the same dispatch, when its operands allow
+		e := b.gateEpilogue(ga.Args)
+		w := b.mat(ga.W)
+		if fa := g(ga.X).v; fa.Buf == q.v.Buf && w != nil && len(w.Parts) == 0 && e.DtBias.Buf != nil && e.DtBias.Buf == e.ALog.Buf {
+			b.gate = KDAPrepGate{G: g(ga.G).v, FA: fa, W: w, E: e}
+			gate = &b.gate
+		}
+	}
+	b.fail(b.d.KDAPrep(qc.v, step, q.v, beta.v, wq, tq.v, tail, a.H, a.DK, a.Kernel, a.QScale, a.Eps, gate))
+	if ga := a.Gate; ga != nil && gate == nil && b.err == nil {
+		nn.LinearKDAGate(b, ga.G, ga.X, a.T, ga.W, ga.Args)
+	}
 	return true
 }
 

@@ -12,13 +12,6 @@ struct P {
 @group(0) @binding(3) var<storage, read_write> ALOG: array<f32>;
 @group(0) @binding(4) var<storage, read_write> G: array<f32>;
 
-// log(1+e) accurate for small e (WGSL has no log1p).
-fn log1p_s(e: f32) -> f32 {
-  let u = 1.0 + e;
-  if (u == 1.0) { return e; }
-  return log(u) * e / (u - 1.0);
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
@@ -26,11 +19,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let c = i % p.hd;
   var al: f32;
   if (p.per_channel == 1u) { al = ALOG[p.alog_off + c]; } else { al = ALOG[p.alog_off + c / p.dk]; }
-  let a = exp(al);
-  let x = RAW[p.raw_off + i] + BIAS[p.bias_off + c];
-  if (p.bounded == 1u) {
-    G[p.g_off + i] = p.lb / (1.0 + exp(-(a * x)));
-  } else {
-    G[p.g_off + i] = -a * (max(x, 0.0) + log1p_s(exp(-abs(x))));
-  }
+  G[p.g_off + i] = kda_gate(RAW[p.raw_off + i], BIAS[p.bias_off + c], al, p.bounded == 1u, p.lb);
 }

@@ -32,23 +32,13 @@ struct P {
 @group(0) @binding(4) var<storage, read_write> E: array<f32>;
 @group(0) @binding(5) var<storage, read_write> G: array<f32>;
 
-// log(1+e) accurate for small e (WGSL has no log1p).
-fn log1p_s(e: f32) -> f32 {
-  let u = 1.0 + e;
-  if (u == 1.0) { return e; }
-  return log(u) * e / (u - 1.0);
-}
-
 // epi applies the epilogue (if any) to the value v of output row row.
 fn epi(v: f32, row: u32) -> f32 {
   if (p.gate == 0u) { return v; }
   let c = p.r0 + row;
   var al: f32;
   if (p.per_channel == 1u) { al = E[p.alog_off + c]; } else { al = E[p.alog_off + c / p.dk]; }
-  let a = exp(al);
-  let x = v + E[p.bias_off + c];
-  if (p.bounded == 1u) { return p.lb / (1.0 + exp(-(a * x))); }
-  return -a * (max(x, 0.0) + log1p_s(exp(-abs(x))));
+  return kda_gate(v, E[p.bias_off + c], al, p.bounded == 1u, p.lb);
 }
 
 const WG: u32 = 64u;

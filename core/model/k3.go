@@ -137,6 +137,7 @@ type k3 struct {
 	products []nn.Product
 	// op arguments, kept here so that passing them allocates nothing
 	conv  nn.ConvArgs
+	gate  nn.GateProj
 	delta nn.DeltaArgs
 	mlaS  mlaScratch
 	moeA  nn.MoEArgs
@@ -343,10 +344,11 @@ func (f *k3) kda(st nn.State, i int, w *KDA, out nn.Tensor, accum bool, T int) {
 	f.conv = nn.ConvArgs{T: T, H: H, DK: dk, Kernel: c.ConvKernel, QScale: float32(1 / math.Sqrt(float64(dk))), Eps: 1e-6,
 		Q: q, K: k, V: v, Beta: beta, QC: qc, KC: kc, VC: vc, WQ: w.QConv1d, WK: w.KConv1d, WV: w.VConv1d,
 		TailQ: st.Fixed(i, stateConvQ), TailK: st.Fixed(i, stateConvK), TailV: st.Fixed(i, stateConvV)}
-	nn.KDAPrep(b, &f.conv)
 	g := b.Reshape(f.g, hd)
-	nn.LinearKDAGate(b, g, fa, T, w.FBProj, nn.KDAGateArgs{H: H, DK: dk, DtBias: w.DtBias, ALog: w.ALog,
-		Bounded: c.GateBounded, LowerBound: c.GateLowerBound})
+	f.gate = nn.GateProj{G: g, X: fa, W: w.FBProj, Args: nn.KDAGateArgs{H: H, DK: dk, DtBias: w.DtBias, ALog: w.ALog,
+		Bounded: c.GateBounded, LowerBound: c.GateLowerBound}}
+	f.conv.Gate = &f.gate
+	nn.KDAPrep(b, &f.conv)
 	o := b.Reshape(f.o, hd)
 	f.delta = nn.DeltaArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: st.Fixed(i, stateS)}
 	b.DeltaRule(&f.delta)

@@ -62,7 +62,7 @@ func Project(b Backend, out, x Tensor, T int, W *tensor.Mat, accum bool, tmp Ten
 
 // ConvArgs are the operands of KDAPrep: the projections Q, K, V [T, H·dk]
 // and Beta [T, H], the outputs QC, KC, VC, the depthwise conv weights
-// and tails of each.
+// and tails of each, and optionally the step's gate.
 type ConvArgs struct {
 	T, H, DK, Kernel    int
 	QScale, Eps         float32
@@ -70,6 +70,16 @@ type ConvArgs struct {
 	QC, KC, VC          Tensor
 	WQ, WK, WV          []float32
 	TailQ, TailK, TailV Tensor
+	// Gate, if not nil, is the KDA gate KDAPrep also computes (its
+	// inputs are independent of the conv's): LinearKDAGate's operands.
+	Gate *GateProj
+}
+
+// GateProj are LinearKDAGate's operands: G = KDAGate(W·X).
+type GateProj struct {
+	G, X Tensor
+	W    *tensor.Mat
+	Args KDAGateArgs
 }
 
 // KDAPrepper runs KDAPrep in one kernel.
@@ -82,7 +92,8 @@ type KDAPrepper interface {
 //	qc = L2Norm(ShortConv(q)) · dk^−½,  kc = L2Norm(ShortConv(k)),
 //	vc = ShortConv(v),                   β = σ(β)
 //
-// with the L2 norms per head of dk values.
+// with the L2 norms per head of dk values, and with a.Gate the gate
+// g = KDAGate(f_b · f_a) (LinearKDAGate).
 func KDAPrep(b Backend, a *ConvArgs) {
 	if f, ok := b.(KDAPrepper); ok && f.KDAPrep(a) {
 		return
@@ -93,6 +104,9 @@ func KDAPrep(b Backend, a *ConvArgs) {
 	b.L2Norm(a.QC, a.T, a.DK, a.Eps, a.QScale)
 	b.L2Norm(a.KC, a.T, a.DK, a.Eps, 1)
 	b.Sigmoid(a.Beta, a.T)
+	if g := a.Gate; g != nil {
+		LinearKDAGate(b, g.G, g.X, a.T, g.W, g.Args)
+	}
 }
 
 // LinearKDAGater computes the KDA gate as the epilogue of its projection.
