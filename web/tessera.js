@@ -94,7 +94,9 @@ export class Tessera {
    * routed experts): a model over it keeps its dense part and as many
    * experts as fit on the GPU and uploads the others when routed
    * (info().expertCache, lastStats.expertCache: slots, hitRate,
-   * uploadBytes, uploadBytesPerToken, uploadMs);
+   * uploadBytes, uploadBytesPerToken, uploadMs); on the GPU,
+   * info().gpuMemory says what the model holds there in bytes (bytes: all
+   * buffers; weights resident, modelWeights, state, scratch);
    * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model

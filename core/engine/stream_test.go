@@ -73,6 +73,39 @@ func TestExpertStreamingEngine(t *testing.T) {
 	if c := cs.ExpertCache; c == nil || c.CPULayers != cpuMoE.Cfg.NumHiddenLayers-cpuMoE.Cfg.FirstKDenseReplace || c.CPUMs <= 0 {
 		t.Fatalf("experts on the CPU: stats %+v", c)
 	}
+	checkGPUMemoryInfo(t, full, small, cpuMoE)
+}
+
+// checkGPUMemoryInfo checks Info().GPUMemory of k3-micro all resident,
+// with 16 of 64 experts per layer resident, and with every MoE layer's
+// experts on the CPU: the buffers hold the weights and state and at most
+// the estimated scratch besides, and the resident
+// weights are the model's less exactly the experts left on the host.
+func checkGPUMemoryInfo(t *testing.T, full, small, cpuMoE *Engine) {
+	t.Helper()
+	moe := full.Cfg.NumHiddenLayers - full.Cfg.FirstKDenseReplace
+	for _, c := range []struct {
+		name      string
+		e         *Engine
+		offExpert int // experts per MoE layer not on the GPU
+	}{{"resident", full, 0}, {"25%", small, 64 - 16}, {"experts on the CPU", cpuMoE, 64}} {
+		u := c.e.Info().GPUMemory
+		if u == nil {
+			t.Fatalf("%s: Info().GPUMemory is nil on the GPU", c.name)
+		}
+		// the weights are counted exactly, the scratch estimated from above
+		if rest := u.Bytes - u.Weights - u.State; u.ExpertBytes <= 0 || u.Context != 512 || rest <= 0 || rest > u.Scratch {
+			t.Errorf("%s: GPU memory %+v: buffers beyond weights and state %d, want in (0, scratch]", c.name, *u, rest)
+		}
+		if want := u.ModelWeights - int64(c.offExpert*moe)*u.ExpertBytes; u.Weights != want {
+			t.Errorf("%s: resident weights %d, want the model's %d less %d experts of %d bytes in each of %d layers = %d",
+				c.name, u.Weights, u.ModelWeights, c.offExpert, u.ExpertBytes, moe, want)
+		}
+		t.Logf("%s: GPU memory %+v", c.name, *u)
+	}
+	if f, s := full.Info().GPUMemory, small.Info().GPUMemory; f.ModelWeights != s.ModelWeights || s.Bytes >= f.Bytes {
+		t.Errorf("model weights %d resident, %d streamed; buffers %d resident, %d streamed", f.ModelWeights, s.ModelWeights, f.Bytes, s.Bytes)
+	}
 }
 
 // A failed expert upload mid-generation (an injected device out of
