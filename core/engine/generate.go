@@ -109,8 +109,12 @@ type Stats struct {
 	Images   []ImageStats `json:"images,omitempty"`
 	EncodeMs float64      `json:"encodeMs,omitempty"`
 	// ExpertCache: the GPU's routed-expert cache over this generation,
-	// when the GPU streams experts (a budget below the model's size).
-	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
+	// when the GPU streams experts (a budget below the model's size);
+	// DecodeExpertCache over its decode steps alone (after the first
+	// token, as tessera bench measures it): the prompt's pieces run
+	// expert-major and hit differently.
+	ExpertCache       *ExpertCacheStats `json:"expertCache,omitempty"`
+	DecodeExpertCache *ExpertCacheStats `json:"decodeExpertCache,omitempty"`
 }
 
 // ExpertCacheStats describe the GPU's routed-expert cache (expert
@@ -310,12 +314,16 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		return st, err
 	}
 	defer release()
-	var x0 wgsl.ExpertStats
+	var x0, x1 wgsl.ExpertStats // at the start, at the first token
 	if e.ExpertStats != nil {
 		x0 = e.ExpertStats()
 		defer func() {
 			if e.ExpertStats != nil {
-				st.ExpertCache = expertCacheStats(e.ExpertStats().Sub(x0))
+				x := e.ExpertStats()
+				st.ExpertCache = expertCacheStats(x.Sub(x0))
+				if st.Tokens > 1 {
+					st.DecodeExpertCache = expertCacheStats(x.Sub(x1))
+				}
 			}
 		}()
 	}
@@ -523,6 +531,9 @@ gen:
 			if st.Tokens == 0 {
 				tFirst = time.Now()
 				st.TTFTMs = ms(tFirst.Sub(t0))
+				if e.ExpertStats != nil {
+					x1 = e.ExpertStats()
+				}
 			}
 			st.Tokens++
 			made++

@@ -52,6 +52,14 @@ func TestExpertStreamingEngine(t *testing.T) {
 	if tot := small.Totals().ExpertCache; tot == nil || tot.Misses < x.Misses {
 		t.Fatalf("totals %+v", tot)
 	}
+	// the decode steps alone: 12 steps of one token (every emitted token
+	// is fed back, the last too), each looking up its top-k experts at
+	// every MoE layer
+	moe := small.Cfg.NumHiddenLayers - small.Cfg.FirstKDenseReplace
+	if d := gs.DecodeExpertCache; ws.DecodeExpertCache != nil || d == nil || d.Hits+d.Misses != int64(12*small.Cfg.TopK*moe) ||
+		d.Misses > x.Misses || d.UploadBytes > x.UploadBytes || d.Slots != 16 {
+		t.Fatalf("decode expert cache stats: resident %+v, streamed %+v (whole generation %+v)", ws.DecodeExpertCache, d, x)
+	}
 	t.Logf("25%%: %+v", *x)
 	// the live view shows the cache's hit rate while streaming
 	lv := NewLiveView(small.Cfg, 16, 64)
