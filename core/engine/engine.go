@@ -429,8 +429,11 @@ type GPUMemoryUse struct {
 	State   int64 `json:"state"`
 	Scratch int64 `json:"scratch"`
 	Context int   `json:"context"`
-	// ExpertBytes is one routed expert's size on the GPU (0 without).
+	// ExpertBytes is one routed expert's size on the GPU (0 without);
+	// ExpertSlots of each MoE layer's Experts are resident.
 	ExpertBytes int64 `json:"expertBytes,omitempty"`
+	ExpertSlots int   `json:"expertSlots,omitempty"`
+	Experts     int   `json:"experts,omitempty"`
 }
 
 // ImageTokens gives the prompt tokens of a sample image size and the

@@ -128,6 +128,7 @@ type ExpertCacheStats struct {
 	UploadBytes         int64   `json:"uploadBytes"`
 	UploadBytesPerToken float64 `json:"uploadBytesPerToken"`
 	UploadMs            float64 `json:"uploadMs"` // time reading, packing and writing the misses
+	Tokens              int64   `json:"tokens"`   // tokens the runner ran meanwhile
 	// CPULayers MoE layers compute their experts on the CPU (--n-cpu-moe),
 	// taking CPUMs to compute and write back.
 	CPULayers int     `json:"cpuLayers,omitempty"`
@@ -141,7 +142,7 @@ func expertCacheStats(s wgsl.ExpertStats) *ExpertCacheStats {
 		return nil
 	}
 	c := &ExpertCacheStats{Slots: s.Slots, Experts: s.Experts, Hits: s.Hits, Misses: s.Misses, HitRate: s.HitRate(),
-		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime), CPULayers: s.CPULayers, CPUMs: ms(s.CPUTime)}
+		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime), Tokens: s.Tokens, CPULayers: s.CPULayers, CPUMs: ms(s.CPUTime)}
 	if s.Tokens > 0 {
 		c.UploadBytesPerToken = float64(s.UploadBytes) / float64(s.Tokens)
 	}

@@ -17,7 +17,7 @@ func GPUMemoryOf(r *wgsl.Runner, m *model.Model) *GPUMemoryUse {
 	xs := r.ExpertStats()
 	est := wgsl.EstimateMemory(m, wgsl.RunnerOptions{MaxChunk: r.MaxChunk(), MaxContext: r.MaxContext(), CPUMoELayers: xs.CPULayers})
 	u := &GPUMemoryUse{Bytes: r.Bytes(), Weights: est.Weights, ModelWeights: est.Weights, State: est.State, Scratch: est.Scratch,
-		Context: r.MaxContext(), ExpertBytes: est.ExpertBytes}
+		Context: r.MaxContext(), ExpertBytes: est.ExpertBytes, ExpertSlots: xs.Slots, Experts: xs.Experts}
 	if xs.Streaming { // the dense part and the slots are resident
 		u.Weights = est.WithSlots(xs.Slots) - est.State - est.Scratch
 	}

@@ -57,7 +57,7 @@ func TestExpertStreamingEngine(t *testing.T) {
 	// every MoE layer
 	moe := small.Cfg.NumHiddenLayers - small.Cfg.FirstKDenseReplace
 	if d := gs.DecodeExpertCache; ws.DecodeExpertCache != nil || d == nil || d.Hits+d.Misses != int64(12*small.Cfg.TopK*moe) ||
-		d.Misses > x.Misses || d.UploadBytes > x.UploadBytes || d.Slots != 16 {
+		d.Misses > x.Misses || d.UploadBytes > x.UploadBytes || d.Slots != 16 || d.Tokens != 12 {
 		t.Fatalf("decode expert cache stats: resident %+v, streamed %+v (whole generation %+v)", ws.DecodeExpertCache, d, x)
 	}
 	t.Logf("25%%: %+v", *x)
@@ -104,6 +104,9 @@ func checkGPUMemoryInfo(t *testing.T, full, small, cpuMoE *Engine) {
 		// the weights are counted exactly, the scratch estimated from above
 		if rest := u.Bytes - u.Weights - u.State; u.ExpertBytes <= 0 || u.Context != 512 || rest <= 0 || rest > u.Scratch {
 			t.Errorf("%s: GPU memory %+v: buffers beyond weights and state %d, want in (0, scratch]", c.name, *u, rest)
+		}
+		if c.offExpert < 64 && (u.Experts != 64 || u.ExpertSlots != 64-c.offExpert) {
+			t.Errorf("%s: %d of %d experts resident, want %d of 64", c.name, u.ExpertSlots, u.Experts, 64-c.offExpert)
 		}
 		if want := u.ModelWeights - int64(c.offExpert*moe)*u.ExpertBytes; u.Weights != want {
 			t.Errorf("%s: resident weights %d, want the model's %d less %d experts of %d bytes in each of %d layers = %d",
