@@ -181,11 +181,17 @@ func (s *benchSite) load(t *testing.T, b *browser, page string, q url.Values, wh
 
 // rssPeak is the largest resident set seen while a page ran, summed over
 // Chromium's processes of each kind (the page's workers live in the
-// renderer; WebGPU buffers of a software adapter in the GPU process).
+// renderer; WebGPU buffers of a software adapter in the GPU process),
+// and the CPU time the processes of each kind used meanwhile (a software
+// adapter's shader compiles and kernels run in the GPU process; CPU time
+// moves less with the machine's load than wall time).
 type rssPeak struct {
 	Renderer int64 `json:"renderer"`
 	GPU      int64 `json:"gpu"`
 	All      int64 `json:"all"`
+
+	RendererCPUMs float64 `json:"rendererCpuMs,omitempty"`
+	GPUCPUMs      float64 `json:"gpuCpuMs,omitempty"`
 }
 
 // benchRow is the medians of one model × variant over the rounds.
@@ -327,8 +333,9 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				warm := load(b, page, v, "warm")
 				closeB()
 				runs[v] = append(runs[v], cold, warm)
-				t.Logf("%s round %d %s: load %.0f / %.0f ms, TTFT %.0f ms, decode %.1f tok/s, on %s", name, r+1, v,
-					cold.LoadMs, warm.LoadMs, warm.TTFTMs, warm.DecodeTokS, warm.RanOn)
+				t.Logf("%s round %d %s: load %.0f / %.0f ms, TTFT %.0f ms, decode %.1f tok/s, on %s; CPU renderer %.1f / %.1f s, GPU process %.1f / %.1f s",
+					name, r+1, v, cold.LoadMs, warm.LoadMs, warm.TTFTMs, warm.DecodeTokS, warm.RanOn,
+					cold.PeakRSS.RendererCPUMs/1000, warm.PeakRSS.RendererCPUMs/1000, cold.PeakRSS.GPUCPUMs/1000, warm.PeakRSS.GPUCPUMs/1000)
 			}
 		}
 		site.close()
@@ -594,11 +601,19 @@ func (w *countWriter) Write(p []byte) (int, error) {
 
 func (w *countWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// benchSampleRSS samples, every 50 ms until stop, the resident set of the
-// processes in Chromium's process group (pgid) by kind, and returns the
-// largest sums seen.
+// benchSampleRSS samples, every 50 ms until stop, the resident set and
+// CPU time of the processes in Chromium's process group (pgid) by kind,
+// and returns the largest resident sums seen and the CPU time used from
+// the first sample (a process started meanwhile: from its start) to the
+// last.
 func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
 	var peak rssPeak
+	type ticks struct {
+		first, last int64
+		kind        string
+	}
+	cpu := map[int]*ticks{}
+	firstSample := true
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -613,32 +628,60 @@ func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
 			if err != nil {
 				continue
 			}
-			// fields after "comm)": state ppid pgrp …
+			// fields after "comm)": state ppid pgrp … utime (12th) stime (13th)
 			i := strings.LastIndexByte(string(stat), ')')
 			f := strings.Fields(string(stat[i+1:]))
-			if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
 				continue
 			}
 			rss := benchVmRSS(pid)
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			kind := ""
 			switch {
 			case strings.Contains(string(cmdline), "--type=renderer"):
 				cur.Renderer += rss
+				kind = "renderer"
 			case strings.Contains(string(cmdline), "--type=gpu-process"):
 				cur.GPU += rss
+				kind = "gpu"
 			}
 			cur.All += rss
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			c := cpu[pid]
+			if c == nil {
+				c = &ticks{kind: kind}
+				if firstSample {
+					c.first = ut + st
+				}
+				cpu[pid] = c
+			}
+			c.last = ut + st
 		}
+		firstSample = false
 		peak.Renderer = max(peak.Renderer, cur.Renderer)
 		peak.GPU = max(peak.GPU, cur.GPU)
 		peak.All = max(peak.All, cur.All)
 		select {
 		case <-stop:
+			for _, c := range cpu {
+				ms := float64(c.last-c.first) * 1000 / clockTicks
+				switch c.kind {
+				case "renderer":
+					peak.RendererCPUMs += ms
+				case "gpu":
+					peak.GPUCPUMs += ms
+				}
+			}
 			return peak
 		case <-tick.C:
 		}
 	}
 }
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ: 100 on
+// Linux for every architecture Go supports there).
+const clockTicks = 100
 
 // benchVmRSS is VmRSS of /proc/pid/status in bytes (0 when gone).
 func benchVmRSS(pid int) int64 {
