@@ -107,6 +107,15 @@ func (s *benchGPUSetup) settings(what string) {
 		"(fresh profile); " + what
 }
 
+// path is p relative to the repository root (as the Makefile gives it),
+// unless absolute.
+func (s *benchGPUSetup) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(s.root, p)
+}
+
 // benchFileBytes is the size of a model: a GGUF file, or a directory's
 // safetensors files.
 func benchFileBytes(t *testing.T, model string) int64 {
@@ -165,7 +174,8 @@ type gpuMemRow struct {
 // TestBrowserBenchGPUMemory is `make bench-browser-memory`: the GPU
 // memory tessera's WebGPU runner holds in headless Chromium
 // (info().gpuMemory: every buffer, and the weights, state and scratch in
-// them) for each model of BENCH_GPU_MODELS (directories or GGUF files;
+// them) for each model of BENCH_GPU_MODELS (directories or GGUF files,
+// relative to the repository root or absolute;
 // the Makefile gives k3-mini BF16 and llama.cpp's Q4_K_M and MXFP4_MOE
 // mixes of it), each against the first, with the browser's peak memory
 // (renderer + GPU process, /proc) and the load, TTFT and decode speed of a
@@ -180,6 +190,7 @@ func TestBrowserBenchGPUMemory(t *testing.T) {
 	outPath := cmp.Or(os.Getenv("BENCH_OUT"), filepath.Join(s.root, "out", "bench", "browser-memory.json"))
 	var rows []gpuMemRow
 	for _, m := range models {
+		m = s.path(strings.TrimSpace(m))
 		row := gpuMemRow{Model: filepath.Base(m), FileBytes: benchFileBytes(t, m)}
 		for r := range s.rounds {
 			row.Runs = append(row.Runs, s.page(t, m, "", fmt.Sprintf("%s round %d", row.Model, r+1)))
@@ -279,6 +290,7 @@ func TestBrowserBenchExperts(t *testing.T) {
 	if model == "" {
 		t.Fatal("BENCH_EXPERT_MODEL: give a MoE model (make bench-browser-experts)")
 	}
+	model = s.path(model)
 	budgets := strings.Split(cmp.Or(os.Getenv("BENCH_EXPERT_BUDGETS"), "100%,50%,25%"), ",")
 	outPath := cmp.Or(os.Getenv("BENCH_OUT"), filepath.Join(s.root, "out", "bench", "browser-experts.json"))
 	var rows []expertRow
