@@ -8,7 +8,7 @@ PRESET  ?= k3-nano
 PROMPT  ?= The quick brown fox
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers bench-vulkan bench-browser bench bench-gpu bench-experts support-matrix lint goldens tokenizer-goldens chat-goldens clean
+.PHONY: all build setup run serve wasm fuzz bench-compare bench-serve test test-unit test-fuzz test-builds test-gpu test-desktop desktop-screenshot test-browser fetch-tokenizers fetch-peers fetch-wllama bench-peers k3-mini-ggufs bench-vulkan bench-browser bench-browser-memory bench-browser-experts bench bench-gpu bench-experts support-matrix lint goldens tokenizer-goldens chat-goldens clean
 
 all: build
 
@@ -182,15 +182,19 @@ bench-compare: build
 PEER_ROUNDS ?= 3
 comma := ,
 PEER_FLAGS  ?=
-bench-peers: build fetch-peers
+bench-peers: k3-mini-ggufs
+	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
+	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf $(OUT)/gguf/k3-mini.q4_k_m.gguf,$(OUT)/gguf/k3-mini.mxfp4_moe.gguf \
+	  --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
+
+# k3-mini (random BF16 weights) and llama.cpp's quantizer's Q4_K_M and
+# MXFP4_MOE mixes of it, made once (bench-peers, bench-browser-memory).
+k3-mini-ggufs: build fetch-peers
 	$(GO) build -o bin/tessera-peer ./cmd/tessera-peer
 	@test -f $(OUT)/k3-mini/config.json || $(BIN) init-random --config k3-mini --dtype bf16 --out $(OUT)/k3-mini
-	@test -f $(OUT)/k3-mini-q8/config.json || $(BIN) quantize --model $(OUT)/k3-mini --out $(OUT)/k3-mini-q8
 	@mkdir -p $(OUT)/gguf
 	@for t in q4_k_m mxfp4_moe; do test -f $(OUT)/gguf/k3-mini.$$t.gguf || \
 	  bin/tessera-peer quantize --model $(OUT)/k3-mini --ftype $$t --out $(OUT)/gguf/k3-mini.$$t.gguf || exit 1; done
-	bin/tessera-peer bench --bf16 $(OUT)/k3-mini --q8 $(OUT)/k3-mini-q8 --gguf $(OUT)/gguf/k3-mini.q4_k_m.gguf,$(OUT)/gguf/k3-mini.mxfp4_moe.gguf \
-	  --gguf-dir $(OUT)/gguf --rounds $(PEER_ROUNDS) --json $(OUT)/bench/peers.json $(PEER_FLAGS)
 
 # tessera's WebGPU backend vs llama.cpp's Vulkan build (every layer
 # offloaded) on the same adapter and the same GGUF files: k3-micro (F16) and
@@ -223,6 +227,31 @@ bench-browser: setup fetch-wllama
 	@scripts/setup.sh browser
 	TESSERA_BENCH_BROWSER=1 BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_MODELS=$(BENCH_MODELS) BENCH_OUT=$(CURDIR)/$(OUT)/bench/browser.json \
 	  $(GO) test -count=1 -timeout 60m -run 'TestBrowserBenchVsWllama$$' -v ./cmd/tessera
+
+# tessera's WebGPU runner in the same headless Chromium on k3-mini (random
+# BF16 weights, 528 M parameters) and llama.cpp's 4-bit mixes of it: GPU
+# memory as info().gpuMemory reports it (buffers; weights, state, scratch),
+# each model against the first, with the browser's peak RSS and a short
+# greedy generation (BENCH_TOKENS 8 from a 16-byte prompt: seconds per
+# token on SwiftShader). JSON in out/bench/browser-memory.json, table on
+# stdout (cmd/tessera/bench_browser_gpu_test.go).
+BROWSER_GPU_MODELS ?= $(OUT)/k3-mini,$(OUT)/gguf/k3-mini.q4_k_m.gguf,$(OUT)/gguf/k3-mini.mxfp4_moe.gguf
+bench-browser-memory: setup k3-mini-ggufs
+	@scripts/setup.sh browser
+	TESSERA_BENCH_BROWSER=1 BENCH_GPU_MODELS=$(BROWSER_GPU_MODELS) BENCH_OUT=$(CURDIR)/$(OUT)/bench/browser-memory.json \
+	  $(GO) test -count=1 -timeout 120m -run 'TestBrowserBenchGPUMemory$$' -v ./cmd/tessera
+
+# Expert streaming in Chromium: k3-mini on WebGPU with Tessera.load's
+# gpuMemory at EXPERT_BUDGETS of its routed experts: decode tok/s, hit
+# rate, bytes and upload time per decoded token, and the same greedy ids
+# at every budget. JSON in out/bench/browser-experts.json.
+BROWSER_EXPERT_MODEL ?= $(OUT)/k3-mini
+bench-browser-experts: setup build
+	@scripts/setup.sh browser
+	@test -f $(BROWSER_EXPERT_MODEL)/config.json -o -f $(BROWSER_EXPERT_MODEL) || $(BIN) init-random --config k3-mini --dtype bf16 --out $(BROWSER_EXPERT_MODEL)
+	TESSERA_BENCH_BROWSER=1 BENCH_EXPERT_MODEL=$(BROWSER_EXPERT_MODEL) BENCH_EXPERT_BUDGETS=$(EXPERT_BUDGETS) \
+	  BENCH_OUT=$(CURDIR)/$(OUT)/bench/browser-experts.json \
+	  $(GO) test -count=1 -timeout 120m -run 'TestBrowserBenchExperts$$' -v ./cmd/tessera
 
 # The OpenAI-compatible API under load (tessera bench-serve): requests/s
 # and TTFT at 1, 4 and 16 concurrent clients sharing a system prompt, with

@@ -330,6 +330,7 @@ func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, 
 	}
 	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
 	e.ExpertStats, e.CPUFallback = r.ExpertStats, fallback
+	e.GPUMemory = func() *engine.GPUMemoryUse { return engine.GPUMemoryOf(r, e.Model) }
 	testDevice = jsDev
 	e.OnClose = func() {
 		if tower != nil {
@@ -337,7 +338,7 @@ func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, 
 		}
 		r.Close()
 		d.Close()
-		e.ExpertStats = nil
+		e.ExpertStats, e.GPUMemory = nil, nil
 		testDevice = js.Undefined()
 		onLost.Release()
 	}

@@ -53,7 +53,10 @@
 //	     onEvent)                            messages rendered by the model's
 //	                                         chat template (chat.go)
 //	cancel()                                 stop the running generation
-//	info()                          → info   model facts, backend, adapter
+//	info()                          → info   model facts, backend, adapter;
+//	                                         on the GPU, gpuMemory (bytes
+//	                                         the runner's buffers hold and
+//	                                         their parts: engine.GPUMemoryUse)
 //	dispose()                                free the model
 //	conformance(perOp)              → report kernel conformance cases on
 //	                                         WebGPU (-tags webgpu bundles)

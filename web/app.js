@@ -440,8 +440,9 @@ async function fetchBlob(url) {
 // ggufCheck loads each GGUF file of ?gguf= (a .gguf URL, checked against
 // its manifest) on the default bundle (CPU) and, with ?gpuwasm, the first
 // on WebGPU too, and generates greedily; ?ggufexact= is run with exact
-// products on both (Tessera.load's exact); each of ?ggufbad= must fail to
-// load and leave nothing in the cache.
+// products on both (Tessera.load's exact); each of ?gpumem= is loaded on
+// WebGPU for info().gpuMemory; each of ?ggufbad= must fail to load and
+// leave nothing in the cache.
 async function ggufCheck() {
   const out = { runs: [], bad: {} };
   const prompt = params.get('prompt') || 'Hello, tessera!';
@@ -468,6 +469,19 @@ async function ggufCheck() {
       rep.error = err.message;
     }
     out.runs.push(rep);
+  }
+  // ?gpumem=: each file loaded on WebGPU (?gpuwasm) for its
+  // info().gpuMemory alone
+  out.gpuMemory = {};
+  for (const url of (params.get('gpumem') || '').split(',').filter(Boolean)) {
+    try {
+      const e = await Tessera.load(url, { backend: 'gpu', wasmUrl: params.get('gpuwasm') || undefined });
+      const info = await e.info();
+      out.gpuMemory[url] = { backend: info.backend, gpuMemory: info.gpuMemory };
+      e.dispose();
+    } catch (err) {
+      out.gpuMemory[url] = { error: err.message };
+    }
   }
   const c = await caches.open('tessera-models-v1');
   for (const url of (params.get('ggufbad') || '').split(',').filter(Boolean)) {

@@ -94,7 +94,9 @@ export class Tessera {
    * routed experts): a model over it keeps its dense part and as many
    * experts as fit on the GPU and uploads the others when routed
    * (info().expertCache, lastStats.expertCache: slots, hitRate,
-   * uploadBytes, uploadBytesPerToken, uploadMs);
+   * uploadBytes, uploadBytesPerToken, uploadMs); on the GPU,
+   * info().gpuMemory says what the model holds there in bytes (bytes: all
+   * buffers; weights resident, modelWeights, state, scratch);
    * exact: the CPU path multiplies quantized (GGUF block-format) weights
    * in float32 as WebGPU does, where it would round activations to int8
    * for integer kernels — the same greedy tokens as `tessera run --exact`

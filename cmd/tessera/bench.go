@@ -54,6 +54,8 @@ type benchResult struct {
 	DispatchesPerToken int    `json:"dispatches_per_token,omitempty"`
 	SubmitsPerToken    int    `json:"submits_per_token,omitempty"`
 	GPUBytes           int64  `json:"gpu_bytes,omitempty"`
+	// GPUWeightBytes: the weights resident on the GPU (engine.GPUMemoryUse).
+	GPUWeightBytes int64 `json:"gpu_weight_bytes,omitempty"`
 	// GPU memory budget (--gpu-memory) and the routed-expert cache over
 	// the measured decode steps when experts are streamed.
 	GPUMemory                 string  `json:"gpu_memory,omitempty"`

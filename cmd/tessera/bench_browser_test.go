@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/tessera-llm/tessera/cmd/internal/host"
+	"github.com/tessera-llm/tessera/core/engine"
 )
 
 // The browser benchmark's defaults: a KJV passage k3-micro continues
@@ -76,6 +77,11 @@ type benchPage struct {
 	} `json:"adapter"`
 	Engine json.RawMessage `json:"engine"`
 	Log    []string        `json:"log,omitempty"`
+	// tessera's info().gpuMemory after the load, and its generation's
+	// expert cache (whole, decode steps) when experts stream.
+	GPUMemory         *engine.GPUMemoryUse     `json:"gpuMemory,omitempty"`
+	ExpertCache       *engine.ExpertCacheStats `json:"expertCache,omitempty"`
+	DecodeExpertCache *engine.ExpertCacheStats `json:"decodeExpertCache,omitempty"`
 }
 
 // benchPhase is one page load measured: the page's report plus what the
@@ -89,13 +95,103 @@ type benchPhase struct {
 	PeakRSS     rssPeak `json:"peakRSS"`
 }
 
+// benchSite serves bench pages on loopback: a mux's handlers plus
+// scripts/browser/bench's page and its report endpoint, every response
+// cross-origin isolated (benchIsolate) and its body bytes counted.
+type benchSite struct {
+	addr     string
+	sent     atomic.Int64
+	requests atomic.Int64
+	reports  chan benchPage
+	log      *syncBuffer // the tessera server's log, shown when a page fails
+	close    func()
+}
+
+// newBenchSite starts a benchSite over mux, closed when t ends.
+func newBenchSite(t *testing.T, mux *http.ServeMux, log *syncBuffer) *benchSite {
+	t.Helper()
+	bench, err := filepath.Abs("../../scripts/browser/bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &benchSite{reports: make(chan benchPage, 1), log: log}
+	mux.HandleFunc("POST /__bench/report", func(w http.ResponseWriter, r *http.Request) {
+		var rep benchPage
+		if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&rep); err != nil {
+			rep = benchPage{Error: "bad report: " + err.Error()}
+		}
+		s.reports <- rep
+	})
+	mux.HandleFunc("/bench.html", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.html")) })
+	mux.HandleFunc("/bench.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.js")) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := newHTTPServer(benchCount(benchIsolate(mux), &s.sent, &s.requests))
+	go hs.Serve(ln)
+	s.addr, s.close = ln.Addr().String(), func() { hs.Close() }
+	t.Cleanup(s.close)
+	return s
+}
+
+// load opens the bench page with query q (runtime, backend, prompt, max,
+// …) in b's page, waits up to timeout for its report and returns it with
+// the bytes sent and the browser's peak memory meanwhile; a failed page
+// fails t, naming what.
+func (s *benchSite) load(t *testing.T, b *browser, page string, q url.Values, what string, timeout time.Duration) benchPhase {
+	t.Helper()
+	q.Set("report", "/__bench/report")
+	s.sent.Store(0)
+	s.requests.Store(0)
+	peak := make(chan rssPeak, 1)
+	stop := make(chan struct{})
+	go func() { peak <- benchSampleRSS(b.cmd.Process.Pid, stop) }()
+	sampling := true
+	defer func() {
+		if sampling { // a check failed before the sampler was stopped
+			close(stop)
+		}
+	}()
+	if _, err := b.call(page, "Page.navigate", map[string]any{"url": "http://" + s.addr + "/bench.html?" + q.Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	var rep benchPage
+	select {
+	case rep = <-s.reports:
+	case err := <-b.died:
+		t.Fatalf("%s: chromium exited: %v\n%s", what, err, e2eTail(b.stderr.String(), 3000))
+	case <-time.After(timeout):
+		t.Fatalf("%s: no report after %v\nconsole:\n%s", what, timeout, b.consoleText())
+	}
+	close(stop)
+	sampling = false
+	ph := benchPhase{benchPage: rep, Bytes: s.sent.Load(), Requests: int(s.requests.Load()), PeakRSS: <-peak}
+	if !rep.OK {
+		t.Fatalf("%s: the page failed: %s\nconsole:\n%s\nserver log:\n%s", what, rep.Error, b.consoleText(), s.log.String())
+	}
+	if rep.TTFTMs > 0 {
+		ph.PrefillTokS = float64(rep.PromptTokens) / rep.TTFTMs * 1000
+	}
+	if len(rep.IDs) > 1 && rep.DecodeMs > 0 {
+		ph.DecodeTokS = float64(len(rep.IDs)-1) / rep.DecodeMs * 1000
+	}
+	return ph
+}
+
 // rssPeak is the largest resident set seen while a page ran, summed over
 // Chromium's processes of each kind (the page's workers live in the
-// renderer; WebGPU buffers of a software adapter in the GPU process).
+// renderer; WebGPU buffers of a software adapter in the GPU process),
+// and the CPU time the processes of each kind used meanwhile (a software
+// adapter's shader compiles and kernels run in the GPU process; CPU time
+// moves less with the machine's load than wall time).
 type rssPeak struct {
 	Renderer int64 `json:"renderer"`
 	GPU      int64 `json:"gpu"`
 	All      int64 `json:"all"`
+
+	RendererCPUMs float64 `json:"rendererCpuMs,omitempty"`
+	GPUCPUMs      float64 `json:"gpuCpuMs,omitempty"`
 }
 
 // benchRow is the medians of one model × variant over the rounds.
@@ -215,113 +311,34 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Close)
-		reports := make(chan benchPage, 1)
-		bench, err := filepath.Abs("../../scripts/browser/bench")
-		if err != nil {
-			t.Fatal(err)
-		}
 		mux := http.NewServeMux()
-		mux.HandleFunc("POST /__bench/report", func(w http.ResponseWriter, r *http.Request) {
-			var rep benchPage
-			if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&rep); err != nil {
-				rep = benchPage{Error: "bad report: " + err.Error()}
-			}
-			reports <- rep
-		})
-		mux.HandleFunc("/bench.html", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.html")) })
-		mux.HandleFunc("/bench.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.js")) })
 		mux.Handle("/wllama/", wllamaFiles)
 		mux.HandleFunc("/gguf/model.gguf", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, gguf) })
 		mux.Handle("/", srv)
-		var sent atomic.Int64
-		var requests atomic.Int64
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := newHTTPServer(benchCount(benchIsolate(mux), &sent, &requests))
-		go hs.Serve(ln)
-		t.Cleanup(func() { hs.Close() })
+		site := newBenchSite(t, mux, &logBuf)
 
 		// one page load in browser b
 		load := func(b *browser, page string, v benchVariant, phase string) benchPhase {
 			t.Helper()
-			q := url.Values{"runtime": {v.Runtime}, "backend": {v.Backend}, "prompt": {prompt}, "max": {strconv.Itoa(genTok)},
-				"phase": {phase}, "report": {"/__bench/report"}}
-			sent.Store(0)
-			requests.Store(0)
-			peak := make(chan rssPeak, 1)
-			stop := make(chan struct{})
-			go func() { peak <- benchSampleRSS(b.cmd.Process.Pid, stop) }()
-			sampling := true
-			defer func() {
-				if sampling { // a check failed before the sampler was stopped
-					close(stop)
-				}
-			}()
-			if _, err := b.call(page, "Page.navigate", map[string]any{"url": "http://" + ln.Addr().String() + "/bench.html?" + q.Encode()}); err != nil {
-				t.Fatal(err)
-			}
-			var rep benchPage
-			select {
-			case rep = <-reports:
-			case err := <-b.died:
-				t.Fatalf("%s %s: chromium exited: %v\n%s", v, phase, err, e2eTail(b.stderr.String(), 3000))
-			case <-time.After(5 * time.Minute):
-				t.Fatalf("%s %s: no report after 5 min\nconsole:\n%s", v, phase, b.consoleText())
-			}
-			close(stop)
-			sampling = false
-			ph := benchPhase{benchPage: rep, Bytes: sent.Load(), Requests: int(requests.Load()), PeakRSS: <-peak}
-			if !rep.OK {
-				t.Fatalf("%s %s: the page failed: %s\nconsole:\n%s\nserver log:\n%s", v, phase, rep.Error, b.consoleText(), logBuf.String())
-			}
-			if rep.TTFTMs > 0 {
-				ph.PrefillTokS = float64(rep.PromptTokens) / rep.TTFTMs * 1000
-			}
-			if len(rep.IDs) > 1 && rep.DecodeMs > 0 {
-				ph.DecodeTokS = float64(len(rep.IDs)-1) / rep.DecodeMs * 1000
-			}
-			return ph
+			q := url.Values{"runtime": {v.Runtime}, "backend": {v.Backend}, "prompt": {prompt}, "max": {strconv.Itoa(genTok)}, "phase": {phase}}
+			return site.load(t, b, page, q, v.String()+" "+phase, 5*time.Minute)
 		}
 
 		runs := map[benchVariant][]benchPhase{}
 		for r := range rounds {
 			for vi, v := range variants {
 				// a fresh profile; short: Chromium's socket path has a length limit
-				bdir := filepath.Join(dir, fmt.Sprintf("b%d%d%d", mi, r, vi))
-				b := startChromium(t, chrome, bdir)
-				var once sync.Once
-				closeB := func() { once.Do(b.close) } // also when a check below fails
-				t.Cleanup(closeB)
-				page, err := b.attachPage()
-				if err != nil {
-					t.Fatalf("%v\nchromium stderr:\n%s", err, e2eTail(b.stderr.String(), 3000))
-				}
-				if _, err := b.call(page, "Runtime.enable", nil); err != nil {
-					t.Fatal(err)
-				}
-				if env.BaselineRSS.All == 0 { // Chromium at about:blank
-					done := make(chan struct{})
-					close(done)
-					env.BaselineRSS = benchSampleRSS(b.cmd.Process.Pid, done)
-				}
-				if env.Chromium == "" {
-					if res, err := b.call("", "Browser.getVersion", nil); err == nil {
-						var ver struct{ Product string }
-						json.Unmarshal(res, &ver)
-						env.Chromium = ver.Product
-					}
-				}
+				b, page, closeB := benchBrowser(t, chrome, filepath.Join(dir, fmt.Sprintf("b%d%d%d", mi, r, vi)), &env)
 				cold := load(b, page, v, "cold")
 				warm := load(b, page, v, "warm")
 				closeB()
 				runs[v] = append(runs[v], cold, warm)
-				t.Logf("%s round %d %s: load %.0f / %.0f ms, TTFT %.0f ms, decode %.1f tok/s, on %s", name, r+1, v,
-					cold.LoadMs, warm.LoadMs, warm.TTFTMs, warm.DecodeTokS, warm.RanOn)
+				t.Logf("%s round %d %s: load %.0f / %.0f ms, TTFT %.0f ms, decode %.1f tok/s, on %s; CPU renderer %.1f / %.1f s, GPU process %.1f / %.1f s",
+					name, r+1, v, cold.LoadMs, warm.LoadMs, warm.TTFTMs, warm.DecodeTokS, warm.RanOn,
+					cold.PeakRSS.RendererCPUMs/1000, warm.PeakRSS.RendererCPUMs/1000, cold.PeakRSS.GPUCPUMs/1000, warm.PeakRSS.GPUCPUMs/1000)
 			}
 		}
-		hs.Close()
+		site.close()
 
 		// tessera's ids equal native ids; wllama's are compared with them.
 		for _, v := range variants {
@@ -378,13 +395,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		}
 	}
 
-	env.Date = time.Now().UTC().Format(time.RFC3339)
-	env.LoadBefore, env.LoadAfter = loadBefore, host.LoadAvg()
-	env.CPU = benchCPUName()
-	env.Cores = runtime.NumCPU()
-	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
-		env.Commit = strings.TrimSpace(string(out))
-	}
+	env.finish(root, loadBefore)
 	env.Rounds, env.Prompt, env.PromptTokens, env.GenTokens = rounds, prompt, promptTok, genTok
 	env.Settings = "greedy (temperature 0); tessera: Tessera.load backend cpu|gpu, default make wasm bundle; " +
 		"wllama 3.8.1: F16 GGUF from tessera export, n_threads 1, n_ctx 1024, n_gpu_layers 0 on the CPU path (its default on WebGPU), " +
@@ -393,6 +404,14 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		Env  benchEnv   `json:"env"`
 		Rows []benchRow `json:"rows"`
 	}{env, rows}
+	benchWrite(t, outPath, doc, benchTable(env, rows))
+	t.Logf("wrote %s in %v", outPath, time.Since(start).Round(time.Second))
+}
+
+// benchWrite writes doc as JSON to outPath and table next to it (.md),
+// and prints the table.
+func benchWrite(t *testing.T, outPath string, doc any, table string) {
+	t.Helper()
 	data, err := json.MarshalIndent(doc, "", " ")
 	if err != nil {
 		t.Fatal(err)
@@ -403,12 +422,41 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	if err := os.WriteFile(outPath, append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	table := benchTable(env, rows)
 	if err := os.WriteFile(strings.TrimSuffix(outPath, ".json")+".md", []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Print(table)
-	t.Logf("wrote %s in %v", outPath, time.Since(start).Round(time.Second))
+}
+
+// benchBrowser starts Chromium with a fresh profile in dir and attaches a
+// page, noting in env the browser's version and, the first time, its
+// memory at about:blank. closeB ends it (also when t ends).
+func benchBrowser(t *testing.T, chrome, dir string, env *benchEnv) (b *browser, page string, closeB func()) {
+	t.Helper()
+	b = startChromium(t, chrome, dir)
+	var once sync.Once
+	closeB = func() { once.Do(b.close) } // also when a check fails
+	t.Cleanup(closeB)
+	page, err := b.attachPage()
+	if err != nil {
+		t.Fatalf("%v\nchromium stderr:\n%s", err, e2eTail(b.stderr.String(), 3000))
+	}
+	if _, err := b.call(page, "Runtime.enable", nil); err != nil {
+		t.Fatal(err)
+	}
+	if env.BaselineRSS.All == 0 { // Chromium at about:blank
+		done := make(chan struct{})
+		close(done)
+		env.BaselineRSS = benchSampleRSS(b.cmd.Process.Pid, done)
+	}
+	if env.Chromium == "" {
+		if res, err := b.call("", "Browser.getVersion", nil); err == nil {
+			var ver struct{ Product string }
+			json.Unmarshal(res, &ver)
+			env.Chromium = ver.Product
+		}
+	}
+	return b, page, closeB
 }
 
 // benchEnv records where and how the benchmark ran.
@@ -429,6 +477,18 @@ type benchEnv struct {
 	PromptTokens int     `json:"promptTokens"`
 	GenTokens    int     `json:"genTokens"`
 	Settings     string  `json:"settings"`
+}
+
+// finish records the date, the machine, its load average before (given)
+// and now, and root's commit.
+func (env *benchEnv) finish(root, loadBefore string) {
+	env.Date = time.Now().UTC().Format(time.RFC3339)
+	env.LoadBefore, env.LoadAfter = loadBefore, host.LoadAvg()
+	env.CPU = benchCPUName()
+	env.Cores = runtime.NumCPU()
+	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
+		env.Commit = strings.TrimSpace(string(out))
+	}
 }
 
 // benchTable renders the medians as markdown.
@@ -541,11 +601,19 @@ func (w *countWriter) Write(p []byte) (int, error) {
 
 func (w *countWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// benchSampleRSS samples, every 50 ms until stop, the resident set of the
-// processes in Chromium's process group (pgid) by kind, and returns the
-// largest sums seen.
+// benchSampleRSS samples, every 50 ms until stop, the resident set and
+// CPU time of the processes in Chromium's process group (pgid) by kind,
+// and returns the largest resident sums seen and the CPU time used from
+// the first sample (a process started meanwhile: from its start) to the
+// last.
 func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
 	var peak rssPeak
+	type ticks struct {
+		first, last int64
+		kind        string
+	}
+	cpu := map[int]*ticks{}
+	firstSample := true
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -560,32 +628,60 @@ func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
 			if err != nil {
 				continue
 			}
-			// fields after "comm)": state ppid pgrp …
+			// fields after "comm)": state ppid pgrp … utime (12th) stime (13th)
 			i := strings.LastIndexByte(string(stat), ')')
 			f := strings.Fields(string(stat[i+1:]))
-			if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
 				continue
 			}
 			rss := benchVmRSS(pid)
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			kind := ""
 			switch {
 			case strings.Contains(string(cmdline), "--type=renderer"):
 				cur.Renderer += rss
+				kind = "renderer"
 			case strings.Contains(string(cmdline), "--type=gpu-process"):
 				cur.GPU += rss
+				kind = "gpu"
 			}
 			cur.All += rss
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			c := cpu[pid]
+			if c == nil {
+				c = &ticks{kind: kind}
+				if firstSample {
+					c.first = ut + st
+				}
+				cpu[pid] = c
+			}
+			c.last = ut + st
 		}
+		firstSample = false
 		peak.Renderer = max(peak.Renderer, cur.Renderer)
 		peak.GPU = max(peak.GPU, cur.GPU)
 		peak.All = max(peak.All, cur.All)
 		select {
 		case <-stop:
+			for _, c := range cpu {
+				ms := float64(c.last-c.first) * 1000 / clockTicks
+				switch c.kind {
+				case "renderer":
+					peak.RendererCPUMs += ms
+				case "gpu":
+					peak.GPUCPUMs += ms
+				}
+			}
 			return peak
 		case <-tick.C:
 		}
 	}
 }
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ: 100 on
+// Linux for every architecture Go supports there).
+const clockTicks = 100
 
 // benchVmRSS is VmRSS of /proc/pid/status in bytes (0 when gone).
 func benchVmRSS(pid int) int64 {

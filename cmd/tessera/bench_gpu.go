@@ -104,13 +104,14 @@ func measureGPU(e *engine.Engine, a benchGPUArgs, stdout, stderr io.Writer) (ben
 	fmt.Fprintf(w, "decode traffic   %s weights per token → %.2f GB/s\n", bytesStr(res.DecodeReadBytes), res.DecodeGBPerS)
 	fmt.Fprintf(w, "device           %.2f GB/s (buffer copy) → roofline ratio %.0f%%\n", res.MachineGBPerS, 100*res.RooflineRatio)
 	fmt.Fprintf(w, "dispatches       %d per decoded token (%d layers) in %d queue submission(s)\n", res.DispatchesPerToken, c.NumHiddenLayers, res.SubmitsPerToken)
-	est := wgsl.EstimateMemory(e.Model, wgsl.RunnerOptions{MaxChunk: a.chunk, MaxContext: r.MaxContext()})
-	weights := bytesStr(est.Weights)
-	if res.ExpertSlots > 0 { // streamed: the dense part and the slots are resident
-		weights = fmt.Sprintf("%s of the model's %s", bytesStr(est.WithSlots(res.ExpertSlots)-est.State-est.Scratch), weights)
+	mem := engine.GPUMemoryOf(r, e.Model)
+	res.GPUWeightBytes = mem.Weights
+	weights := bytesStr(mem.Weights)
+	if mem.Weights != mem.ModelWeights { // streamed or on the CPU: the dense part and the slots are resident
+		weights = fmt.Sprintf("%s of the model's %s", weights, bytesStr(mem.ModelWeights))
 	}
 	fmt.Fprintf(w, "GPU memory       %s in buffers (weights %s, KDA state + MLA caches for %d tokens %s, scratch %s); host peak RSS %s\n",
-		bytesStr(res.GPUBytes), weights, r.MaxContext(), bytesStr(est.State), bytesStr(est.Scratch), bytesStr(res.PeakRSSBytes))
+		bytesStr(res.GPUBytes), weights, r.MaxContext(), bytesStr(mem.State), bytesStr(mem.Scratch), bytesStr(res.PeakRSSBytes))
 	if res.ExpertSlots > 0 {
 		fmt.Fprintf(w, "expert cache     %d of %d experts per MoE layer on the GPU: hit rate %.1f%%, %s uploaded per decoded token in %.2f ms\n",
 			res.ExpertSlots, res.ExpertsPerLayer, 100*res.ExpertHitRate, bytesStr(int64(res.ExpertUploadBytesPerToken)), res.ExpertUploadMsPerToken)

@@ -202,8 +202,12 @@ func TestCLIBenchGPUMemorySweep(t *testing.T) {
 		r := sw.Budgets[i]
 		require.Equal(t, want, r.ExpertSlots, r.GPUMemory)
 		require.Positive(t, r.DecodeTokPerS)
-		if i > 0 {
+		require.Positive(t, r.GPUWeightBytes)
+		if i > 0 { // fewer experts resident: the buffers shrink by their bytes (slot tables aside)
 			require.Less(t, r.GPUBytes, sw.Budgets[i-1].GPUBytes)
+			drop := float64(sw.Budgets[i-1].GPUWeightBytes - r.GPUWeightBytes)
+			require.Positive(t, drop)
+			require.InDelta(t, drop, float64(sw.Budgets[i-1].GPUBytes-r.GPUBytes), 0.01*drop)
 			require.LessOrEqual(t, r.ExpertHitRate, 1.0)
 		}
 		if i == 2 { // 12 of 48 experts: six decoded tokens miss

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/wgsl"
@@ -213,10 +214,17 @@ type ggufReport struct {
 		Error  string `json:"error"`
 		Cached int    `json:"cached"`
 	} `json:"bad"`
+	// GPUMemory: info().gpuMemory of each ?gpumem= file on WebGPU.
+	GPUMemory map[string]struct {
+		Backend   string               `json:"backend"`
+		GPUMemory *engine.GPUMemoryUse `json:"gpuMemory"`
+		Error     string               `json:"error"`
+	} `json:"gpuMemory"`
 }
 
-// e2eGGUF exports k3-micro (F16: the greedy tokens of its safetensors; and
-// Q8_0) to GGUF files with their manifests in dir, plus broken ones:
+// e2eGGUF exports k3-micro (F16: the greedy tokens of its safetensors;
+// Q8_0; Q4_K, for its GPU memory) to GGUF files with their manifests in
+// dir, plus broken ones:
 // cut.gguf (its manifest lists the whole file, the server sends half),
 // half.gguf (half a file whose manifest matches it), nope.gguf (no
 // manifest). It returns the native greedy ids each good file must give,
@@ -232,12 +240,14 @@ func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
 	}
 	want := map[string][]int{}
 	st := run(micro)
-	for _, typ := range []string{"f16", "q8_0"} {
+	for _, typ := range []string{"f16", "q8_0", "q4_k"} {
 		name := "k3-micro." + typ + ".gguf"
 		path := filepath.Join(dir, name)
 		e2eRun(t, "export", "--model", micro, "--out", path, "--type", typ)
 		e2eRun(t, "manifest", "--model", path)
-		want[name] = run(path)
+		if typ != "q4_k" { // loaded for its GPU memory only
+			want[name] = run(path)
+		}
 	}
 	was := ref.SetInt8Activations(false) // --exact is process-wide: restored for the runs after it
 	want["k3-micro.q8_0.gguf exact"] = run(filepath.Join(dir, "k3-micro.q8_0.gguf"), "--exact")
@@ -268,9 +278,10 @@ func e2eGGUF(t *testing.T, dir, prompt string, maxTok int) map[string][]int {
 	return want
 }
 
-// e2eCheckGGUF checks the page's GGUF runs against the native ids and
-// the errors of the broken files.
-func e2eCheckGGUF(t *testing.T, g *ggufReport, want map[string][]int) {
+// e2eCheckGGUF checks the page's GGUF runs against the native ids, the
+// errors of the broken files, and the GPU memory of the files in dir
+// loaded on WebGPU (e2eCheckGPUMemory).
+func e2eCheckGGUF(t *testing.T, g *ggufReport, want map[string][]int, dir string) {
 	t.Helper()
 	if g == nil || len(g.Runs) != 6 {
 		t.Fatalf("GGUF in the browser: %+v, want 6 runs", g)
@@ -303,6 +314,44 @@ func e2eCheckGGUF(t *testing.T, g *ggufReport, want map[string][]int) {
 		} else {
 			t.Logf("loading %s fails: %s", u, b.Error)
 		}
+	}
+	e2eCheckGPUMemory(t, g, dir)
+}
+
+// e2eGPUMemFiles are the GGUF files the page loads on WebGPU for their GPU
+// memory (?gpumem=): the block formats stay in their blocks there.
+var e2eGPUMemFiles = []string{"k3-micro.f16.gguf", "k3-micro.q4_k.gguf"}
+
+// e2eCheckGPUMemory checks info().gpuMemory of e2eGPUMemFiles on WebGPU:
+// the weights on the GPU within 2 % of the file's size (the rest of a
+// file is its metadata and vocabulary) and the buffers within the weights,
+// state and scratch, so the 4-bit file takes its share of the F16 one's
+// GPU memory.
+func e2eCheckGPUMemory(t *testing.T, g *ggufReport, dir string) {
+	t.Helper()
+	var weights []int64
+	for _, name := range e2eGPUMemFiles {
+		r, ok := g.GPUMemory["/gguf/"+name]
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := r.GPUMemory
+		if !ok || r.Error != "" || u == nil || !strings.HasPrefix(r.Backend, "gpu") {
+			t.Errorf("GPU memory of %s in the browser: %+v", name, r)
+			continue
+		}
+		if ratio := float64(u.Weights) / float64(st.Size()); ratio < 0.98 || ratio > 1.02 || u.Weights != u.ModelWeights {
+			t.Errorf("%s on WebGPU: %d bytes of weights (%d of the model's) for a %d-byte file (%.3f×)", name, u.Weights, u.ModelWeights, st.Size(), ratio)
+		}
+		if rest := u.Bytes - u.Weights - u.State; rest <= 0 || rest > u.Scratch {
+			t.Errorf("%s on WebGPU: buffers %+v hold %d bytes beside weights and state, want in (0, scratch]", name, *u, rest)
+		}
+		weights = append(weights, u.Weights)
+		t.Logf("%s on WebGPU: GPU buffers %s, weights %s, file %s", name, bytesStr(u.Bytes), bytesStr(u.Weights), bytesStr(st.Size()))
+	}
+	if len(weights) == 2 {
+		t.Logf("Q4_K against F16 on WebGPU: weights %.3f×", float64(weights[1])/float64(weights[0]))
 	}
 }
 
@@ -611,6 +660,11 @@ func TestBrowserE2E(t *testing.T) {
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
 		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
 		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufexact": {"/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
+	var gpuMem []string
+	for _, n := range e2eGPUMemFiles {
+		gpuMem = append(gpuMem, "/gguf/"+n)
+	}
+	q.Set("gpumem", strings.Join(gpuMem, ","))
 	var decodeURLs []string
 	for _, n := range decodeNames {
 		decodeURLs = append(decodeURLs, "/__test/img/"+n)
@@ -772,7 +826,7 @@ func TestBrowserE2E(t *testing.T) {
 			}
 		}
 	}
-	e2eCheckGGUF(t, r1.GGUF, ggufWant)
+	e2eCheckGGUF(t, r1.GGUF, ggufWant, ggufDir)
 	if r1.Info.Vision {
 		t.Errorf("k3-nano info says vision: true")
 	}

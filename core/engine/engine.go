@@ -78,6 +78,9 @@ type Engine struct {
 	// ExpertStats, when the model runs on a GPU runner, reads its
 	// routed-expert cache's counters (Stats.ExpertCache); nil on the CPU.
 	ExpertStats func() wgsl.ExpertStats
+	// GPUMemory, when the model runs on a GPU runner, reports what it
+	// holds there (Info.GPUMemory; GPUMemoryOf); nil on the CPU.
+	GPUMemory func() *GPUMemoryUse
 	// CPUFallback: a GPU step that fails mid-generation (a device out of
 	// memory while uploading experts, a lost device) moves the engine to
 	// the CPU and the generation goes on there, keeping the tokens
@@ -404,6 +407,33 @@ type Info struct {
 	// budget below the model), its cache's counters since the model was
 	// loaded: slots per layer, hit rate, bytes and time uploaded.
 	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
+	// GPUMemory: what the model holds on the GPU, when it runs there.
+	GPUMemory *GPUMemoryUse `json:"gpuMemory,omitempty"`
+}
+
+// GPUMemoryUse is the GPU memory a model's runner holds, in bytes
+// (GPUMemoryOf).
+type GPUMemoryUse struct {
+	// Bytes: every buffer the runner allocated (Weights + State + Scratch
+	// within a few percent).
+	Bytes int64 `json:"bytes"`
+	// Weights resident on the GPU, as uploaded (block formats in their
+	// blocks, so about the file's size; BF16/F16 at 2 bytes, F32 vectors):
+	// under a budget the dense part and the expert slots.
+	Weights int64 `json:"weights"`
+	// ModelWeights: all of the model's weights as the GPU keeps them
+	// (Weights when no expert streams or runs on the CPU).
+	ModelWeights int64 `json:"modelWeights"`
+	// State: KDA states and conv tails, MLA latent caches for Context
+	// tokens; Scratch: activations and attention scratch.
+	State   int64 `json:"state"`
+	Scratch int64 `json:"scratch"`
+	Context int   `json:"context"`
+	// ExpertBytes is one routed expert's size on the GPU (0 without);
+	// ExpertSlots of each MoE layer's Experts are resident.
+	ExpertBytes int64 `json:"expertBytes,omitempty"`
+	ExpertSlots int   `json:"expertSlots,omitempty"`
+	Experts     int   `json:"experts,omitempty"`
 }
 
 // ImageTokens gives the prompt tokens of a sample image size and the
@@ -449,7 +479,16 @@ func (e *Engine) Info() Info {
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
 		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
 		WeightsDeferred: e.Model != nil && e.Model.Deferred, ExpertCache: e.Totals().ExpertCache,
+		GPUMemory: e.gpuMemory(),
 	}
+}
+
+// gpuMemory is GPUMemory's report, nil on the CPU.
+func (e *Engine) gpuMemory() *GPUMemoryUse {
+	if e.GPUMemory == nil {
+		return nil
+	}
+	return e.GPUMemory()
 }
 
 // NewCPUEncoder returns the model's CPU vision tower (generate.CPUEncoder)

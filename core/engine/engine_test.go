@@ -66,7 +66,7 @@ func TestGreedyMatchesGolden(t *testing.T) {
 		t.Errorf("text %q lacks the placeholder of id 306", text.String())
 	}
 	info := e.Info()
-	if info.Backend != CPUBackend || info.ParamsTotal == 0 || info.ParamsActive >= info.ParamsTotal || info.Tokenizer != "none (byte ids)" {
+	if info.Backend != CPUBackend || info.ParamsTotal == 0 || info.ParamsActive >= info.ParamsTotal || info.Tokenizer != "none (byte ids)" || info.GPUMemory != nil {
 		t.Errorf("info %+v", info)
 	}
 }

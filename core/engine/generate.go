@@ -109,8 +109,12 @@ type Stats struct {
 	Images   []ImageStats `json:"images,omitempty"`
 	EncodeMs float64      `json:"encodeMs,omitempty"`
 	// ExpertCache: the GPU's routed-expert cache over this generation,
-	// when the GPU streams experts (a budget below the model's size).
-	ExpertCache *ExpertCacheStats `json:"expertCache,omitempty"`
+	// when the GPU streams experts (a budget below the model's size);
+	// DecodeExpertCache over its decode steps alone (after the first
+	// token, as tessera bench measures it): the prompt's pieces run
+	// expert-major and hit differently.
+	ExpertCache       *ExpertCacheStats `json:"expertCache,omitempty"`
+	DecodeExpertCache *ExpertCacheStats `json:"decodeExpertCache,omitempty"`
 }
 
 // ExpertCacheStats describe the GPU's routed-expert cache (expert
@@ -124,6 +128,7 @@ type ExpertCacheStats struct {
 	UploadBytes         int64   `json:"uploadBytes"`
 	UploadBytesPerToken float64 `json:"uploadBytesPerToken"`
 	UploadMs            float64 `json:"uploadMs"` // time reading, packing and writing the misses
+	Tokens              int64   `json:"tokens"`   // tokens the runner ran meanwhile
 	// CPULayers MoE layers compute their experts on the CPU (--n-cpu-moe),
 	// taking CPUMs to compute and write back.
 	CPULayers int     `json:"cpuLayers,omitempty"`
@@ -137,7 +142,7 @@ func expertCacheStats(s wgsl.ExpertStats) *ExpertCacheStats {
 		return nil
 	}
 	c := &ExpertCacheStats{Slots: s.Slots, Experts: s.Experts, Hits: s.Hits, Misses: s.Misses, HitRate: s.HitRate(),
-		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime), CPULayers: s.CPULayers, CPUMs: ms(s.CPUTime)}
+		UploadBytes: s.UploadBytes, UploadMs: ms(s.UploadTime), Tokens: s.Tokens, CPULayers: s.CPULayers, CPUMs: ms(s.CPUTime)}
 	if s.Tokens > 0 {
 		c.UploadBytesPerToken = float64(s.UploadBytes) / float64(s.Tokens)
 	}
@@ -310,12 +315,16 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 		return st, err
 	}
 	defer release()
-	var x0 wgsl.ExpertStats
+	var x0, x1 wgsl.ExpertStats // at the start, at the first token
 	if e.ExpertStats != nil {
 		x0 = e.ExpertStats()
 		defer func() {
 			if e.ExpertStats != nil {
-				st.ExpertCache = expertCacheStats(e.ExpertStats().Sub(x0))
+				x := e.ExpertStats()
+				st.ExpertCache = expertCacheStats(x.Sub(x0))
+				if st.Tokens > 1 {
+					st.DecodeExpertCache = expertCacheStats(x.Sub(x1))
+				}
 			}
 		}()
 	}
@@ -523,6 +532,9 @@ gen:
 			if st.Tokens == 0 {
 				tFirst = time.Now()
 				st.TTFTMs = ms(tFirst.Sub(t0))
+				if e.ExpertStats != nil {
+					x1 = e.ExpertStats()
+				}
 			}
 			st.Tokens++
 			made++

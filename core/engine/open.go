@@ -218,6 +218,7 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 	e.GPU, e.Dev = r, d
 	e.ExpertStats = r.ExpertStats
+	e.GPUMemory = func() *GPUMemoryUse { return GPUMemoryOf(r, e.Model) }
 	e.SetParallel(1)
 	e.Backend = "gpu (" + d.Info() + ")"
 	e.NewSequence = func(_ *model.Model, maxContext int) (*generate.Session, func(), error) {
@@ -246,7 +247,7 @@ func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 		}
 		r.Close()
 		d.Close()
-		e.GPU, e.Dev, e.ExpertStats = nil, nil, nil
+		e.GPU, e.Dev, e.ExpertStats, e.GPUMemory = nil, nil, nil, nil
 	}
 }
 

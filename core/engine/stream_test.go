@@ -52,6 +52,14 @@ func TestExpertStreamingEngine(t *testing.T) {
 	if tot := small.Totals().ExpertCache; tot == nil || tot.Misses < x.Misses {
 		t.Fatalf("totals %+v", tot)
 	}
+	// the decode steps alone: 12 steps of one token (every emitted token
+	// is fed back, the last too), each looking up its top-k experts at
+	// every MoE layer
+	moe := small.Cfg.NumHiddenLayers - small.Cfg.FirstKDenseReplace
+	if d := gs.DecodeExpertCache; ws.DecodeExpertCache != nil || d == nil || d.Hits+d.Misses != int64(12*small.Cfg.TopK*moe) ||
+		d.Misses > x.Misses || d.UploadBytes > x.UploadBytes || d.Slots != 16 || d.Tokens != 12 {
+		t.Fatalf("decode expert cache stats: resident %+v, streamed %+v (whole generation %+v)", ws.DecodeExpertCache, d, x)
+	}
 	t.Logf("25%%: %+v", *x)
 	// the live view shows the cache's hit rate while streaming
 	lv := NewLiveView(small.Cfg, 16, 64)
@@ -72,6 +80,42 @@ func TestExpertStreamingEngine(t *testing.T) {
 	}
 	if c := cs.ExpertCache; c == nil || c.CPULayers != cpuMoE.Cfg.NumHiddenLayers-cpuMoE.Cfg.FirstKDenseReplace || c.CPUMs <= 0 {
 		t.Fatalf("experts on the CPU: stats %+v", c)
+	}
+	checkGPUMemoryInfo(t, full, small, cpuMoE)
+}
+
+// checkGPUMemoryInfo checks Info().GPUMemory of k3-micro all resident,
+// with 16 of 64 experts per layer resident, and with every MoE layer's
+// experts on the CPU: the buffers hold the weights and state and at most
+// the estimated scratch besides, and the resident
+// weights are the model's less exactly the experts left on the host.
+func checkGPUMemoryInfo(t *testing.T, full, small, cpuMoE *Engine) {
+	t.Helper()
+	moe := full.Cfg.NumHiddenLayers - full.Cfg.FirstKDenseReplace
+	for _, c := range []struct {
+		name      string
+		e         *Engine
+		offExpert int // experts per MoE layer not on the GPU
+	}{{"resident", full, 0}, {"25%", small, 64 - 16}, {"experts on the CPU", cpuMoE, 64}} {
+		u := c.e.Info().GPUMemory
+		if u == nil {
+			t.Fatalf("%s: Info().GPUMemory is nil on the GPU", c.name)
+		}
+		// the weights are counted exactly, the scratch estimated from above
+		if rest := u.Bytes - u.Weights - u.State; u.ExpertBytes <= 0 || u.Context != 512 || rest <= 0 || rest > u.Scratch {
+			t.Errorf("%s: GPU memory %+v: buffers beyond weights and state %d, want in (0, scratch]", c.name, *u, rest)
+		}
+		if c.offExpert < 64 && (u.Experts != 64 || u.ExpertSlots != 64-c.offExpert) {
+			t.Errorf("%s: %d of %d experts resident, want %d of 64", c.name, u.ExpertSlots, u.Experts, 64-c.offExpert)
+		}
+		if want := u.ModelWeights - int64(c.offExpert*moe)*u.ExpertBytes; u.Weights != want {
+			t.Errorf("%s: resident weights %d, want the model's %d less %d experts of %d bytes in each of %d layers = %d",
+				c.name, u.Weights, u.ModelWeights, c.offExpert, u.ExpertBytes, moe, want)
+		}
+		t.Logf("%s: GPU memory %+v", c.name, *u)
+	}
+	if f, s := full.Info().GPUMemory, small.Info().GPUMemory; f.ModelWeights != s.ModelWeights || s.Bytes >= f.Bytes {
+		t.Errorf("model weights %d resident, %d streamed; buffers %d resident, %d streamed", f.ModelWeights, s.ModelWeights, f.Bytes, s.Bytes)
 	}
 }
 

@@ -1,6 +1,9 @@
 // bench.js — one measurement of `make bench-browser`: loads one runtime
 // (tessera or wllama) on one path (WebGPU or the wasm CPU path), generates
 // `max` greedy tokens from `prompt`, and POSTs what it measured to `report`.
+// For tessera, model= and gpuMemory= choose the model URL and the GPU
+// memory budget (make bench-browser-memory, bench-browser-experts:
+// cmd/tessera/bench_browser_gpu_test.go).
 // The Go test (cmd/tessera/bench_browser_test.go) opens this page in a
 // fresh headless Chromium profile (phase "cold") and again in the same
 // profile (phase "warm"), counts the bytes its server sent, and reads the
@@ -42,10 +45,12 @@ async function adapterInfo() {
   };
 }
 
+// tessera's model URL (model=, default /model/: a directory, or a
+// FILE.gguf URL) and GPU memory budget (gpuMemory=, e.g. 50%).
 async function runTessera() {
   const { Tessera } = await import('/tessera.js');
   const t0 = performance.now();
-  const engine = await Tessera.load('/model/', { backend });
+  const engine = await Tessera.load(q.get('model') || '/model/', { backend, gpuMemory: q.get('gpuMemory') || undefined });
   const loadMs = performance.now() - t0;
   const info = await engine.info();
   const ids = [];
@@ -62,6 +67,10 @@ async function runTessera() {
   const r = {
     loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: st.promptTokens,
     ranOn: info.backend, engine: { ttftMs: st.ttftMs, decodeTokPerS: st.decodeTokPerS, stopped: st.stopped, load: engine.loadStats },
+    // what the GPU holds (info().gpuMemory) and, when experts stream, the
+    // expert cache over the generation and over its decode steps
+    gpuMemory: info.gpuMemory, weightBytes: info.weightBytes, weightsDeferred: info.weightsDeferred,
+    expertCache: st.expertCache, decodeExpertCache: st.decodeExpertCache,
   };
   engine.dispose();
   return r;
