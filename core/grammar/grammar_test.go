@@ -211,3 +211,32 @@ func TestConstraintAllocatesNothingPerToken(t *testing.T) {
 		t.Fatalf("%v allocations per %d-token document, want none", allocs, len(ids))
 	}
 }
+
+// A value holding DEL (U+007F, a byte the test vocabulary lacks, as some
+// tokenizers do) is written escaped, \u007f, and the output completes and
+// validates (FuzzSchemaOutput found every token masked after `{"`); a
+// property name with a control character is refused as one that needs
+// escaping.
+func TestSchemaEscapesDEL(t *testing.T) {
+	for _, s := range []string{`{"type":"object","properties":{"k\u007f":{"type":"null"}}}`,
+		`{"type":"object","properties":{"k\u0001":{"type":"null"}}}`} {
+		if _, err := Schema([]byte(s)); err == nil || !strings.Contains(err.Error(), "needs escaping") {
+			t.Errorf("Schema(%s): %v, want a property name that needs escaping", s, err)
+		}
+	}
+	for _, s := range []string{`{"const":{"\u007f":[]}}`, `{"enum":["a\u007fb",1]}`} {
+		g, err := Schema([]byte(s))
+		if err != nil {
+			t.Fatalf("Schema(%s): %v", s, err)
+		}
+		for seed := range uint64(4) {
+			out, complete := generate(t, g, seed, 60)
+			if !complete {
+				t.Fatalf("%s: incomplete %q", s, out)
+			}
+			if err := g.Validate([]byte(out)); err != nil {
+				t.Fatalf("%s: %q: %v", s, out, err)
+			}
+		}
+	}
+}
