@@ -221,6 +221,25 @@ fn qdot(base: u32, cols: u32, u: u32, xb: u32) -> f32 {
   return r;
 }
 
+// row_dot is one lane's share of the dot product of the weight row at
+// word base (cols columns of the including kernel's W, dtype p.dtype) with
+// X[xb ..], lanes lanes striding over the row: 32-value units through
+// qdot when q (a block-format module), else column pairs through wpair.
+fn row_dot(base: u32, cols: u32, xb: u32, lane: u32, lanes: u32, q: bool) -> f32 {
+  var acc = 0.0;
+  if (q) {
+    for (var u = lane; u < cols / 32u; u += lanes) { acc += qdot(base, cols, u, xb); }
+    return acc;
+  }
+  for (var j = lane; j < (cols + 1u) / 2u; j += lanes) {
+    let w = wpair(base, j);
+    let c = 2u * j;
+    acc += w.x * X[xb + c];
+    if (c + 1u < cols) { acc += w.y * X[xb + c + 1u]; }
+  }
+  return acc;
+}
+
 // qel is element c of the block-format row at word base (QT, cols
 // columns), as qvals.
 fn qel(base: u32, cols: u32, c: u32) -> f32 {

@@ -533,10 +533,8 @@ func (b *gpu) KDAPrep(a *nn.ConvArgs) bool {
 	}
 	var gate *KDAPrepGate
 	if ga := a.Gate; ga != nil { // the gate in the same dispatch, when its operands allow
-		e := b.gateEpilogue(ga.Args)
-		w := b.mat(ga.W)
-		if fa := g(ga.X).v; fa.Buf == q.v.Buf && w != nil && len(w.Parts) == 0 && e.DtBias.Buf != nil && e.DtBias.Buf == e.ALog.Buf {
-			b.gate = KDAPrepGate{G: g(ga.G).v, FA: fa, W: w, E: e}
+		b.gate = KDAPrepGate{G: g(ga.G).v, FA: g(ga.X).v, W: b.mat(ga.W), E: b.gateEpilogue(ga.Args)}
+		if b.gate.check(q.v, a.H, a.DK) == nil {
 			gate = &b.gate
 		}
 	}

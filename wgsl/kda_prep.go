@@ -75,22 +75,20 @@ type KDAPrepGate struct {
 	E     KDAGateEpilogue
 }
 
+// check validates g for KDAPrep's projections x and heads H×dk: the
+// dispatch takes it whole, so the GPU backend falls back to LinearKDAGate
+// when it fails.
 func (g *KDAPrepGate) check(x View, H, dk int) error {
-	e := g.E
 	switch {
-	case g.W == nil || len(g.W.Parts) > 0 || g.W.Rows != H*dk || e.H != H || e.DK != dk:
+	case g.W == nil || len(g.W.Parts) > 0 || g.E.H != H || g.E.DK != dk:
 		return fmt.Errorf("wgsl: KDAPrep: a gate matrix of %d×%d channels in one part", H, dk)
 	case g.FA.Buf != x.Buf:
 		return fmt.Errorf("wgsl: KDAPrep: the gate's input must be in the projections' buffer")
-	case e.DtBias.Buf == nil || e.DtBias.Buf != e.ALog.Buf:
-		return fmt.Errorf("wgsl: KDAPrep: dt_bias and A_log must share a buffer")
 	case (g.W.Cols+1)/2/8 > loopBudget:
 		return fmt.Errorf("wgsl: KDAPrep: a gate of %d columns exceeds the per-invocation loop budget", g.W.Cols)
 	}
-	nA := H
-	if e.PerChannel {
-		nA = H * dk
+	if err := g.E.check("KDAPrep gate", g.W); err != nil {
+		return err
 	}
-	return errors.Join(g.W.check("KDAPrep gate"), g.FA.check(g.W.Cols, "KDAPrep gate input"), g.G.check(H*dk, "KDAPrep gate"),
-		e.DtBias.check(H*dk, "KDAPrep dt_bias"), e.ALog.check(nA, "KDAPrep A_log"))
+	return errors.Join(g.W.check("KDAPrep gate"), g.FA.check(g.W.Cols, "KDAPrep gate input"), g.G.check(H*dk, "KDAPrep gate"))
 }

@@ -38,19 +38,7 @@ fn gate_rows(gi: u32, tid: u32) {
   let lane = tid % 8u;
   let r = gi * 16u + tid / 8u;
   var acc = 0.0;
-  if (r < p.rows) {
-    let base = p.gw_off + r * p.gw_stride;
-    if (QT != 0u) {
-      for (var u = lane; u < p.cols / 32u; u += 8u) { acc += qdot(base, p.cols, u, p.fa_off); }
-    } else {
-      for (var j = lane; j < (p.cols + 1u) / 2u; j += 8u) {
-        let w = wpair(base, j);
-        let c = 2u * j;
-        acc += w.x * X[p.fa_off + c];
-        if (c + 1u < p.cols) { acc += w.y * X[p.fa_off + c + 1u]; }
-      }
-    }
-  }
+  if (r < p.rows) { acc = row_dot(p.gw_off + r * p.gw_stride, p.cols, p.fa_off, lane, 8u, QT != 0u); }
   red[tid] = acc;
   workgroupBarrier();
   for (var s = 4u; s > 0u; s >>= 1u) {

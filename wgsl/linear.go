@@ -296,24 +296,29 @@ type KDAGateEpilogue struct {
 	LowerBound          float32
 }
 
-// LinearKDAGate records g = KDAGate(x·Wᵀ) in one dispatch (the f_b
-// projection of the KDA gate with the gate as its epilogue; W has H·DK
-// rows), equal to Linear followed by KDAGate.
-func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) error {
+// check validates a gate epilogue for the projection W (H·DK rows) of op.
+func (e *KDAGateEpilogue) check(op string, W *Mat) error {
 	if W == nil || W.Rows != e.H*e.DK || e.H <= 0 || e.DK <= 0 {
-		return fmt.Errorf("wgsl: LinearKDAGate: matrix for %d×%d gate channels", e.H, e.DK)
+		return fmt.Errorf("wgsl: %s: matrix for %d×%d gate channels", op, e.H, e.DK)
 	}
 	if e.DtBias.Buf == nil || e.DtBias.Buf != e.ALog.Buf {
-		return fmt.Errorf("wgsl: LinearKDAGate: dt_bias and A_log must share a buffer")
+		return fmt.Errorf("wgsl: %s: dt_bias and A_log must share a buffer", op)
 	}
 	nA := e.H
 	if e.PerChannel {
 		nA = e.H * e.DK
 	}
-	if err := e.DtBias.check(e.H*e.DK, "LinearKDAGate dt_bias"); err != nil {
+	if err := e.DtBias.check(e.H*e.DK, op, "dt_bias"); err != nil {
 		return err
 	}
-	if err := e.ALog.check(nA, "LinearKDAGate A_log"); err != nil {
+	return e.ALog.check(nA, op, "A_log")
+}
+
+// LinearKDAGate records g = KDAGate(x·Wᵀ) in one dispatch (the f_b
+// projection of the KDA gate with the gate as its epilogue; W has H·DK
+// rows), equal to Linear followed by KDAGate.
+func (d *Device) LinearKDAGate(g, x View, T int, W *Mat, e KDAGateEpilogue) error {
+	if err := e.check("LinearKDAGate", W); err != nil {
 		return err
 	}
 	return d.linearEpi(g, W.Rows, x, W.Cols, T, W, false, &linearEpilogue{gated: true, gate: e}, 0)

@@ -149,7 +149,7 @@ fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
         }
       }
     } else if (q) {
-      for (var u = lane; u < p.cols / 32u; u += LANES) { acc += qdot(base, p.cols, u, p.x_off); }
+      acc = row_dot(base, p.cols, p.x_off, lane, LANES, true);
     } else if (p.norm == 1u) {
       for (var j = lane; j < npair; j += LANES) {
         let w = wpair(base, j);
@@ -171,13 +171,7 @@ fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
         acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
       }
     } else {
-      for (var j = lane; j < npair; j += LANES) {
-        let w = wpair(base, j);
-        let c = 2u * j;
-        var s = w.x * X[p.x_off + c];
-        if (c + 1u < p.cols) { s += w.y * X[p.x_off + c + 1u]; }
-        acc += s;
-      }
+      acc = row_dot(base, p.cols, p.x_off, lane, LANES, false);
     }
   }
   red1[tid] = acc;

@@ -32,23 +32,6 @@ const LANES: u32 = 8u; // threads per row
 var<workgroup> ra: array<f32, 64>;
 var<workgroup> rb: array<f32, 64>;
 
-// dot_row is this lane's share of W[base..]·X[xb..] over p.cols columns
-// (q: W in a block format, 32 columns per unit).
-fn dot_row(base: u32, xb: u32, lane: u32, q: bool) -> f32 {
-  let npair = (p.cols + 1u) / 2u;
-  var acc = 0.0;
-  if (q) {
-    for (var u = lane; u < p.cols / 32u; u += LANES) { acc += qdot(base, p.cols, u, xb); }
-    return acc;
-  }
-  for (var j = lane; j < npair; j += LANES) {
-    let w = wpair(base, j);
-    let c = 2u * j;
-    acc += w.x * X[xb + c];
-    if (c + 1u < p.cols) { acc += w.y * X[xb + c + 1u]; }
-  }
-  return acc;
-}
 
 fn expert(tk: u32) -> u32 {
   if (p.use_idx == 1u) { return IDX[p.i_off + tk]; }
@@ -80,8 +63,8 @@ fn gate_up(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   if (j < p.rows) {
     let base = p.w_off + expert(tk) * p.e_words + j * p.w_stride;
     let xb = p.x_off + t * p.x_stride;
-    a = dot_row(base, xb, lane, q);
-    b = dot_row(base + p.rows * p.w_stride, xb, lane, q);
+    a = row_dot(base, p.cols, xb, lane, LANES, q);
+    b = row_dot(base + p.rows * p.w_stride, p.cols, xb, lane, LANES, q);
   }
   ra[tid] = a;
   rb[tid] = b;
@@ -125,7 +108,7 @@ fn down1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
       var wk = 1.0;
       if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
       let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
-      acc += wk * dot_row(base, p.x_off + tk * p.x_stride, lane, q);
+      acc += wk * row_dot(base, p.cols, p.x_off + tk * p.x_stride, lane, LANES, q);
     }
   }
   ra[tid] = acc;
