@@ -26,8 +26,6 @@ type cten struct {
 // arena: for state kept across passes).
 func Vec(x []float32) nn.Tensor { return &cten{d: x, cols: len(x), stride: len(x)} }
 
-func vec(x []float32) cten { return cten{d: x, cols: len(x), stride: len(x)} }
-
 // Data is t's values: the first T rows of a contiguous tensor, or row by
 // row gathered into scratch (valid until the next op).
 func (b *Backend) Data(t nn.Tensor, T int) []float32 { return gather(ct(t), T, &b.tmp) }

@@ -220,12 +220,6 @@ func (a *actQ8) pairUp() {
 	a.paired = true
 }
 
-// setInt16 stores v as int16 number i of m (little-endian halves).
-func setInt16(m []uint32, i int, v int32) {
-	sh := 16 * uint(i%2)
-	m[i/2] = m[i/2]&^(0xffff<<sh) | uint32(uint16(int16(v)))<<sh
-}
-
 // int16At is int16 number i of m.
 func int16At(m []uint32, i int) int16 { return int16(m[i/2] >> (16 * uint(i%2))) }
 

@@ -1,7 +1,5 @@
 package tokenizer
 
-import "unicode/utf8"
-
 // The byte-level BPE used by GPT-2 and its descendants (Qwen, DeepSeek,
 // Llama 3) writes every byte as one printable Unicode character so that the
 // vocabulary file is valid text: the printable Latin-1 bytes stand for
@@ -25,15 +23,6 @@ func init() {
 		}
 		runeToByte[byteToRune[b]] = byte(b)
 	}
-}
-
-// byteLevelEncode maps raw bytes to their byte-level character string.
-func byteLevelEncode(b []byte) string {
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = utf8.AppendRune(out, byteToRune[c])
-	}
-	return string(out)
 }
 
 // byteLevelDecode maps a byte-level token string back to raw bytes. ok is
