@@ -26,7 +26,125 @@ func (d *Device) AttnResNorm(out Strided, srcs Strided, tokStride, nsrc, n, T in
 	return d.attnRes(out, srcs, tokStride, nsrc, n, T, w, gamma, eps, norm, normEps)
 }
 
-func (d *Device) attnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View, eps float32, norm View, normEps float32) error {
+// resRead is a decoded token's AttnResNorm held back by DeferAttnResNorm.
+type resRead struct {
+	out            View
+	srcs           Strided
+	nsrc, n        int
+	w, gamma, norm View
+	eps, normEps   float32
+}
+
+// maxResRows is the most rows a GEMV may have to take a held-back AttnRes
+// read into its prologue: each of its workgroups recomputes the read (its
+// sources twice over), so a wide GEMV such as the lm_head runs the read
+// as its own dispatch instead.
+const maxResRows = 4096
+
+// resFold is how decoded tokens' AttnRes reads run (FoldAttnRes).
+type resFold struct {
+	set, on bool
+	groups  int
+}
+
+// FoldAttnRes sets whether a decoded token's AttnRes read runs in the
+// prologue of the GEMV that reads it (DeferAttnResNorm) and over how many
+// workgroups that GEMV then runs: groups 0 gives each workgroup 8 rows, as
+// gemv; groups n > 0 gives n workgroups the rows between them (fewer
+// repeats of the read). Until it is called the device chooses by adapter:
+// on a GPU reads fold with 8 rows per workgroup; on a software adapter
+// (lavapipe, SwiftShader) they stay their own dispatch, which measured
+// faster there (BENCHMARKS.md). Tests and benchmarks call it to run either
+// way on any adapter; the function returned restores the choice before.
+func (d *Device) FoldAttnRes(on bool, groups int) (restore func()) {
+	old := d.fold
+	d.fold = resFold{set: true, on: on, groups: max(groups, 0)}
+	return func() { d.fold = old }
+}
+
+// foldsRes reports whether AttnRes reads fold into GEMVs, and the
+// workgroups such a GEMV of rows rows runs.
+func (d *Device) foldsRes(rows int) (bool, int) {
+	f := d.fold
+	if !f.set {
+		f.on = d.adapter.Software() == ""
+	}
+	blocks := (rows + 7) / 8
+	if f.groups == 0 {
+		return f.on, blocks
+	}
+	return f.on, min(blocks, f.groups)
+}
+
+// DeferAttnResNorm is AttnResNorm for one token (out: n values), held back
+// so that the GEMV reading out next computes it in its prologue
+// (linear.wgsl's gemv_res: the read and the projection in one dispatch;
+// Linear takes it when x is out, the product is plain, W.Cols = n ≤ 2048
+// and W has at most maxResRows rows). Any other dispatch, a flush
+// or a read records it first as AttnResNorm, so everything that reads out
+// sees the same values either way.
+func (d *Device) DeferAttnResNorm(out View, srcs Strided, nsrc, n int, w, gamma View, eps float32, norm View, normEps float32) error {
+	if err := d.flushRes(); err != nil {
+		return err
+	}
+	if err := norm.check(n, "AttnResNorm norm weight"); err != nil {
+		return err
+	}
+	if on, _ := d.foldsRes(0); !on || n > maxGatedNormCols {
+		return d.attnRes(Strided{out, n}, srcs, 0, nsrc, n, 1, w, gamma, eps, norm, normEps)
+	}
+	if err := d.checkAttnRes(Strided{out, n}, srcs, 0, nsrc, n, 1, w, gamma); err != nil {
+		return err
+	}
+	d.res, d.resHeld = resRead{out: out, srcs: srcs, nsrc: nsrc, n: n, w: w, gamma: gamma, norm: norm, eps: eps, normEps: normEps}, true
+	return nil
+}
+
+// flushRes records the held-back AttnRes read, if any, as its own
+// dispatch.
+func (d *Device) flushRes() error {
+	if !d.resHeld {
+		return nil
+	}
+	d.resHeld = false
+	r := &d.res
+	return d.attnRes(Strided{r.out, r.n}, r.srcs, 0, r.nsrc, r.n, 1, r.w, r.gamma, r.eps, r.norm, r.normEps)
+}
+
+// dropRes forgets a held-back read (its buffers are being released).
+func (d *Device) dropRes() { d.resHeld = false }
+
+// takeRes returns the held-back read for a GEMV of W reading x, and
+// forgets it, when that GEMV can compute it (see DeferAttnResNorm).
+func (d *Device) takeRes(x View, W *Mat) (resRead, bool) {
+	if !d.resHeld || d.res.out != x || W.Cols != d.res.n || W.Rows > maxResRows {
+		return resRead{}, false
+	}
+	d.resHeld = false
+	return d.res, true
+}
+
+// gemvRes records out = W·xn for the read r, computing xn = r's
+// AttnResNorm in every workgroup and storing it at r.out from the first
+// (linear.wgsl's gemv_res).
+func (d *Device) gemvRes(out View, W *Mat, r *resRead) error {
+	if err := out.check(W.Rows, "Linear out"); err != nil {
+		return err
+	}
+	k, err := d.weightKernel("linear.wgsl", entry("gemv_res", W.DType), 7, W.DType)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, r.srcs.Off, r.srcs.Stride, out.Off, W.Rows, 1, 0).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, 0).f(0).u(0, 0, 0).
+		u(r.nsrc, r.w.Off, r.gamma.Off, r.norm.Off).f(r.eps, r.normEps).u(r.out.Off)
+	_, groups := d.foldsRes(W.Rows)
+	blocks := ((W.Rows+7)/8 + groups - 1) / groups
+	p = p.u(blocks)
+	return d.dispatch(k, p, []*Buffer{W.Buf, r.srcs.Buf, out.Buf, r.w.Buf, r.out.Buf, r.gamma.Buf, r.norm.Buf}, ((W.Rows+7)/8+blocks-1)/blocks)
+}
+
+func (d *Device) checkAttnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View) error {
 	if T <= 0 || n <= 0 || nsrc <= 0 || nsrc > 64 {
 		return fmt.Errorf("wgsl: AttnRes: T %d, n %d, %d sources (≤ 64)", T, n, nsrc)
 	}
@@ -39,7 +157,11 @@ func (d *Device) attnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w
 	if err := w.check(n, "AttnRes w"); err != nil {
 		return err
 	}
-	if err := gamma.check(n, "AttnRes gamma"); err != nil {
+	return gamma.check(n, "AttnRes gamma")
+}
+
+func (d *Device) attnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View, eps float32, norm View, normEps float32) error {
+	if err := d.checkAttnRes(out, srcs, tokStride, nsrc, n, T, w, gamma); err != nil {
 		return err
 	}
 	k, err := d.kernel("attnres.wgsl", "main", 5)

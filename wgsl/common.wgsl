@@ -279,3 +279,52 @@ fn reduce_sum(v: f32, tid: u32) -> f32 { return wg_reduce(v, tid, false); }
 
 // reduce_max is the maximum of v over the workgroup (wg_reduce).
 fn reduce_max(v: f32, tid: u32) -> f32 { return wg_reduce(v, tid, true); }
+
+// res_weights sets res_a[0..nsrc) to the softmax weights of one token's
+// Block AttnRes read (ref.AttnRes) over the nsrc ≤ 64 sources of d values
+// at the including kernel's X[tb + i·stride ..], pseudo-query w at
+// E[wo ..] and key norm γ at EG[go ..]:
+//   score_i = Σ_c (v_i[c] / sqrt(mean(v_i²) + eps)) γ[c] w[c]
+//   res_a = softmax(score)
+// Every invocation of the 64-wide workgroup calls it (tid: local index).
+// Eight lanes take a source (eight sources per pass), so a pass costs a
+// few barriers whatever d is: barriers are what a CPU driver pays for.
+var<workgroup> res_a: array<f32, 64>;
+var<workgroup> res_s: array<vec2<f32>, 64>;
+fn res_weights(tb: u32, stride: u32, nsrc: u32, d: u32, wo: u32, go: u32, eps: f32, tid: u32) {
+  let lane = tid % 8u;
+  for (var i0 = 0u; i0 < nsrc; i0 += 8u) {
+    let i = i0 + tid / 8u;
+    var a = vec2<f32>(0.0, 0.0);
+    if (i < nsrc) {
+      let vb = tb + i * stride;
+      for (var c = lane; c < d; c += 8u) {
+        let x = X[vb + c];
+        a += vec2<f32>(x * x, x * EG[go + c] * E[wo + c]);
+      }
+    }
+    res_s[tid] = a;
+    workgroupBarrier();
+    for (var k = 4u; k > 0u; k >>= 1u) {
+      if (lane < k) { res_s[tid] += res_s[tid + k]; }
+      workgroupBarrier();
+    }
+    if (lane == 0u && i < nsrc) { res_a[i] = res_s[tid].y / sqrt(res_s[tid].x / f32(d) + eps); }
+    workgroupBarrier();
+  }
+  var m = res_a[0];
+  for (var i = 1u; i < nsrc; i++) { m = max(m, res_a[i]); }
+  var sum = 0.0;
+  for (var i = 0u; i < nsrc; i++) { sum += exp(res_a[i] - m); }
+  workgroupBarrier();
+  if (tid < nsrc) { res_a[tid] = exp(res_a[tid] - m) / sum; }
+  workgroupBarrier();
+}
+
+// res_val is column c of the AttnRes read whose weights res_weights left
+// in res_a: Σ_i res_a[i]·X[tb + i·stride + c].
+fn res_val(tb: u32, stride: u32, nsrc: u32, c: u32) -> f32 {
+  var a = 0.0;
+  for (var i = 0u; i < nsrc; i++) { a += res_a[i] * X[tb + i * stride + c]; }
+  return a;
+}

@@ -141,6 +141,11 @@ type Device struct {
 	dummies [maxBinds]*Buffer
 	// trace, if set (tests), sees every dispatch's storage bindings.
 	trace func(kernel string, binds []binding)
+	// res is a decoded token's AttnRes read held back for the GEMV that
+	// reads it (DeferAttnResNorm), while resHeld.
+	res     resRead
+	resHeld bool
+	fold    resFold
 
 	enc  *wgpu.CommandEncoder
 	pass *wgpu.ComputePassEncoder
@@ -695,6 +700,9 @@ func (d *Device) dispatchGrid(k *kernel, p params, bufs []*Buffer, gx, gy uint32
 	if gx == 0 || gy == 0 {
 		return nil
 	}
+	if err := d.flushRes(); err != nil {
+		return err
+	}
 	k, bufs, err := d.resolve(k, bufs)
 	if err != nil {
 		return err
@@ -737,6 +745,9 @@ func (d *Device) dispatchGrid(k *kernel, p params, bufs []*Buffer, gx, gy uint32
 // submits the step. It returns with nothing pending.
 func (d *Device) finish(extra func(enc *wgpu.CommandEncoder) error) (submission, error) {
 	var zero submission
+	if err := d.flushRes(); err != nil {
+		return zero, err
+	}
 	if d.enc == nil {
 		if extra == nil {
 			return zero, nil

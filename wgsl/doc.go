@@ -85,7 +85,13 @@
 //   - The Block AttnRes sources of a token are slots [t][nslots][d] of one
 //     buffer (the family allocates them so), the running partial sum in
 //     slot nb, so closing a block is free and one AttnRes dispatch reads
-//     all sources.
+//     all sources. On a GPU a decoded token's read is not a dispatch of its
+//     own: DeferAttnResNorm holds it back and the GEMV that reads it next
+//     (the block's stacked projections) computes it in every workgroup's
+//     prologue (linear.wgsl's gemv_res), the first workgroup also storing
+//     it; any other dispatch, flush or read records it first. Software
+//     adapters keep the separate dispatch, which measured faster there
+//     (Device.FoldAttnRes).
 //   - Matrix-vector kernels compute 8 rows per workgroup (8 threads per
 //     row): the workgroup count is what CPU Vulkan drivers pay for.
 //   - A weight matrix larger than one storage binding (128 MiB, the

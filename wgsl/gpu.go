@@ -113,6 +113,7 @@ func (b *gpu) bytes() int64 {
 
 // release frees every buffer the backend created.
 func (b *gpu) release() {
+	b.d.dropRes()
 	for _, buf := range b.bufs {
 		buf.Release()
 	}
@@ -130,8 +131,12 @@ func (b *gpu) fail(err error) {
 
 func (b *gpu) Err() error { return b.err }
 
-// Begin starts a forward pass.
-func (b *gpu) Begin() { b.err, b.nv, b.inPass = nil, 0, true }
+// Begin starts a forward pass (recording an AttnRes read the last one
+// held back for a GEMV that never came).
+func (b *gpu) Begin() {
+	b.err, b.nv, b.inPass = nil, 0, true
+	b.fail(b.d.flushRes())
+}
 
 func (b *gpu) end() { b.inPass = false }
 
@@ -595,6 +600,10 @@ func (b *gpu) AttnResNorm(out nn.Tensor, srcs []nn.Tensor, T int, w, gamma []flo
 		return false
 	}
 	o, s0 := g(out), g(srcs[0])
+	if T == 1 { // computed by the GEMV that reads it, where it can be
+		b.fail(b.d.DeferAttnResNorm(o.v, src, len(srcs), s0.cols, b.vec(w), b.vec(gamma), eps, b.vec(norm), normEps))
+		return true
+	}
 	b.fail(b.d.AttnResNorm(o.s(), src, s0.stride, len(srcs), s0.cols, T, b.vec(w), b.vec(gamma), eps, b.vec(norm), normEps))
 	return true
 }

@@ -450,6 +450,11 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	if T <= 0 {
 		return nil
 	}
+	if T == 1 && e == nil && !accum {
+		if r, ok := d.takeRes(x, W); ok {
+			return d.gemvRes(out, W, &r)
+		}
+	}
 	if xStride < W.Cols || oStride < W.Rows {
 		return fmt.Errorf("wgsl: Linear: strides x %d, out %d for %dx%d", xStride, oStride, W.Rows, W.Cols)
 	}

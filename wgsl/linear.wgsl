@@ -24,6 +24,8 @@ struct P {
   gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
   norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
   g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU
+  nsrc: u32, w_off2: u32, gm_off: u32, rn_off: u32, reps: f32, rneps: f32, xn_off: u32, // gemv_res
+  blocks: u32,                                // gemv_res: RPW-row blocks per workgroup
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -31,6 +33,8 @@ struct P {
 @group(0) @binding(3) var<storage, read_write> O: array<f32>;
 @group(0) @binding(4) var<storage, read_write> E: array<f32>;
 @group(0) @binding(5) var<storage, read_write> G: array<f32>;
+@group(0) @binding(6) var<storage, read_write> EG: array<f32>; // gemv_res: γ
+@group(0) @binding(7) var<storage, read_write> NV: array<f32>; // gemv_res: ν
 
 // epi applies the epilogue (if any) to the value v of output row row.
 fn epi(v: f32, row: u32) -> f32 {
@@ -41,9 +45,8 @@ fn epi(v: f32, row: u32) -> f32 {
   return kda_gate(v, E[p.bias_off + c], al, p.bounded == 1u, p.lb);
 }
 
-const WG: u32 = 64u;
 const TT: u32 = 8u;
-var<workgroup> red: array<f32, 512>; // TT*WG
+var<workgroup> redt: array<f32, 512>; // TT*WG
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -88,17 +91,17 @@ fn gemm(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
       }
     }
   }
-  for (var t = 0u; t < TT; t++) { red[t * WG + tid] = acc[t]; }
+  for (var t = 0u; t < TT; t++) { redt[t * WG + tid] = acc[t]; }
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (tid < s) {
-      for (var t = 0u; t < TT; t++) { red[t * WG + tid] += red[t * WG + tid + s]; }
+      for (var t = 0u; t < TT; t++) { redt[t * WG + tid] += redt[t * WG + tid + s]; }
     }
     workgroupBarrier();
   }
   if (tid < nt) {
     let o = p.o_off + (t0 + tid) * p.o_stride + row;
-    var v = red[tid * WG];
+    var v = redt[tid * WG];
     if (p.accum != 0u) { v += O[o]; }
     O[o] = epi(v, row);
   }
@@ -230,12 +233,23 @@ fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
     }
   }
   workgroupBarrier();
+  xs_rows(wid, nwg, tid, q);
+}
+
+// xs_rows computes the workgroup's RPW output rows from the input its
+// workgroup memory xs holds (LANES threads per row, as gemv1), adding into
+// O with accum.
+fn xs_rows(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
+  xs_block(wid.x + wid.y * nwg.x, tid, q);
+}
+
+// xs_block is xs_rows for the RPW rows of block blk.
+fn xs_block(blk: u32, tid: u32, q: bool) {
   let lane = tid % LANES;
-  let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
+  let row = blk * RPW + tid / LANES;
   var acc = 0.0;
   if (row < p.rows) {
     let base = p.w_off + row * p.w_stride;
-    let npair = (p.cols + 1u) / 2u;
     if (q) {
       for (var u = lane; u < p.cols / 32u; u += LANES) {
         let sc = qscale(base, p.cols, u);
@@ -245,7 +259,7 @@ fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
         }
       }
     } else {
-      for (var j = lane; j < npair; j += LANES) {
+      for (var j = lane; j < (p.cols + 1u) / 2u; j += LANES) {
         let w = wpair(base, j);
         let c = 2u * j;
         var s = w.x * xs[c];
@@ -265,4 +279,46 @@ fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
     if (p.accum != 0u) { v += O[p.o_off + row]; }
     O[p.o_off + row] = v;
   }
+}
+
+// gemv_res: a decoded token's Block AttnRes read and the RMSNorm after it
+// (attnres.wgsl's math: common.wgsl's res_weights, res_val) as the
+// prologue of the GEMV that reads it. Every workgroup builds
+//   xs = ν ⊙ h / sqrt(mean(h²) + rneps),  h = Σ_i softmax(score)_i v_i
+// for the cols ≤ 2048 values in its memory (sources X[x_off + i·x_stride ..],
+// w E[w_off2 ..], γ EG[gm_off ..], ν NV[rn_off ..]), workgroup 0 also stores
+// it at G[xn_off ..] for the block's other readers, and then computes its
+// blocks·8 rows from xs as gemv_gnorm does: the AttnRes and the projection
+// in one dispatch. (On a CPU driver the runner gives each workgroup many
+// blocks, so few workgroups repeat the read.)
+@compute @workgroup_size(64)
+fn gemv_res(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) tid: u32) {
+  gemv_r(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gemv_res_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) tid: u32) {
+  gemv_r(wid, nwg, tid, true);
+}
+
+fn gemv_r(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
+  res_weights(p.x_off, p.x_stride, p.nsrc, p.cols, p.w_off2, p.gm_off, p.reps, tid);
+  var ss = 0.0;
+  for (var c = tid; c < p.cols; c += WG) {
+    let a = res_val(p.x_off, p.x_stride, p.nsrc, c);
+    xs[c] = a;
+    ss += a * a;
+  }
+  let inv = 1.0 / sqrt(reduce_sum(ss, tid) / f32(p.cols) + p.rneps);
+  let first = wid.x == 0u && wid.y == 0u;
+  for (var c = tid; c < p.cols; c += WG) {
+    let v = (xs[c] * inv) * NV[p.rn_off + c];
+    xs[c] = v;
+    if (first) { G[p.xn_off + c] = v; }
+  }
+  workgroupBarrier();
+  let g = wid.x + wid.y * nwg.x;
+  for (var b = 0u; b < p.blocks; b++) { xs_block(g * p.blocks + b, tid, q); }
 }

@@ -483,15 +483,30 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 				}
 				return out, g.Stats().Dispatches
 			}
-			fused, nf := run(false)
 			plain, np := run(true)
-			if e := maxRelErr(fused, plain); e > 1e-5 {
-				t.Fatalf("fused vs unfused: max relative error %.3g", e)
+			// AttnRes reads folded into the GEMVs that read them (as on a
+			// GPU: 8 rows per workgroup; as on a CPU driver: 2 workgroups)
+			// or not: fewer dispatches with Block AttnRes, the same logits.
+			var counts []int
+			for _, f := range []struct {
+				on     bool
+				groups int
+			}{{false, 0}, {true, 0}, {true, 2}} {
+				restore := d.FoldAttnRes(f.on, f.groups)
+				fused, nf := run(false)
+				restore()
+				if e := maxRelErr(fused, plain); e > 1e-5 {
+					t.Fatalf("fused (AttnRes folded %v, groups %d) vs unfused: max relative error %.3g", f.on, f.groups, e)
+				}
+				if nf >= np {
+					t.Errorf("decode: %d dispatches fused, %d unfused: the fused kernels were not used", nf, np)
+				}
+				counts = append(counts, nf)
 			}
-			if nf >= np {
-				t.Errorf("decode: %d dispatches fused, %d unfused: the fused kernels were not used", nf, np)
+			if m.Cfg.AttnResBlockSize > 0 && (counts[1] >= counts[0] || counts[2] != counts[1]) {
+				t.Errorf("decode with Block AttnRes: %d dispatches with reads folded, %d without: the reads were not folded", counts[1], counts[0])
 			}
-			t.Logf("decode: %d dispatches fused, %d unfused", nf, np)
+			t.Logf("decode: %d dispatches fused (%d with AttnRes reads folded), %d unfused", counts[0], counts[1], np)
 		})
 	}
 }
@@ -507,8 +522,12 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 func TestDecodeAllocatesNothing(t *testing.T) {
 	d := device(t)
 	const runs, maxBinding = 40, 64
-	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
+	for _, name := range []string{"k3-nano", "k3-nano folded", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
 		t.Run(name, func(t *testing.T) {
+			if preset, ok := strings.CutSuffix(name, " folded"); ok { // AttnRes reads inside their GEMVs
+				name = preset
+				defer d.FoldAttnRes(true, 0)()
+			}
 			m := presetModel(t, name, 1, "F32")
 			g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})
 			V := m.Cfg.VocabSize

@@ -7,9 +7,13 @@ import (
 	"math/rand/v2"
 
 	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
 )
 
-// attnresCases are the conformance cases of AttnRes and AttnResNorm (attnres.wgsl, wgsl/attnres.go).
+// attnresCases are the conformance cases of AttnRes, AttnResNorm
+// (attnres.wgsl, wgsl/attnres.go) and a decoded token's AttnResNorm held
+// back for the GEMV that reads it (DeferAttnResNorm; linear.wgsl's
+// gemv_res).
 func attnresCases(add adder) {
 	for _, s := range [][3]int{{1, 64, 1}, {3, 100, 2}, {13, 257, 3}} {
 		nsrc, n, T := s[0], s[1], s[2]
@@ -52,5 +56,61 @@ func attnresCases(add adder) {
 			}
 			return got, want
 		})
+	}
+	// AttnResLinear: DeferAttnResNorm, then Linear of the held-back read
+	// (out = W·xn with the read in the GEMV's prologue), equals
+	// AttnResNorm then Linear; xn itself must hold the read too. Edges: one
+	// source, rows not a multiple of 8, every weight format, inputs wider
+	// than the prologue takes (2,049: the read runs first), a GEMV too
+	// wide for it (4,097 rows), and xn read before any GEMV (the read is
+	// recorded by the readback).
+	// Each shape runs with the GPU layout (8 rows per workgroup, groups 0)
+	// or the CPU driver's (groups workgroups sharing the rows).
+	type resShape struct {
+		nsrc, d, rows, groups int
+		readFirst             bool
+	}
+	resCase := func(dt tensor.DType, s resShape) {
+		add("AttnResLinear", dt.String(), fmt.Sprintf("srcs=%d d=%d rows=%d groups=%d read-first=%v", s.nsrc, s.d, s.rows, s.groups, s.readFirst), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+			nsrc, n, rows := s.nsrc, s.d, s.rows
+			defer g.D.FoldAttnRes(true, s.groups)()
+			src := RandVec(r, nsrc*n, 3)
+			w, gm, nw := RandVec(r, n, 1), RandVec(r, n, 1), RandVec(r, n, 1)
+			W := RandMat(r, rows, n, dt, 1)
+			srcs := make([][]float32, nsrc)
+			for i := range srcs {
+				srcs[i] = src[i*n : (i+1)*n]
+			}
+			xn := make([]float32, n)
+			ref.AttnRes(xn, srcs, w, gm, 1e-6, make([]float32, nsrc))
+			ref.RMSNorm(xn, xn, nw, 1e-5)
+			want := make([]float32, rows)
+			ref.Linear(nil, want, xn, 1, oracle(W))
+			xv, out := g.Zeros(n), g.Zeros(rows)
+			check(g, g.D.DeferAttnResNorm(xv, g.Up(src).Rows(n), nsrc, n, g.Up(w), g.Up(gm), 1e-6, g.Up(nw), 1e-5))
+			var early []float32
+			if s.readFirst {
+				early = g.Read(xv, n)
+			}
+			check(g, g.D.Linear(out, xv, 1, g.Mat(W)))
+			got := append(g.Read(out, rows), g.Read(xv, n)...)
+			want = append(want, xn...)
+			if s.readFirst {
+				got, want = append(got, early...), append(want, xn...)
+			}
+			return got, want
+		})
+	}
+	for _, dt := range dtypes {
+		for _, s := range []resShape{{1, 64, 5, 0, false}, {3, 100, 130, 0, false}, {3, 100, 130, 3, false}, {9, 1024, 67, 0, false},
+			{9, 1024, 67, 2, false}, {13, 2048, 9, 0, false}, {2, 2049, 9, 0, false}, {4, 64, 4097, 0, false}, {3, 100, 17, 0, true}} {
+			resCase(dt, s)
+		}
+	}
+	for _, dt := range blockDTypes {
+		cols := blockCols(dt)
+		for _, s := range []resShape{{1, cols[0], 7, 0, false}, {5, cols[len(cols)-1], 130, 0, false}, {5, cols[len(cols)-1], 130, 4, false}} {
+			resCase(dt, s)
+		}
 	}
 }
