@@ -4,6 +4,7 @@ package wgsl_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -13,15 +14,16 @@ import (
 )
 
 // BenchmarkKDAStep times the KDA core of one decoded token over 12 layers
-// (k3-mini's KDA mixers) at k3-micro's and k3-mini's head shapes, BF16
+// (k3-mini's KDA mixers) at k3-micro's and k3-mini's head shapes (4 and 8
+// heads of 64) and 32 heads of 128 (two value columns a thread), BF16
 // f_b: "fused" is KDAStep (one dispatch a layer), "split" KDAPrep with its
 // gate then KDARecurrent (two), as the runner recorded them before
 // KDAStep. One submission and wait per token.
 func BenchmarkKDAStep(b *testing.B) {
 	d := device(b)
 	const layers, K = 12, 4
-	for _, h := range []int{4, 8} {
-		dk := 64
+	for _, s := range [][2]int{{4, 64}, {8, 64}, {32, 128}} {
+		h, dk := s[0], s[1]
 		C := h * dk
 		r := rand.New(rand.NewPCG(1, 2))
 		up := func(n int, scale float32) wgsl.View {
@@ -41,13 +43,13 @@ func BenchmarkKDAStep(b *testing.B) {
 		var steps []wgsl.KDAStepArgs
 		for range layers {
 			st := up(h*dk*dk+3*tail, 0.5)
-			steps = append(steps, wgsl.KDAStepArgs{H: h, DK: dk, K: K, TailStep: tail, QScale: 0.125, Eps: 1e-6,
+			steps = append(steps, wgsl.KDAStepArgs{H: h, DK: dk, K: K, TailStep: tail, QScale: float32(1 / math.Sqrt(float64(dk))), Eps: 1e-6,
 				X: x, Beta: x.Buf.At(x.Off + 3*C), Conv: conv, Tails: st.Buf.At(st.Off + h*dk*dk), S: st, O: o,
 				Gate: wgsl.KDAPrepGate{G: gv, FA: x.Buf.At(x.Off + 3*C + h), W: W,
 					E: wgsl.KDAGateEpilogue{H: h, DK: dk, DtBias: e, ALog: e.Buf.At(e.Off + C), PerChannel: true, Bounded: true, LowerBound: -5}}})
 		}
 		for _, fused := range []bool{true, false} {
-			b.Run(fmt.Sprintf("H=%d/%s", h, map[bool]string{true: "fused", false: "split"}[fused]), func(b *testing.B) {
+			b.Run(fmt.Sprintf("H=%d/dk=%d/%s", h, dk, map[bool]string{true: "fused", false: "split"}[fused]), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					for l := range steps {
 						a := &steps[l]
