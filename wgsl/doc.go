@@ -84,7 +84,7 @@
 //     f_b·f_a and the delta rule in one dispatch of one workgroup per head
 //     (threads loop over the head's value columns), so each conv tail is
 //     read and rewritten by one workgroup and no state changes layout
-//     (snapshots, the CPU's state and replayed steps see the same tails);
+//     (snapshots and the CPU backend see the same tails);
 //     on lavapipe it beat KDAPrep + the recurrent kernel at 4 × 64, 8 × 64
 //     and 32 × 128 (BenchmarkKDAStep). The state pass has
 //     H·dv invocations, as the recurrent kernel has (the intra pass
