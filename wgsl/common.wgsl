@@ -39,6 +39,19 @@ fn kda_gate(raw: f32, bias: f32, al: f32, bounded: bool, lb: f32) -> f32 {
   return -a * (max(x, 0.0) + log1p_s(exp(-abs(x))));
 }
 
+// conv_silu is channel c's output for one token of the short causal
+// depthwise conv (ref.ShortConv, T = 1) over [tail; xv] with the K weights
+// at Wt[wb ..], then SiLU; the channel's tail in the including kernel's CT
+// (K−1 rows of C words at tb, oldest first) is shifted by one, xv last.
+fn conv_silu(xv: f32, wb: u32, tb: u32, C: u32, c: u32, K: u32) -> f32 {
+  let hist = K - 1u;
+  var s = Wt[wb + hist] * xv;
+  for (var t = 0u; t < hist; t++) { s += Wt[wb + t] * CT[tb + t * C + c]; }
+  for (var r = 0u; r + 1u < hist; r++) { CT[tb + r * C + c] = CT[tb + (r + 1u) * C + c]; }
+  if (hist > 0u) { CT[tb + (hist - 1u) * C + c] = xv; }
+  return s / (1.0 + exp(-s));
+}
+
 // wpair is the weights of columns 2j and 2j+1 of the row at word base of
 // the including kernel's weight matrix W (0 past the end): f32 (p.dtype
 // 0: one word each), f16 (1) or bf16 (2: two per word); p.cols columns.

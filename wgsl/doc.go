@@ -78,8 +78,15 @@
 //     recurrent kernel (which spends dv exponentials per state row and
 //     token and rewrites the state in memory each token) for 8 heads of
 //     64 and 32 heads of 128 (BENCHMARKS.md; kdaUseChunked holds the
-//     rule). Decode steps and 2–3-token pieces run the recurrent kernel
-//     (one dispatch per ≤ loopBudget/(2·dk+2) tokens). The state pass has
+//     rule). 2–3-token pieces run the recurrent kernel (one dispatch per
+//     ≤ loopBudget/(2·dk+2) tokens). A decode step runs KDAStep
+//     (kda_step.wgsl): the conv with its tails, L2 norms, σ(β), the gate
+//     f_b·f_a and the delta rule in one dispatch of one workgroup per head
+//     (threads loop over the head's value columns), so each conv tail is
+//     read and rewritten by one workgroup and no state changes layout
+//     (snapshots and the CPU backend see the same tails);
+//     on lavapipe it beat KDAPrep + the recurrent kernel at 4 × 64, 8 × 64
+//     and 32 × 128 (BenchmarkKDAStep). The state pass has
 //     H·dv invocations, as the recurrent kernel has (the intra pass
 //     chunks·H workgroups), which still limits prefill on large GPUs.
 //   - The Block AttnRes sources of a token are slots [t][nslots][d] of one

@@ -36,6 +36,7 @@ type gpu struct {
 	bufs []*Buffer   // every buffer the backend created (weights, scratch, state)
 	topK int         // routed experts per token (sizes the expert scratch)
 	gate KDAPrepGate // KDAPrep's gate operands (kept here: passing them allocates nothing)
+	step KDAStepArgs // KDAStep's operands (likewise)
 
 	// views made during a pass come from this arena (reused by the next)
 	views  []*gt
@@ -517,36 +518,68 @@ func (b *gpu) LinearAccum(out, x nn.Tensor, T int, W *tensor.Mat) bool {
 	return true
 }
 
-// KDAPrep runs a decoded token's conv, L2 norms and σ(β) in one dispatch
-// when q, k, v, β are stacked projections, the conv weights and tails
-// contiguous and the outputs row blocks of one tensor.
-func (b *gpu) KDAPrep(a *nn.ConvArgs) bool {
+// prepLayout is the device layout of a decoded token's KDAPrep operands
+// when its kernels take them: q, k, v, β stacked projections, the conv
+// weights and tails contiguous, the outputs row blocks of one tensor
+// (step words apart).
+func (b *gpu) prepLayout(a *nn.ConvArgs) (x, beta, w, tails View, tail, step int, ok bool) {
 	if a.T != 1 || b.err != nil {
-		return false
+		return
 	}
 	hd := a.H * a.DK
-	q, k, v, beta := g(a.Q), g(a.K), g(a.V), g(a.Beta)
+	q, k, v := g(a.Q), g(a.K), g(a.V)
 	qc, kc, vc := g(a.QC), g(a.KC), g(a.VC)
 	wq, wk, wv := b.vec(a.WQ), b.vec(a.WK), b.vec(a.WV)
 	tq, tk, tv := g(a.TailQ), g(a.TailK), g(a.TailV)
 	cw, tail, step := hd*a.Kernel, (a.Kernel-1)*hd, kc.v.Off-qc.v.Off
-	if k.v != (View{q.v.Buf, q.v.Off + hd}) || v.v != (View{q.v.Buf, q.v.Off + 2*hd}) || beta.v.Buf != q.v.Buf ||
+	if k.v != (View{q.v.Buf, q.v.Off + hd}) || v.v != (View{q.v.Buf, q.v.Off + 2*hd}) || g(a.Beta).v.Buf != q.v.Buf ||
 		wk != (View{wq.Buf, wq.Off + cw}) || wv != (View{wq.Buf, wq.Off + 2*cw}) ||
 		tk.v != (View{tq.v.Buf, tq.v.Off + tail}) || tv.v != (View{tq.v.Buf, tq.v.Off + 2*tail}) ||
 		kc.v.Buf != qc.v.Buf || vc.v != (View{qc.v.Buf, qc.v.Off + 2*step}) || step < hd {
+		return
+	}
+	return q.v, g(a.Beta).v, wq, tq.v, tail, step, true
+}
+
+// KDAPrep runs a decoded token's conv, L2 norms and σ(β) in one dispatch
+// when its operands have prepLayout.
+func (b *gpu) KDAPrep(a *nn.ConvArgs) bool {
+	x, beta, w, tails, tail, step, ok := b.prepLayout(a)
+	if !ok {
 		return false
 	}
 	var gate *KDAPrepGate
 	if ga := a.Gate; ga != nil { // the gate in the same dispatch, when its operands allow
 		b.gate = KDAPrepGate{G: g(ga.G).v, FA: g(ga.X).v, W: b.mat(ga.W), E: b.gateEpilogue(ga.Args)}
-		if b.gate.check(q.v, a.H, a.DK) == nil {
+		if b.gate.check(x, a.H, a.DK) == nil {
 			gate = &b.gate
 		}
 	}
-	b.fail(b.d.KDAPrep(qc.v, step, q.v, beta.v, wq, tq.v, tail, a.H, a.DK, a.Kernel, a.QScale, a.Eps, gate))
+	b.fail(b.d.KDAPrep(g(a.QC).v, step, x, beta, w, tails, tail, a.H, a.DK, a.Kernel, a.QScale, a.Eps, gate))
 	if ga := a.Gate; ga != nil && gate == nil && b.err == nil {
 		nn.LinearKDAGate(b, ga.G, ga.X, a.T, ga.W, ga.Args)
 	}
+	return true
+}
+
+// KDAStep runs a decoded token's KDAPrep (with its gate) and delta rule in
+// one dispatch when the prep's operands have prepLayout, the delta rule
+// reads what the prep writes and the kernel takes the shape (dv = dk ≤
+// kdaStepDKMax, the gate's operands as KDAPrep's).
+func (b *gpu) KDAStep(c *nn.ConvArgs, d *nn.DeltaArgs) bool {
+	x, beta, w, tails, tail, _, ok := b.prepLayout(c)
+	ga := c.Gate
+	if !ok || ga == nil || d.T != 1 || d.H != c.H || d.DK != c.DK || d.DV != c.DK || c.DK > kdaStepDKMax ||
+		g(d.Q).v != g(c.QC).v || g(d.K).v != g(c.KC).v || g(d.V).v != g(c.VC).v || g(d.G).v != g(ga.G).v || g(d.Beta).v != beta {
+		return false
+	}
+	b.step = KDAStepArgs{H: c.H, DK: c.DK, K: c.Kernel, TailStep: tail, QScale: c.QScale, Eps: c.Eps, X: x, Beta: beta, Conv: w,
+		Tails: tails, S: g(d.S).v, O: g(d.O).v,
+		Gate: KDAPrepGate{G: g(ga.G).v, FA: g(ga.X).v, W: b.mat(ga.W), E: b.gateEpilogue(ga.Args)}}
+	if b.step.check() != nil {
+		return false
+	}
+	b.fail(b.d.KDAStep(&b.step))
 	return true
 }
 

@@ -20,16 +20,16 @@ func kdaPrefillArgs(g *conformance.GPU, r *rand.Rand, T, H, dk int) *wgsl.KDAArg
 }
 
 // benchKDAPrefill times run over one prefill piece per iteration for
-// k3-mini's KDA (8 heads of 64) and 32 heads of 128, pieces of 64 and 256
-// tokens: wall time (ms/piece) and the process's CPU time (cpu-ms/piece:
-// lavapipe's threads run in the process, so on a loaded machine this is
-// the steadier figure of a CPU driver's work), after one untimed piece
-// (pipeline creation, scratch growth).
+// k3-micro's and k3-mini's KDA (4 and 8 heads of 64) and 32 heads of 128,
+// pieces of 64 and 256 tokens: wall time (ms/piece) and the process's CPU
+// time (cpu-ms/piece: lavapipe's threads run in the process, so on a
+// loaded machine this is the steadier figure of a CPU driver's work),
+// after one untimed piece (pipeline creation, scratch growth).
 func benchKDAPrefill(b *testing.B, run func(g *conformance.GPU, a *wgsl.KDAArgs) error) {
 	g := conformance.NewGPU(b, device(b))
 	defer g.Release()
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, s := range [][2]int{{8, 64}, {32, 128}} {
+	for _, s := range [][2]int{{4, 64}, {8, 64}, {32, 128}} {
 		for _, T := range []int{64, 256} {
 			H, dk := s[0], s[1]
 			b.Run(fmt.Sprintf("H=%d/dk=%d/T=%d", H, dk, T), func(b *testing.B) {

@@ -7,7 +7,7 @@
 // head's sum of squares is one workgroup reduction.
 //   X: projections [q | k | v] ([3, H·dk]) at x_off, β [H] at b_off
 //   Wt: conv weights [3, H·dk, K] at w_off
-//   S: tails, tensor j's [K−1, H·dk] at s_off + j·s_step (oldest first)
+//   CT: tails, tensor j's [K−1, H·dk] at s_off + j·s_step (oldest first)
 //   O: outputs, tensor j's [H·dk] at o_off + j·o_step
 // With gate 1 the workgroups after the first 3·H also compute the KDA
 // gate of the step (LinearKDAGate: its projection f_b with the gate as
@@ -24,7 +24,7 @@ struct P {
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> X: array<f32>;
 @group(0) @binding(2) var<storage, read_write> Wt: array<f32>;
-@group(0) @binding(3) var<storage, read_write> S: array<f32>;
+@group(0) @binding(3) var<storage, read_write> CT: array<f32>;
 @group(0) @binding(4) var<storage, read_write> O: array<f32>;
 @group(0) @binding(5) var<storage, read_write> W: array<u32>;
 @group(0) @binding(6) var<storage, read_write> E: array<f32>;
@@ -63,19 +63,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let j = g / p.H;
   let h = g % p.H;
   let C = p.H * p.dk;
-  let hist = p.K - 1u;
   let sb = p.s_off + j * p.s_step;
   let ob = p.o_off + j * p.o_step;
   var ss = 0.0;
   for (var i = tid; i < p.dk; i += WG) {
     let c = h * p.dk + i;
-    let xv = X[p.x_off + j * C + c];
-    let wb = p.w_off + (j * C + c) * p.K;
-    var s = Wt[wb + hist] * xv;
-    for (var t = 0u; t < hist; t++) { s += Wt[wb + t] * S[sb + t * C + c]; }
-    for (var r = 0u; r + 1u < hist; r++) { S[sb + r * C + c] = S[sb + (r + 1u) * C + c]; }
-    if (hist > 0u) { S[sb + (hist - 1u) * C + c] = xv; }
-    let y = s / (1.0 + exp(-s));
+    let y = conv_silu(X[p.x_off + j * C + c], p.w_off + (j * C + c) * p.K, sb, C, c, p.K);
     O[ob + c] = y;
     ss += y * y;
   }

@@ -320,7 +320,7 @@ func (f *k3) ffnOp(i int) nn.Op {
 //	q, k, v, β, f_a, g_out = projections of x
 //	q = L2Norm(SiLU(conv(q)))·dk^−½, k = L2Norm(SiLU(conv(k))), v = SiLU(conv(v)), β = σ(β)
 //	g = KDAGate(f_b·f_a)                       per-channel log decay
-//	o = DeltaRule(q, k, v, g, β; S)
+//	o = DeltaRule(q, k, v, g, β; S)            (conv to here: nn.KDAStep)
 //	out (+)= o_proj · (RMSNorm(o; o_norm) ⊙ σ(g_out))   per head
 //
 // with g_out = g_proj·x, or g_b·(g_a·x) for the low-rank gate.
@@ -348,10 +348,9 @@ func (f *k3) kda(st nn.State, i int, w *KDA, out nn.Tensor, accum bool, T int) {
 	f.gate = nn.GateProj{G: g, X: fa, W: w.FBProj, Args: nn.KDAGateArgs{H: H, DK: dk, DtBias: w.DtBias, ALog: w.ALog,
 		Bounded: c.GateBounded, LowerBound: c.GateLowerBound}}
 	f.conv.Gate = &f.gate
-	nn.KDAPrep(b, &f.conv)
 	o := b.Reshape(f.o, hd)
 	f.delta = nn.DeltaArgs{T: T, H: H, DK: dk, DV: dk, Q: qc, K: kc, V: vc, G: g, Beta: beta, O: o, S: st.Fixed(i, stateS)}
-	b.DeltaRule(&f.delta)
+	nn.KDAStep(b, &f.conv, &f.delta)
 	if w.GProj == nil { // the low-rank gate's second product
 		gate = b.Reshape(f.proj[5], w.GBProj.Rows)
 		b.Linear(gate, ps[6].Out, T, w.GBProj)

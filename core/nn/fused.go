@@ -109,6 +109,27 @@ func KDAPrep(b Backend, a *ConvArgs) {
 	}
 }
 
+// KDAStepper runs KDAStep in one kernel; it declines pieces of T > 1.
+type KDAStepper interface {
+	KDAStep(c *ConvArgs, d *DeltaArgs) bool
+}
+
+// KDAStep is a KDA mixer's core: KDAPrep(c), then DeltaRule(d) over its
+// outputs (d's Q, K, V, G, Beta are c's QC, KC, VC, Gate.G, Beta):
+//
+//	qc, kc, vc, β, g = KDAPrep(q, k, v, β, f_a)
+//	o = DeltaRule(qc, kc, vc, g, β; S)
+//
+// The outputs are o, the state S and the conv tails; a backend that fuses
+// the two may leave c's outputs (QC, KC, VC, the gate, β) unwritten.
+func KDAStep(b Backend, c *ConvArgs, d *DeltaArgs) {
+	if f, ok := b.(KDAStepper); ok && f.KDAStep(c, d) {
+		return
+	}
+	KDAPrep(b, c)
+	b.DeltaRule(d)
+}
+
 // LinearKDAGater computes the KDA gate as the epilogue of its projection.
 type LinearKDAGater interface {
 	LinearKDAGate(g, x Tensor, T int, W *tensor.Mat, a KDAGateArgs) bool

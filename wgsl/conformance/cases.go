@@ -51,7 +51,7 @@ func Cases() []Case {
 	add := func(op, dt, shape string, bound float64, run func(g *GPU, r *rand.Rand) ([]float32, []float32)) {
 		cs = append(cs, Case{op, dt, shape, bound, run})
 	}
-	for _, f := range []func(adder){linearCases, blockCases, normCases, elementwiseCases, convCases, kdaPrepCases, kdaGateCases, kdaCases, kdaChunkCases, mlaCases, routerCases, attnresCases, embedCases, moeCases, argmaxCases, sampleCases, familyCases, gqaCases} {
+	for _, f := range []func(adder){linearCases, blockCases, normCases, elementwiseCases, convCases, kdaPrepCases, kdaStepCases, kdaGateCases, kdaCases, kdaChunkCases, mlaCases, routerCases, attnresCases, embedCases, moeCases, argmaxCases, sampleCases, familyCases, gqaCases} {
 		f(add)
 	}
 	cs = append(cs, visionCases()...)
