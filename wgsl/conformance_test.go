@@ -58,6 +58,16 @@ func TestConformanceSplitMatrices(t *testing.T) {
 	runCases(t, false, "Linear", "LinearAccum", "Embed")
 }
 
+// TestConformanceMLASeparateMerge reruns the MLAAbsorbed cases with the
+// splits' partials merged by their own dispatch (absorb_combine), as
+// contexts too long for absorb_out to merge them within the loop budget
+// are.
+func TestConformanceMLASeparateMerge(t *testing.T) {
+	device(t)
+	defer wgsl.SetMLAMergeBudgetForTest(0)()
+	runCases(t, false, "MLAAbsorbed")
+}
+
 func runCases(t *testing.T, record bool, ops ...string) {
 	for _, c := range conformance.Cases() {
 		if len(ops) > 0 && !slices.Contains(ops, c.Op) {
