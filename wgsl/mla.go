@@ -227,8 +227,8 @@ func mlaParams(a *MLAArgs, cOff int) params {
 // mlaWG is mla.wgsl's workgroup size (common.wgsl's WG).
 const mlaWG = 64
 
-// mlaMaxRKV is the largest RKV absorb_out takes (MAXR in mla.wgsl).
-const mlaMaxRKV = 2048
+// mlaMaxRKV is the largest RKV the decode kernels take (MAXR in mla.wgsl).
+const mlaMaxRKV = 1024
 
 // mlaMergeBudget is the loop iterations an absorb_out invocation may spend
 // merging the splits' partials itself (a variable for tests); past it a
@@ -290,8 +290,10 @@ func (d *Device) AppendNormed(c *LatentCache, src Strided, n, rkv int, nu View, 
 // kernel that computes q̃ = W_UKᵀ q_nope). The splits are dispatched page
 // by page (one absorb_attn dispatch per cache page holding visible keys,
 // each binding only its page); absorb_out merges them unless the context
-// is so long that a separate absorb_combine must. A decoded token with
-// its append takes 3 dispatches on a one-page cache. Scratch lives in a
+// is so long that a separate absorb_combine must, and a context of one
+// split needs no merge (absorb_attn writes the output). A decoded token
+// with its append takes 2 dispatches up to 128 keys, then 3 on a one-page
+// cache. Scratch lives in a
 // device-owned buffer that grows to the largest context seen.
 func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err := a.check("MLAAbsorbed"); err != nil {
@@ -336,12 +338,16 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	} else if err := d.appendNormed(prep, base.u(0, 0, 0), nq, cacheSpan{page: c.Pages[0]}, View{}, 0, View{}, 0, a.Q.Buf, a.WKVB.Buf, T); err != nil {
 		return err
 	}
+	single := nsplit == 1 // absorb_attn has the final õ: it writes o
 	for s := range a.Cache.spans(0, end) {
 		sp0, nsp := s.row/mlaTile, (s.n+mlaTile-1)/mlaTile
-		p := base.u(s.row, sp0, nsp)
+		p := base.u(s.row, sp0, nsp, 0, 0, 0, 0, 0, 0, 0, b2i(single))
 		if err := d.dispatch(ks[0], p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh*nsp); err != nil {
 			return err
 		}
+	}
+	if single {
+		return nil
 	}
 	page0 := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Pages[0], a.O.Buf, T}
 	merge := mlaMerges(nsplit, a.RKV)
@@ -350,7 +356,7 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 			return err
 		}
 	}
-	p := base.u(0, 0, 0, 0, 0, 0, 0, 0, 0, b2i(merge))
+	p := base.u(0, 0, 0, 0, 0, 0, 0, 0, 0, b2i(merge), 0)
 	return d.dispatch(ks[2], p, page0, nh*((a.DV+mlaWG-1)/mlaWG))
 }
 

@@ -12,7 +12,8 @@
 // first row is cache row c_row0; pages hold whole 128-row tiles, so a split
 // or tile never straddles two pages.
 //
-// Decode (ref.MLAAbsorbed), 3 + (pages) dispatches:
+// Decode (ref.MLAAbsorbed), 2 dispatches for a context of one split, else
+// 2 + (pages), + 1 past the merge's loop budget:
 //   absorb_prep    q̃ = W_UKᵀ q_nope (workgroups < nq: one (n, h, r) per
 //                  invocation) and, in the same dispatch, the step's own
 //                  rows appended to their page, c_kv RMSNormed (one
@@ -21,7 +22,9 @@
 //   absorb_attn    per page: one workgroup per (n, h, split sp0..sp0+nsp of
 //                  ≤128 keys in the page): max, sum and Σ p·c_kv over the
 //                  split; splits keep every invocation far below lavapipe's
-//                  ~65k loop-iteration cap at any context
+//                  ~65k loop-iteration cap at any context. With a single
+//                  split (single = 1: a context of ≤128 keys) the workgroup
+//                  has the final õ and writes o = W_UV õ itself
 //   absorb_out     one workgroup per (n, h, WG values j): õ, the splits'
 //                  partials merged (merge = 1; else read from T, where
 //                  absorb_combine merged them), then o = W_UV õ
@@ -38,7 +41,7 @@ struct P {
   qt_off: u32, part_off: u32, nsplit: u32, split: u32,
   k0: u32, kn: u32, last: u32, kv_off: u32, st_off: u32,
   c_row0: u32, sp0: u32, nsp: u32,
-  x_off: u32, x_stride: u32, nu_off: u32, eps: f32, nq: u32, rows: u32, merge: u32,
+  x_off: u32, x_stride: u32, nu_off: u32, eps: f32, nq: u32, rows: u32, merge: u32, single: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> Q: array<f32>;
@@ -51,8 +54,8 @@ struct P {
 
 const NEG: f32 = -3.0e38;
 var<workgroup> sc: array<f32, 128>;
-// MAXR is the largest RKV absorb_out takes (its õ in workgroup memory).
-const MAXR: u32 = 2048u;
+// MAXR is the largest RKV the decode kernels take (õ in workgroup memory).
+const MAXR: u32 = 1024u;
 var<workgroup> ot: array<f32, MAXR>;
 
 fn wel(row: u32, col: u32) -> f32 {
@@ -142,9 +145,22 @@ fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   for (var r = tid; r < p.RKV; r += WG) {
     var a = 0.0;
     for (var k = 0u; k < cnt; k++) { a += sc[k] * C[cs + k * p.c_stride + r]; }
-    T[pb + 2u + r] = a;
+    if (p.single == 1u) { ot[r] = a / l; } else { T[pb + 2u + r] = a; }
+  }
+  if (p.single == 1u) { // the only split: õ is final, o = W_UV õ
+    workgroupBarrier();
+    for (var j = tid; j < p.DV; j += WG) { O[p.o_off + nh * p.DV + j] = out_dot(nh, j); }
+    return;
   }
   if (tid == 0u) { T[pb] = m; T[pb + 1u] = l; }
+}
+
+// out_dot is o[j] = (W_UV õ)[j] of nh, with õ in ot.
+fn out_dot(nh: u32, j: u32) -> f32 {
+  let wr = (nh % p.H) * (p.DN + p.DV) + p.DN + j;
+  var acc = 0.0;
+  for (var r = 0u; r < p.RKV; r++) { acc += wel(wr, r) * ot[r]; }
+  return acc;
 }
 
 // merged is õ[r] of nh: the splits' partials merged (m: the largest of
@@ -191,11 +207,7 @@ fn absorb_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   }
   workgroupBarrier();
   let j = (gl % nch) * WG + tid;
-  if (j >= p.DV) { return; }
-  let wr = (nh % p.H) * (p.DN + p.DV) + p.DN + j;
-  var acc = 0.0;
-  for (var r = 0u; r < p.RKV; r++) { acc += wel(wr, r) * ot[r]; }
-  O[p.o_off + nh * p.DV + j] = acc;
+  if (j < p.DV) { O[p.o_off + nh * p.DV + j] = out_dot(nh, j); }
 }
 
 @compute @workgroup_size(WG)
