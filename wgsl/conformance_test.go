@@ -133,7 +133,9 @@ func writeMatrix(path, adapter string) error {
 	b.WriteString("Fused decode ops, each against its unfused ops: `LinearKDAGate` (the KDA gate's projection with the gate as\n")
 	b.WriteString("its epilogue), `LinearNormed` (RMSNorm inside a GEMV, which may add into its output), `LinearGated`\n")
 	b.WriteString("(an input gate x ⊙ σ(g) inside a GEMV: MLA's output gate), `LinearGatedNorm` (the gated per-head RMSNorm inside a GEMV),\n")
-	b.WriteString("`KDAPrep/gate` (the KDA gate's projection and gate in the conv/L2-norm dispatch).\n\n")
+	b.WriteString("`KDAPrep/gate` (the KDA gate's projection and gate in the conv/L2-norm dispatch), `MLAAbsorbed`/`MLANaive`\n")
+	b.WriteString("`append` (the queries' own latent rows appended with c_kv RMSNormed: by the kernel forming the absorbed\n")
+	b.WriteString("queries in decode, by `AppendNormed` in prefill; the appended rows against the reference's normed cache).\n\n")
 	// The browser column comes from the last TestBrowserE2E run with
 	// TESSERA_SUPPORT_MATRIX=write (cmd/tessera), which runs a subset of
 	// these cases in headless Chromium and saves the results.
