@@ -213,15 +213,15 @@ func (a *MLAArgs) check(what string) error {
 	return nil
 }
 
-// mlaParams is mla.wgsl's uniform block up to c_off … o_off, for a cache
-// page whose row 0 is word cOff.
-func mlaParams(a *MLAArgs, cOff int) params {
+// mlaParams is mla.wgsl's uniform block up to o_off (a.WKVB may be nil:
+// a plain append).
+func mlaParams(a *MLAArgs) params {
 	var dt, wOff, wStride int
 	if a.WKVB != nil {
 		dt, wOff, wStride = int(a.WKVB.DType), a.WKVB.Off, a.WKVB.Stride
 	}
 	return params{}.u(a.N, a.H, a.DN, a.DR, a.DV, a.RKV, a.Pos0).f(a.Scale).
-		u(dt, wOff, wStride, a.Q.Off, cOff, a.Cache.Width, a.O.Off)
+		u(dt, wOff, wStride, a.Q.Off, 0, a.Cache.Width, a.O.Off)
 }
 
 // mlaWG is mla.wgsl's workgroup size (common.wgsl's WG).
@@ -243,11 +243,11 @@ func mlaMerges(nsplit, rkv int) bool {
 }
 
 // appendNormed records absorb_prep with k: nq workgroups of q̃ (from q and
-// w into t; p: the attention's parameters up to nsp) and the rows of span
-// s appended from src (the span's first row; row stride stride), c_kv RMSNormed
-// with nu and eps.
-func (d *Device) appendNormed(k *kernel, p params, nq int, s cacheSpan, src View, stride int, nu View, eps float32, q, w, t *Buffer) error {
-	p = p.u(src.Off, stride, nu.Off).f(eps).u(nq, s.n, 0)
+// w into t; p: the parameters up to st_off) and the rows of span s of
+// cache c appended from src (the span's first row, rows stride words
+// apart), c_kv RMSNormed with nu and eps.
+func (d *Device) appendNormed(k *kernel, p params, nq int, c *LatentCache, s cacheSpan, src View, stride int, nu View, eps float32, q, w, t *Buffer) error {
+	p = p.u(0, 0, 0).u(src.Off, stride, nu.Off).f(eps).u(nq, s.n, 0, 0, s.local*c.Width)
 	return d.dispatch(k, p, []*Buffer{q, w, s.page, nil, t, src.Buf, nu.Buf}, nq+s.n)
 }
 
@@ -271,11 +271,10 @@ func (d *Device) AppendNormed(c *LatentCache, src Strided, n, rkv int, nu View, 
 	if err != nil {
 		return err
 	}
-	a := &MLAArgs{RKV: rkv, DR: c.Width - rkv, Cache: c}
+	p := mlaParams(&MLAArgs{RKV: rkv, DR: c.Width - rkv, Cache: c}).u(0, 0, 0, 0, 0, 0, 0, 0, 0)
 	for s := range c.spans(c.Len, n) {
-		p := mlaParams(a, s.local*c.Width).u(0, 0, 0, 0, 0, 0, 0, 0, 0).u(0, 0, 0)
 		from := View{src.Buf, src.Off + (s.row-c.Len)*src.Stride}
-		if err := d.appendNormed(k, p, 0, s, from, src.Stride, nu, eps, nil, nil, nil); err != nil {
+		if err := d.appendNormed(k, p, 0, c, s, from, src.Stride, nu, eps, nil, nil, nil); err != nil {
 			return err
 		}
 	}
@@ -293,8 +292,8 @@ func (d *Device) AppendNormed(c *LatentCache, src Strided, n, rkv int, nu View, 
 // is so long that a separate absorb_combine must, and a context of one
 // split needs no merge (absorb_attn writes the output). A decoded token
 // with its append takes 2 dispatches up to 128 keys, then 3 on a one-page
-// cache. Scratch lives in a
-// device-owned buffer that grows to the largest context seen.
+// cache. Scratch lives in a device-owned buffer that grows to the largest
+// context seen.
 func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err := a.check("MLAAbsorbed"); err != nil {
 		return err
@@ -321,21 +320,20 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 			return err
 		}
 	}
-	base := mlaParams(a, 0).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
+	base := mlaParams(a).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
 	nq := (qtWords + mlaWG - 1) / mlaWG
 	// q̃, and the rows appended: those in the first page they reach by the
 	// same dispatch, any in a later page by one more each
 	if c := a.Cache; a.New.Buf != nil {
 		for s := range c.spans(c.Len, a.N) {
-			p := mlaParams(a, s.local*c.Width).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0).u(0, 0, 0)
 			from := View{a.New.Buf, a.New.Off + (s.row-c.Len)*a.New.Stride}
-			if err := d.appendNormed(prep, p, nq, s, from, a.New.Stride, a.Norm, a.Eps, a.Q.Buf, a.WKVB.Buf, T); err != nil {
+			if err := d.appendNormed(prep, base, nq, c, s, from, a.New.Stride, a.Norm, a.Eps, a.Q.Buf, a.WKVB.Buf, T); err != nil {
 				return err
 			}
 			nq = 0
 		}
 		c.Len += a.N
-	} else if err := d.appendNormed(prep, base.u(0, 0, 0), nq, cacheSpan{page: c.Pages[0]}, View{}, 0, View{}, 0, a.Q.Buf, a.WKVB.Buf, T); err != nil {
+	} else if err := d.appendNormed(prep, base, nq, c, cacheSpan{page: c.Pages[0]}, View{}, 0, View{}, 0, a.Q.Buf, a.WKVB.Buf, T); err != nil {
 		return err
 	}
 	single := nsplit == 1 // absorb_attn has the final õ: it writes o
@@ -387,7 +385,7 @@ func (d *Device) MLANaive(a *MLAArgs) error {
 		if err := d.LinearStrided(T.At(0), rows, s.page.At(s.local*a.Cache.Width), a.Cache.Width, kn, a.WKVB); err != nil {
 			return err
 		}
-		p := mlaParams(a, 0).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords).u(k0-s.local, 0, 0)
+		p := mlaParams(a).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords).u(k0-s.local, 0, 0)
 		if err := d.dispatch(k, p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh); err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@
 // scratch buffer: q̃/õ at qt_off, split partials at part_off, the expanded
 // key/value tile at kv_off, online-softmax stats at st_off. X holds rows
 // to append [c_kv; k_r] (row stride x_stride) with c_kv not yet normed, Nu
-// the norm's weight.
+// the norm's weight; they go to C from word a_off.
 //
 // The cache is paged (LatentCache): C is bound to one page at a time, whose
 // first row is cache row c_row0; pages hold whole 128-row tiles, so a split
@@ -41,7 +41,7 @@ struct P {
   qt_off: u32, part_off: u32, nsplit: u32, split: u32,
   k0: u32, kn: u32, last: u32, kv_off: u32, st_off: u32,
   c_row0: u32, sp0: u32, nsp: u32,
-  x_off: u32, x_stride: u32, nu_off: u32, eps: f32, nq: u32, rows: u32, merge: u32, single: u32,
+  x_off: u32, x_stride: u32, nu_off: u32, eps: f32, nq: u32, rows: u32, merge: u32, single: u32, a_off: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> Q: array<f32>;
@@ -99,7 +99,7 @@ fn absorb_prep(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   var ss = 0.0;
   for (var i = tid; i < p.RKV; i += WG) { let v = X[xb + i]; ss += v * v; }
   let inv = 1.0 / sqrt(reduce_sum(ss, tid) / f32(p.RKV) + p.eps);
-  let cb = p.c_off + row * p.c_stride;
+  let cb = p.a_off + row * p.c_stride;
   for (var i = tid; i < p.RKV + p.DR; i += WG) {
     var v = X[xb + i];
     if (i < p.RKV) { v = (v * inv) * Nu[p.nu_off + i]; }
