@@ -227,9 +227,6 @@ func mlaParams(a *MLAArgs) params {
 // mlaWG is mla.wgsl's workgroup size (common.wgsl's WG).
 const mlaWG = 64
 
-// mlaMaxRKV is the largest RKV the decode kernels take (MAXR in mla.wgsl).
-const mlaMaxRKV = 1024
-
 // mlaMergeBudget is the loop iterations an absorb_out invocation may spend
 // merging the splits' partials itself (a variable for tests); past it a
 // separate absorb_combine dispatch merges them.
@@ -237,9 +234,9 @@ var mlaMergeBudget = loopBudget
 
 // mlaMerges reports whether absorb_out merges nsplit partials of rkv
 // values itself: its invocations' loops (the maxima, the merge of
-// ⌈rkv/WG⌉ values, the W_UV row) stay within mlaMergeBudget.
-func mlaMerges(nsplit, rkv int) bool {
-	return (nsplit+mlaWG-1)/mlaWG+(rkv+mlaWG-1)/mlaWG*nsplit+rkv <= mlaMergeBudget
+// ⌈rkv/WG⌉ values, ⌈dv/WG⌉ rows of W_UV) stay within mlaMergeBudget.
+func mlaMerges(nsplit, rkv, dv int) bool {
+	return (nsplit+mlaWG-1)/mlaWG+(rkv+mlaWG-1)/mlaWG*nsplit+(dv+mlaWG-1)/mlaWG*rkv <= mlaMergeBudget
 }
 
 // appendNormed records absorb_prep with k: nq workgroups of q̃ (from q and
@@ -298,9 +295,6 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err := a.check("MLAAbsorbed"); err != nil {
 		return err
 	}
-	if a.RKV > mlaMaxRKV {
-		return fmt.Errorf("wgsl: MLAAbsorbed: RKV %d exceeds the kernel's %d", a.RKV, mlaMaxRKV)
-	}
 	nh := a.N * a.H
 	end := a.Pos0 + a.N
 	nsplit := (end + mlaTile - 1) / mlaTile
@@ -348,14 +342,14 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 		return nil
 	}
 	page0 := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Pages[0], a.O.Buf, T}
-	merge := mlaMerges(nsplit, a.RKV)
+	merge := mlaMerges(nsplit, a.RKV, a.DV)
 	if !merge {
 		if err := d.dispatch(ks[1], base.u(0, 0, 0), page0, (qtWords+mlaWG-1)/mlaWG); err != nil {
 			return err
 		}
 	}
 	p := base.u(0, 0, 0, 0, 0, 0, 0, 0, 0, b2i(merge), 0)
-	return d.dispatch(ks[2], p, page0, nh*((a.DV+mlaWG-1)/mlaWG))
+	return d.dispatch(ks[2], p, page0, nh)
 }
 
 // MLANaive records the expanded ("MHA mode") MLA used for prefill

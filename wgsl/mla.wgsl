@@ -24,10 +24,11 @@
 //                  split; splits keep every invocation far below lavapipe's
 //                  ~65k loop-iteration cap at any context. With a single
 //                  split (single = 1: a context of ≤128 keys) the workgroup
-//                  has the final õ and writes o = W_UV õ itself
-//   absorb_out     one workgroup per (n, h, WG values j): õ, the splits'
-//                  partials merged (merge = 1; else read from T, where
-//                  absorb_combine merged them), then o = W_UV õ
+//                  has the final õ (into T at qt_off, over q̃) and writes
+//                  o = W_UV õ itself
+//   absorb_out     one workgroup per (n, h): õ, the splits' partials
+//                  merged into T at qt_off (merge = 1; else absorb_combine
+//                  merged them there), then o = W_UV õ
 //   absorb_combine (only when merging in absorb_out would pass the loop
 //                  cap: very long contexts) merge the splits into õ, one
 //                  (n, h, r) per invocation
@@ -54,9 +55,6 @@ struct P {
 
 const NEG: f32 = -3.0e38;
 var<workgroup> sc: array<f32, 128>;
-// MAXR is the largest RKV the decode kernels take (õ in workgroup memory).
-const MAXR: u32 = 1024u;
-var<workgroup> ot: array<f32, MAXR>;
 
 fn wel(row: u32, col: u32) -> f32 {
   let base = p.w_off + row * p.w_stride;
@@ -142,24 +140,27 @@ fn absorb_attn(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   var ls = 0.0;
   for (var k = tid; k < cnt; k += WG) { let e = exp(sc[k] - m); sc[k] = e; ls += e; }
   let l = reduce_sum(ls, tid);
+  // the only split (single): õ is final; it replaces q̃, read by now
+  if (p.single == 1u) { storageBarrier(); }
   for (var r = tid; r < p.RKV; r += WG) {
     var a = 0.0;
     for (var k = 0u; k < cnt; k++) { a += sc[k] * C[cs + k * p.c_stride + r]; }
-    if (p.single == 1u) { ot[r] = a / l; } else { T[pb + 2u + r] = a; }
+    if (p.single == 1u) { T[qt + r] = a / l; } else { T[pb + 2u + r] = a; }
   }
-  if (p.single == 1u) { // the only split: õ is final, o = W_UV õ
-    workgroupBarrier();
+  if (p.single == 1u) {
+    storageBarrier();
     for (var j = tid; j < p.DV; j += WG) { O[p.o_off + nh * p.DV + j] = out_dot(nh, j); }
     return;
   }
   if (tid == 0u) { T[pb] = m; T[pb + 1u] = l; }
 }
 
-// out_dot is o[j] = (W_UV õ)[j] of nh, with õ in ot.
+// out_dot is o[j] = (W_UV õ)[j] of nh, with õ in T at qt_off.
 fn out_dot(nh: u32, j: u32) -> f32 {
   let wr = (nh % p.H) * (p.DN + p.DV) + p.DN + j;
+  let ot = p.qt_off + nh * p.RKV;
   var acc = 0.0;
-  for (var r = 0u; r < p.RKV; r++) { acc += wel(wr, r) * ot[r]; }
+  for (var r = 0u; r < p.RKV; r++) { acc += wel(wr, r) * T[ot + r]; }
   return acc;
 }
 
@@ -193,21 +194,16 @@ fn absorb_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
 @compute @workgroup_size(WG)
 fn absorb_out(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) tid: u32) {
-  let nch = (p.DV + WG - 1u) / WG;
-  let gl = wid.x + wid.y * nwg.x;
-  if (gl >= p.N * p.H * nch) { return; }
-  let nh = gl / nch;
+  let nh = wid.x + wid.y * nwg.x;
+  if (nh >= p.N * p.H) { return; }
   if (p.merge == 1u) {
     var lm = NEG;
     for (var s = tid; s < p.nsplit; s += WG) { lm = max(lm, T[part(nh, s)]); }
     let m = reduce_max(lm, tid);
-    for (var r = tid; r < p.RKV; r += WG) { ot[r] = merged(nh, r, m); }
-  } else {
-    for (var r = tid; r < p.RKV; r += WG) { ot[r] = T[p.qt_off + nh * p.RKV + r]; }
+    for (var r = tid; r < p.RKV; r += WG) { T[p.qt_off + nh * p.RKV + r] = merged(nh, r, m); }
+    storageBarrier();
   }
-  workgroupBarrier();
-  let j = (gl % nch) * WG + tid;
-  if (j < p.DV) { O[p.o_off + nh * p.DV + j] = out_dot(nh, j); }
+  for (var j = tid; j < p.DV; j += WG) { O[p.o_off + nh * p.DV + j] = out_dot(nh, j); }
 }
 
 @compute @workgroup_size(WG)

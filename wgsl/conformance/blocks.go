@@ -162,7 +162,7 @@ func blockCases(add adder) {
 		})
 		for _, m := range mlaModes {
 			add(m.op(), dt.String(), m.shape(fmt.Sprintf("N=3 pos0=5 RKV=%d", c0)), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-				return runMLA(g, r, 3, 5, 0, dt, m)
+				return runMLA(g, r, 3, 5, 0, 12, dt, m)
 			})
 		}
 	}

@@ -26,7 +26,7 @@ func mlaCases(add adder) {
 			for _, s := range shapes {
 				N, pos0 := s[0], s[1]
 				add(m.op(), dt.String(), m.shape(fmt.Sprintf("N=%d pos0=%d", N, pos0)), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-					return runMLA(g, r, N, pos0, 0, dt, m)
+					return runMLA(g, r, N, pos0, 0, 12, dt, m)
 				})
 			}
 			// The paged cache: keys across page edges (pages of 128 and 256
@@ -39,10 +39,16 @@ func mlaCases(add adder) {
 			for _, s := range paged {
 				N, pos0, page := s[0], s[1], s[2]
 				add(m.op(), dt.String(), m.shape(fmt.Sprintf("N=%d pos0=%d page=%d", N, pos0, page)), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-					return runMLA(g, r, N, pos0, page, dt, m)
+					return runMLA(g, r, N, pos0, page, 12, dt, m)
 				})
 			}
 		}
+	}
+	// Decode with more values per head than a workgroup has invocations.
+	for _, pos0 := range []int{5, 200} {
+		add("MLAAbsorbed", "F32", fmt.Sprintf("N=1 pos0=%d DV=130 append", pos0), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+			return runMLA(g, r, 1, pos0, 0, 130, tensor.F32, mlaMode{true, true})
+		})
 	}
 	// AppendNormed: rows into one page, up to and across page edges.
 	for _, s := range [][3]int{{1, 0, 128}, {1, 127, 128}, {3, 126, 128}, {300, 5, 128}, {2, 255, 256}} {
@@ -72,15 +78,15 @@ func (m mlaMode) shape(s string) string {
 
 var mlaModes = []mlaMode{{true, false}, {false, false}, {true, true}, {false, true}}
 
-// runMLA builds a random MLA problem (H 2, DN 16, DR 8, DV 12, RKV 40;
+// runMLA builds a random MLA problem (H 2, DN 16, DR 8, DV values per head, RKV 40;
 // block formats: RKV one block) with
 // a cache of pos0+N rows (in pages of pageRows rows; 0: the default, one
 // page) and compares the GPU output with the reference. The cache rows go
 // in by AppendHost in two parts, the second through the GPU copy (Append),
 // so both cross page edges; with m.appends the queries' own N rows go in
 // by the call, from rows of a wider stride whose c_kv is normed on the way.
-func runMLA(g *GPU, r *rand.Rand, N, pos0, pageRows int, dt tensor.DType, m mlaMode) ([]float32, []float32) {
-	const H, DN, DR, DV = 2, 16, 8, 12
+func runMLA(g *GPU, r *rand.Rand, N, pos0, pageRows, DV int, dt tensor.DType, m mlaMode) ([]float32, []float32) {
+	const H, DN, DR = 2, 16, 8
 	RKV := 40
 	if wgsl.BlockFormat(dt) {
 		RKV = blockCols(dt)[0] // whole blocks (units)
