@@ -13,7 +13,8 @@
 // or tile never straddles two pages.
 //
 // Decode (ref.MLAAbsorbed), 2 dispatches for a context of one split, else
-// 2 + (pages), + 1 past the merge's loop budget:
+// 2 + (pages), + 1 past the merge's loop budget (+ 1 per further page the
+// appended rows reach, for N > 1):
 //   absorb_prep    q̃ = W_UKᵀ q_nope (workgroups < nq: one (n, h, r) per
 //                  invocation) and, in the same dispatch, the step's own
 //                  rows appended to their page, c_kv RMSNormed (one
