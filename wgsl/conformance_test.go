@@ -58,6 +58,16 @@ func TestConformanceSplitMatrices(t *testing.T) {
 	runCases(t, false, "Linear", "LinearAccum", "Embed")
 }
 
+// TestConformanceMLASeparateMerge reruns the MLAAbsorbed cases with the
+// splits' partials merged by their own dispatch (absorb_combine), as
+// contexts too long for absorb_out to merge them within the loop budget
+// are.
+func TestConformanceMLASeparateMerge(t *testing.T) {
+	device(t)
+	defer wgsl.SetMLAMergeBudgetForTest(0)()
+	runCases(t, false, "MLAAbsorbed")
+}
+
 func runCases(t *testing.T, record bool, ops ...string) {
 	for _, c := range conformance.Cases() {
 		if len(ops) > 0 && !slices.Contains(ops, c.Op) {
@@ -124,7 +134,10 @@ func writeMatrix(path, adapter string) error {
 	b.WriteString("its epilogue), `LinearNormed` (RMSNorm inside a GEMV, which may add into its output), `LinearGated`\n")
 	b.WriteString("(an input gate x ⊙ σ(g) inside a GEMV: MLA's output gate), `LinearGatedNorm` (the gated per-head RMSNorm inside a GEMV),\n")
 	b.WriteString("`KDAPrep/gate` (the KDA gate's projection and gate in the conv/L2-norm dispatch), `KDAStep` (a decoded\n")
-	b.WriteString("token's `KDAPrep` with its gate and the delta rule in one dispatch, one workgroup per head).\n\n")
+	b.WriteString("token's `KDAPrep` with its gate and the delta rule in one dispatch, one workgroup per head), `MLAAbsorbed`/`MLANaive`\n")
+	b.WriteString("`append` (the queries' own latent rows appended with c_kv RMSNormed: by the kernel forming the absorbed\n")
+	b.WriteString("queries in decode, by `AppendNormed` in prefill; the appended rows against the reference's normed cache),\n")
+	b.WriteString("`AttnResLinear` (a decoded token's AttnRes read held back and computed in the prologue of the GEMV reading it).\n\n")
 	// The browser column comes from the last TestBrowserE2E run with
 	// TESSERA_SUPPORT_MATRIX=write (cmd/tessera), which runs a subset of
 	// these cases in headless Chromium and saves the results.

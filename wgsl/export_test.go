@@ -42,6 +42,15 @@ func SetMatPartWordsForTest(n int) func() {
 	return func() { matPartWords = old }
 }
 
+// SetMLAMergeBudgetForTest sets the loop iterations absorb_out may spend
+// merging the splits' partials (0: always a separate absorb_combine) and
+// returns a function restoring it.
+func SetMLAMergeBudgetForTest(n int) func() {
+	old := mlaMergeBudget
+	mlaMergeBudget = n
+	return func() { mlaMergeBudget = old }
+}
+
 // SetGroupExpertsForTest turns the grouped routed-expert path of prefill
 // pieces on or off and returns a function restoring it.
 func SetGroupExpertsForTest(on bool) func() {

@@ -384,6 +384,25 @@ func (b *gpu) LatentAttention(a *nn.LatentArgs) {
 	}
 }
 
+// AppendAttend: a decoded token's latent row is appended, c_kv normed, by
+// the kernel that prepares the absorbed attention (MLAAbsorbed with New);
+// a prefill piece's rows by one kernel per cache page (AppendNormed)
+// before the naive attention.
+func (b *gpu) AppendAttend(a *nn.LatentArgs, rows nn.Tensor, norm []float32, eps float32) bool {
+	if b.err != nil {
+		return false
+	}
+	c, r, nu := a.Cache.(*LatentCache), g(rows), b.vec(norm)
+	if a.T != 1 {
+		b.fail(b.d.AppendNormed(c, r.s(), a.T, a.RKV, nu, eps))
+		b.LatentAttention(a)
+		return true
+	}
+	b.fail(b.d.MLAAbsorbed(&MLAArgs{N: 1, H: a.H, DN: a.DN, DR: a.DR, DV: a.DV, RKV: a.RKV, Pos0: c.Len,
+		Scale: a.Scale, Q: g(a.Q).v, WKVB: b.mat(a.WKVB), Cache: c, O: g(a.O).v, New: r.s(), Norm: nu, Eps: eps}))
+	return true
+}
+
 func (b *gpu) GLU(out, x nn.Tensor, T int, w *nn.GLU, act ref.Act, accum bool) {
 	if b.err != nil {
 		return

@@ -161,6 +161,13 @@ type MLAArgs struct {
 	WKVB                  *Mat
 	Cache                 *LatentCache
 	O                     View
+	// New, if its Buf is set (MLAAbsorbed only), are the queries' own
+	// rows [c_kv; k_r] (N rows, c_kv not yet normed), appended to Cache
+	// by the attention's first kernel with c_kv RMSNormed (weight Norm,
+	// Eps): Pos0 is then Cache.Len before the call, and the call adds N.
+	New  Strided
+	Norm View
+	Eps  float32
 }
 
 func (a *MLAArgs) check(what string) error {
@@ -175,7 +182,17 @@ func (a *MLAArgs) check(what string) error {
 	if a.Cache == nil || a.Cache.Width < a.RKV+a.DR {
 		return fmt.Errorf("wgsl: %s: cache missing or narrower than RKV+DR", what)
 	}
-	if a.Pos0+a.N > a.Cache.Len {
+	if a.New.Buf != nil {
+		if a.Pos0 != a.Cache.Len || a.Pos0+a.N > a.Cache.Cap {
+			return fmt.Errorf("wgsl: %s: appending %d rows at position %d to a cache of %d of %d rows", what, a.N, a.Pos0, a.Cache.Len, a.Cache.Cap)
+		}
+		if err := a.New.check(a.N, a.RKV+a.DR, what, "New"); err != nil {
+			return err
+		}
+		if err := a.Norm.check(a.RKV, what, "Norm"); err != nil {
+			return err
+		}
+	} else if a.Pos0+a.N > a.Cache.Len {
 		return fmt.Errorf("wgsl: %s: queries up to position %d but only %d cached rows", what, a.Pos0+a.N-1, a.Cache.Len)
 	}
 	if err := a.WKVB.check(what, "WKVB"); err != nil {
@@ -196,17 +213,83 @@ func (a *MLAArgs) check(what string) error {
 	return nil
 }
 
-func (d *Device) mlaParams(a *MLAArgs) params {
+// mlaParams is mla.wgsl's uniform block up to o_off (a.WKVB may be nil:
+// a plain append).
+func mlaParams(a *MLAArgs) params {
+	var dt, wOff, wStride int
+	if a.WKVB != nil {
+		dt, wOff, wStride = int(a.WKVB.DType), a.WKVB.Off, a.WKVB.Stride
+	}
 	return params{}.u(a.N, a.H, a.DN, a.DR, a.DV, a.RKV, a.Pos0).f(a.Scale).
-		u(int(a.WKVB.DType), a.WKVB.Off, a.WKVB.Stride, a.Q.Off, 0, a.Cache.Width, a.O.Off)
+		u(dt, wOff, wStride, a.Q.Off, 0, a.Cache.Width, a.O.Off)
+}
+
+// mlaWG is mla.wgsl's workgroup size (common.wgsl's WG).
+const mlaWG = 64
+
+// mlaMergeBudget is the loop iterations an absorb_out invocation may spend
+// merging the splits' partials itself (a variable for tests); past it a
+// separate absorb_combine dispatch merges them.
+var mlaMergeBudget = loopBudget
+
+// mlaMerges reports whether absorb_out merges nsplit partials of rkv
+// values itself: its invocations' loops (the maxima, the merge of
+// ⌈rkv/WG⌉ values, ⌈dv/WG⌉ rows of W_UV) stay within mlaMergeBudget.
+func mlaMerges(nsplit, rkv, dv int) bool {
+	return (nsplit+mlaWG-1)/mlaWG+(rkv+mlaWG-1)/mlaWG*nsplit+(dv+mlaWG-1)/mlaWG*rkv <= mlaMergeBudget
+}
+
+// appendNormed records absorb_prep with k: nq workgroups of q̃ (from q and
+// w into t; p: the parameters up to st_off) and the rows of span s of
+// cache c appended from src (the span's first row, rows stride words
+// apart), c_kv RMSNormed with nu and eps.
+func (d *Device) appendNormed(k *kernel, p params, nq int, c *LatentCache, s cacheSpan, src View, stride int, nu View, eps float32, q, w, t *Buffer) error {
+	p = p.u(0, 0, 0).u(src.Off, stride, nu.Off).f(eps).u(nq, s.n, 0, 0, s.local*c.Width)
+	return d.dispatch(k, p, []*Buffer{q, w, s.page, nil, t, src.Buf, nu.Buf}, nq+s.n)
+}
+
+// AppendNormed records the append of n rows of src [c_kv (rkv); k_r] to
+// the end of the cache with c_kv RMSNormed (weight nu, eps; ref.RMSNorm):
+// one dispatch per cache page the rows reach, nothing through the host.
+func (d *Device) AppendNormed(c *LatentCache, src Strided, n, rkv int, nu View, eps float32) error {
+	if n <= 0 || rkv <= 0 || rkv > c.Width {
+		return fmt.Errorf("wgsl: AppendNormed: %d rows, %d of %d values normed", n, rkv, c.Width)
+	}
+	if c.Len+n > c.Cap {
+		return fmt.Errorf("wgsl: latent cache full (%d + %d > %d)", c.Len, n, c.Cap)
+	}
+	if err := src.check(n, c.Width, "AppendNormed", "src"); err != nil {
+		return err
+	}
+	if err := nu.check(rkv, "AppendNormed", "norm weight"); err != nil {
+		return err
+	}
+	k, err := d.kernel("mla.wgsl", "absorb_prep", 7)
+	if err != nil {
+		return err
+	}
+	p := mlaParams(&MLAArgs{RKV: rkv, DR: c.Width - rkv, Cache: c}).u(0, 0, 0, 0, 0, 0, 0, 0, 0)
+	for s := range c.spans(c.Len, n) {
+		from := View{src.Buf, src.Off + (s.row-c.Len)*src.Stride}
+		if err := d.appendNormed(k, p, 0, c, s, from, src.Stride, nu, eps, nil, nil, nil); err != nil {
+			return err
+		}
+	}
+	c.Len += n
+	return nil
 }
 
 // MLAAbsorbed records weight-absorbed MLA over the latent cache (the decode
 // form, ref.MLAAbsorbed): keys are split into workgroups of 128 whose
 // partial softmax states are merged, so no invocation's loop grows with the
-// context. The splits are dispatched page by page (one absorb_attn
-// dispatch per cache page holding visible keys, each binding only its
-// page). Scratch lives in a device-owned buffer that grows to the largest
+// context. With a.New it first appends the queries' own rows (in the
+// kernel that computes q̃ = W_UKᵀ q_nope). The splits are dispatched page
+// by page (one absorb_attn dispatch per cache page holding visible keys,
+// each binding only its page); absorb_out merges them unless the context
+// is so long that a separate absorb_combine must, and a context of one
+// split needs no merge (absorb_attn writes the output). A decoded token
+// with its append takes 2 dispatches up to 128 keys, then 3 on a one-page
+// cache. Scratch lives in a device-owned buffer that grows to the largest
 // context seen.
 func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err := a.check("MLAAbsorbed"); err != nil {
@@ -221,28 +304,52 @@ func (d *Device) MLAAbsorbed(a *MLAArgs) error {
 	if err != nil {
 		return err
 	}
-	var ks [4]*kernel
-	for i, e := range []string{"absorb_q", "absorb_attn", "absorb_combine", "absorb_out"} {
+	prep, err := d.weightKernel("mla.wgsl", "absorb_prep", 7, a.WKVB.DType)
+	if err != nil {
+		return err
+	}
+	var ks [3]*kernel
+	for i, e := range []string{"absorb_attn", "absorb_combine", "absorb_out"} {
 		if ks[i], err = d.weightKernel("mla.wgsl", e, 5, a.WKVB.DType); err != nil {
 			return err
 		}
 	}
-	base := d.mlaParams(a).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
-	page0 := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Pages[0], a.O.Buf, T}
-	if err := d.dispatch(ks[0], base.u(0, 0, 0), page0, (qtWords+63)/64); err != nil {
+	base := mlaParams(a).u(0, qtWords, nsplit, mlaTile, 0, 0, 0, 0, 0)
+	nq := (qtWords + mlaWG - 1) / mlaWG
+	// q̃, and the rows appended: those in the first page they reach by the
+	// same dispatch, any in a later page by one more each
+	if c := a.Cache; a.New.Buf != nil {
+		for s := range c.spans(c.Len, a.N) {
+			from := View{a.New.Buf, a.New.Off + (s.row-c.Len)*a.New.Stride}
+			if err := d.appendNormed(prep, base, nq, c, s, from, a.New.Stride, a.Norm, a.Eps, a.Q.Buf, a.WKVB.Buf, T); err != nil {
+				return err
+			}
+			nq = 0
+		}
+		c.Len += a.N
+	} else if err := d.appendNormed(prep, base, nq, c, cacheSpan{page: c.Pages[0]}, View{}, 0, View{}, 0, a.Q.Buf, a.WKVB.Buf, T); err != nil {
 		return err
 	}
+	single := nsplit == 1 // absorb_attn has the final õ: it writes o
 	for s := range a.Cache.spans(0, end) {
 		sp0, nsp := s.row/mlaTile, (s.n+mlaTile-1)/mlaTile
-		p := base.u(s.row, sp0, nsp)
-		if err := d.dispatch(ks[1], p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh*nsp); err != nil {
+		p := base.u(s.row, sp0, nsp, 0, 0, 0, 0, 0, 0, 0, b2i(single))
+		if err := d.dispatch(ks[0], p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh*nsp); err != nil {
 			return err
 		}
 	}
-	if err := d.dispatch(ks[2], base.u(0, 0, 0), page0, (qtWords+63)/64); err != nil {
-		return err
+	if single {
+		return nil
 	}
-	return d.dispatch(ks[3], base.u(0, 0, 0), page0, (nh*a.DV+63)/64)
+	page0 := []*Buffer{a.Q.Buf, a.WKVB.Buf, a.Cache.Pages[0], a.O.Buf, T}
+	merge := mlaMerges(nsplit, a.RKV, a.DV)
+	if !merge {
+		if err := d.dispatch(ks[1], base.u(0, 0, 0), page0, (qtWords+mlaWG-1)/mlaWG); err != nil {
+			return err
+		}
+	}
+	p := base.u(0, 0, 0, 0, 0, 0, 0, 0, 0, b2i(merge), 0)
+	return d.dispatch(ks[2], p, page0, nh)
 }
 
 // MLANaive records the expanded ("MHA mode") MLA used for prefill
@@ -272,7 +379,7 @@ func (d *Device) MLANaive(a *MLAArgs) error {
 		if err := d.LinearStrided(T.At(0), rows, s.page.At(s.local*a.Cache.Width), a.Cache.Width, kn, a.WKVB); err != nil {
 			return err
 		}
-		p := d.mlaParams(a).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords).u(k0-s.local, 0, 0)
+		p := mlaParams(a).u(0, 0, 0, mlaTile, k0, kn, b2i(k0+kn >= end), 0, kvWords).u(k0-s.local, 0, 0)
 		if err := d.dispatch(k, p, []*Buffer{a.Q.Buf, a.WKVB.Buf, s.page, a.O.Buf, T}, nh); err != nil {
 			return err
 		}

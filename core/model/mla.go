@@ -63,16 +63,13 @@ func mlaBlock(b nn.Backend, s *mlaScratch, c *config.Config, w *MLA, xn nn.Tenso
 		q = b.Reshape(s.q, w.QBProj.Rows)
 		nn.LinearNormed(b, q, false, ps[1].Out, T, w.QBProj, w.QALayernorm, c.RMSNormEps, s.tmp)
 	}
-	ckv := b.Cols(kva, 0, rkv)
-	b.RMSNorm(ckv, ckv, T, w.KVALayernorm, c.RMSNormEps)
-	if rope != nil {
+	if rope != nil { // k_r lies after c_kv: its rotation and c_kv's norm (AppendAttend) commute
 		b.RoPE(q, T, nn.RoPEArgs{Heads: H, Stride: dn + dr, Off: dn, Pos0: pos0, Rope: rope})
 		b.RoPE(kva, T, nn.RoPEArgs{Heads: 1, Stride: rkv + dr, Off: rkv, Pos0: pos0, Rope: rope})
 	}
-	b.Append(cache, kva, T)
 	o := b.Reshape(s.o, H*dv)
 	s.att = nn.LatentArgs{T: T, H: H, DN: dn, DR: dr, DV: dv, RKV: rkv, Scale: scale, Q: q, O: o, WKVB: w.KVBProj, Cache: cache}
-	b.LatentAttention(&s.att)
+	nn.AppendAttend(b, &s.att, kva, w.KVALayernorm, c.RMSNormEps)
 	if w.GProj != nil {
 		nn.LinearGated(b, out, accum, o, gate, T, w.OProj, s.tmp)
 		return

@@ -188,6 +188,29 @@ func LinearGated(b Backend, out Tensor, accum bool, x, g Tensor, T int, W *tenso
 	Project(b, out, x, T, W, accum, tmp)
 }
 
+// LatentAppender appends a step's latent rows with their c_kv normed and
+// attends over the cache in one go (on the GPU the append is part of the
+// attention's first kernel).
+type LatentAppender interface {
+	AppendAttend(a *LatentArgs, rows Tensor, norm []float32, eps float32) bool
+}
+
+// AppendAttend appends the step's latent rows [T, r_kv+dr] ([c_kv; k_r],
+// c_kv not yet normed) to a.Cache and attends over it:
+//
+//	c_kv = RMSNorm(c_kv; norm);  Append(a.Cache, rows);  LatentAttention(a)
+//
+// The fallback normalises rows' c_kv in place.
+func AppendAttend(b Backend, a *LatentArgs, rows Tensor, norm []float32, eps float32) {
+	if f, ok := b.(LatentAppender); ok && f.AppendAttend(a, rows, norm, eps) {
+		return
+	}
+	ckv := b.Cols(rows, 0, a.RKV)
+	b.RMSNorm(ckv, ckv, a.T, norm, eps)
+	b.Append(a.Cache, rows, a.T)
+	b.LatentAttention(a)
+}
+
 // AttnResNormer computes an AttnRes read and the norm after it in one
 // kernel.
 type AttnResNormer interface {

@@ -160,10 +160,9 @@ func blockCases(add adder) {
 		add("Embed", dt.String(), fmt.Sprintf("V=9 d=%d T=4", cn), 0, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			return runEmbed(g, r, 9, cn, 4, dt)
 		})
-		for _, absorbed := range []bool{true, false} {
-			op := map[bool]string{true: "MLAAbsorbed", false: "MLANaive"}[absorbed]
-			add(op, dt.String(), fmt.Sprintf("N=3 pos0=5 RKV=%d", c0), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-				return runMLA(g, r, 3, 5, 0, dt, absorbed)
+		for _, m := range mlaModes {
+			add(m.op(), dt.String(), m.shape(fmt.Sprintf("N=3 pos0=5 RKV=%d", c0)), 1e-9, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runMLA(g, r, 3, 5, 0, 12, dt, m)
 			})
 		}
 	}
