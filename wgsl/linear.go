@@ -365,11 +365,41 @@ func (d *Device) LinearGated(out View, accum bool, x, g View, W *Mat) error {
 	return d.linearGated(out, accum, x, g, W, View{}, W.Cols, 0, ref.GateSigmoid, false)
 }
 
+// LinearGLU records out (+)= act(g, up)·Wᵀ (ref.Act.GLU of a GLU's gate
+// and up projections: its down projection) for one token in one GEMV
+// (equal to GLU then Linear, or LinearAccum when accum), activating in
+// each workgroup's memory as LinearGatedNorm does, so W.Cols ≤ 2048. g and
+// up are left as they are (they may share a buffer); out must not share a
+// buffer with either.
+func (d *Device) LinearGLU(out View, accum bool, g, up View, W *Mat, act ref.Act) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: LinearGLU: nil matrix")
+	}
+	if _, err := actMode(act, "LinearGLU"); err != nil {
+		return err
+	}
+	return d.gemvGated(out, accum, up, g, W, View{}, W.Cols, 0, 3, false, act)
+}
+
 // linearGated is LinearGatedNorm, or with norm false LinearGated (no norm:
 // nu unused, one head of W.Cols).
 func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct, norm bool) error {
+	gmode := 1
+	if act == ref.GateSiLU {
+		gmode = 2
+	}
+	return d.gemvGated(out, accum, x, g, W, nu, dk, eps, gmode, norm, ref.Act{})
+}
+
+// gemvGated is linearGated with gemv_gnorm's gate mode gmode (1 σ, 2
+// SiLU), or with gmode 3 LinearGLU (x the up projection, g the gate, glu
+// the activation).
+func (d *Device) gemvGated(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, gmode int, norm bool, glu ref.Act) error {
 	what := "LinearGatedNorm"
-	if !norm {
+	switch {
+	case gmode == 3:
+		what = "LinearGLU"
+	case !norm:
 		what = "LinearGated"
 	}
 	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || norm && dk > loopBudget/2 {
@@ -393,7 +423,7 @@ func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, d
 	if len(W.Parts) > 0 {
 		off := 0
 		for _, p := range W.Parts {
-			if err := d.linearGated(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act, norm); err != nil {
+			if err := d.gemvGated(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, gmode, norm, glu); err != nil {
 				return err
 			}
 			off += p.Rows
@@ -407,12 +437,8 @@ func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, d
 	if err != nil {
 		return err
 	}
-	mode := 1
-	if act == ref.GateSiLU {
-		mode = 2
-	}
 	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
-		u(0, 0, 1, 0, 0, 0, 0, 0).u(b2i(norm), nu.Off).f(eps).u(g.Off, dk, mode)
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(b2i(norm), nu.Off).f(eps).u(g.Off, dk, gmode).u(b2i(glu.SiTU)).f(glu.Beta, glu.BetaLin)
 	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
 }
 

@@ -23,7 +23,8 @@ struct P {
   tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
   gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
   norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
-  g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU
+  g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU / 3 GLU
+  act: u32, beta: f32, beta_lin: f32,         // gemv_gnorm with gmode 3: glu_act's
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -194,7 +195,9 @@ fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
 // builds xs = RMSNorm(x_h)·ν·act(g) for all cols ≤ 2048 inputs in
 // workgroup memory (one thread per head), then computes its 8 rows from
 // xs as gemv does — the KDA output norm and o_proj in one dispatch. With
-// norm 0 there is no norm: xs = x·act(g) (MLA's output gate and o_proj).
+// norm 0 there is no norm: xs = x·act(g) (MLA's output gate and o_proj),
+// or with gmode 3 xs = glu_act(g, x) (a GLU's activation of gate g and up
+// x and its down projection: LinearGLU).
 var<workgroup> xs: array<f32, 2048>;
 
 fn gact(g: f32) -> f32 {
@@ -217,7 +220,9 @@ fn gemv_gnorm_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 
 fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let heads = select(0u, p.cols / p.gdk, p.norm == 1u);
-  if (p.norm == 0u) {
+  if (p.norm == 0u && p.gmode == 3u) {
+    for (var i = tid; i < p.cols; i += WG) { xs[i] = glu_act(G[p.g_off + i], X[p.x_off + i], p.act, p.beta, p.beta_lin); }
+  } else if (p.norm == 0u) {
     for (var i = tid; i < p.cols; i += WG) { xs[i] = X[p.x_off + i] * gact(G[p.g_off + i]); }
   }
   for (var h = tid; h < heads; h += WG) {

@@ -93,6 +93,11 @@ func blockCases(add adder) {
 			check(g, g.D.LinearNormed(out, true, g.Up(x), g.Mat(W), g.Up(nu), 1e-5))
 			return g.Read(out, rows), want
 		})
+		for _, act := range []ref.Act{{}, {SiTU: true, Beta: 4, BetaLin: 25}} {
+			add("LinearGLU/"+actName(act), dt.String(), fmt.Sprintf("65x%d accum=true", cn), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runLinearGLU(g, r, 65, cn, dt, act, true)
+			})
+		}
 		add("LinearGatedNorm/SiLU", dt.String(), "33x256 dk=64 accum=true", 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			rows, H, dk := 33, 4, 64
 			n := H * dk

@@ -9,10 +9,11 @@ import (
 	"slices"
 
 	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
-// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
+// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearGLU, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
 func linearCases(add adder) {
 	// Linear: GEMV (T=1) and GEMM (T>1, tiles of 8 tokens); shapes straddle
 	// the 64-thread column stride, odd columns (half-word padding), token
@@ -105,6 +106,19 @@ func linearCases(add adder) {
 			})
 		}
 	}
+	// LinearGLU: out (+)= act(g, u)·Wᵀ in one GEMV equals GLU then Linear /
+	// LinearAccum (both activations, odd columns, g and u in one buffer as
+	// a stacked projection leaves them, and apart).
+	for _, dt := range dtypes {
+		for _, s := range [][3]int{{5, 7, 0}, {65, 129, 1}, {130, 256, 1}, {33, 2048, 0}} {
+			rows, cols, accum := s[0], s[1], s[2] == 1
+			for _, act := range []ref.Act{{}, {SiTU: true, Beta: 4, BetaLin: 25}} {
+				add("LinearGLU/"+actName(act), dt.String(), fmt.Sprintf("%dx%d accum=%v", rows, cols, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					return runLinearGLU(g, r, rows, cols, dt, act, accum)
+				})
+			}
+		}
+	}
 	// LinearGatedNorm: (+)= RMSNormGated(x; g)·Wᵀ in one GEMV equals
 	// RMSNormGated then Linear / LinearAccum (both gate functions, heads of
 	// 16 and 64, odd rows).
@@ -169,4 +183,41 @@ func linearCases(add adder) {
 			}
 		}
 	}
+}
+
+// actName names a GLU activation in a case's op name.
+func actName(act ref.Act) string {
+	if act.SiTU {
+		return "SiTU"
+	}
+	return "SiLU"
+}
+
+// runLinearGLU runs LinearGLU on a random rows×cols W of dt (out starting
+// from random values when accum; g and u in one buffer when accum, else
+// apart) and the reference, GLU then Linear: g and u must be left as they
+// are.
+func runLinearGLU(g *GPU, r *rand.Rand, rows, cols int, dt tensor.DType, act ref.Act, accum bool) ([]float32, []float32) {
+	W := RandMat(r, rows, cols, dt, 1)
+	gu, res := RandVec(r, 2*cols, 2), RandVec(r, rows, 2)
+	h := make([]float32, cols)
+	act.GLU(h, gu[:cols], gu[cols:])
+	want := make([]float32, rows)
+	ref.Linear(nil, want, h, 1, oracle(W))
+	if accum {
+		ref.Axpy(1, res, want)
+	}
+	var gv, uv wgsl.View
+	if accum {
+		b := g.Up(gu)
+		gv, uv = b, wgsl.View{Buf: b.Buf, Off: b.Off + cols}
+	} else {
+		gv, uv = g.Up(gu[:cols]), g.Up(gu[cols:])
+	}
+	out := g.Up(res)
+	check(g, g.D.LinearGLU(out, accum, gv, uv, g.Mat(W), act))
+	if got := append(g.Read(gv, cols), g.Read(uv, cols)...); !slices.Equal(got, gu) {
+		return got, gu
+	}
+	return g.Read(out, rows), want
 }
