@@ -123,7 +123,8 @@ func writeMatrix(path, adapter string) error {
 	b.WriteString("Fused decode ops, each against its unfused ops: `LinearKDAGate` (the KDA gate's projection with the gate as\n")
 	b.WriteString("its epilogue), `LinearNormed` (RMSNorm inside a GEMV, which may add into its output), `LinearGated`\n")
 	b.WriteString("(an input gate x ⊙ σ(g) inside a GEMV: MLA's output gate), `LinearGatedNorm` (the gated per-head RMSNorm inside a GEMV),\n")
-	b.WriteString("`LinearGLU` (a GLU's activation inside its down projection's GEMV: the shared experts), `MoERouted` (the router\n")
+	b.WriteString("`LinearGLU` (a GLU's activation inside its down projection's GEMV: the shared experts), `LinearNormedGLU`\n")
+	b.WriteString("(LinearNormed and LinearGLU adding into one output in one GEMV), `MoERouted` (the router\n")
 	b.WriteString("inside the experts' gate/up kernel, ids and weights checked too),\n")
 	b.WriteString("`KDAPrep/gate` (the KDA gate's projection and gate in the conv/L2-norm dispatch).\n\n")
 	// The browser column comes from the last TestBrowserE2E run with

@@ -626,6 +626,22 @@ func (b *gpu) LinearGLU(out nn.Tensor, accum bool, gate, up nn.Tensor, T int, W 
 	return true
 }
 
+// LinearNormedGLU: a decoded token's two projections into one output in
+// one GEMV, when their matrices were declared together (one buffer).
+func (b *gpu) LinearNormedGLU(out nn.Tensor, accum bool, x nn.Tensor, T int, W *tensor.Mat, nu []float32, eps float32, gate, up nn.Tensor, W2 *tensor.Mat, act ref.Act) bool {
+	if T != 1 || b.err != nil {
+		return false
+	}
+	o, xv, gv, uv := g(out).v, g(x).v, g(gate).v, g(up).v
+	w1, w2 := b.mat(W), b.mat(W2)
+	if w1 == nil || w2 == nil || w1.Buf != w2.Buf || w1.DType != w2.DType || w1.Rows != w2.Rows || len(w1.Parts)+len(w2.Parts) > 0 ||
+		W.Cols+W2.Cols > maxGatedNormCols || gv.Buf != uv.Buf || o.Buf == xv.Buf || o.Buf == gv.Buf {
+		return false
+	}
+	b.fail(b.d.LinearNormedGLU(o, accum, xv, w1, b.vec(nu), eps, gv, uv, w2, act))
+	return true
+}
+
 func (b *gpu) AttnResNorm(out nn.Tensor, srcs []nn.Tensor, T int, w, gamma []float32, eps float32, norm []float32, normEps float32) bool {
 	if b.err != nil {
 		return false

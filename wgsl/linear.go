@@ -522,3 +522,57 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	p = p.u(0, 1, 0)
 	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb, nil}, groups)
 }
+
+// LinearNormedGLU records out (+)= RMSNorm(x; ν, eps)·Wᵀ + act(g, up)·W2ᵀ
+// for one token in one GEMV (equal to LinearNormed then LinearGLU adding
+// into out): two projections of different inputs adding into one output,
+// e.g. a LatentMoE block's up-projection and its shared experts' down
+// projection. W and W2 have the same rows and dtype and lie in one buffer
+// (declared together: Uploader.Mats), W.Cols + W2.Cols ≤ 2048; g and up
+// share a buffer. x, g and up are left as they are; out must not share a
+// buffer with them.
+func (d *Device) LinearNormedGLU(out View, accum bool, x View, W *Mat, nu View, eps float32, g, up View, W2 *Mat, act ref.Act) error {
+	if W == nil || W2 == nil {
+		return fmt.Errorf("wgsl: LinearNormedGLU: nil matrix")
+	}
+	if W.Buf != W2.Buf || W.DType != W2.DType || W.Rows != W2.Rows || len(W.Parts)+len(W2.Parts) > 0 {
+		return fmt.Errorf("wgsl: LinearNormedGLU: %dx%d %v and %dx%d %v matrices: want one row count and dtype, in one buffer",
+			W.Rows, W.Cols, W.DType, W2.Rows, W2.Cols, W2.DType)
+	}
+	if W.Cols+W2.Cols > maxGatedNormCols {
+		return fmt.Errorf("wgsl: LinearNormedGLU: %d + %d inputs (≤ %d)", W.Cols, W2.Cols, maxGatedNormCols)
+	}
+	if g.Buf != up.Buf {
+		return fmt.Errorf("wgsl: LinearNormedGLU: gate and up in different buffers")
+	}
+	if out.Buf != nil && (out.Buf == x.Buf || out.Buf == g.Buf) {
+		return fmt.Errorf("wgsl: LinearNormedGLU: out shares a buffer with x, gate or up")
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{x, W.Cols, "x"}, {nu, W.Cols, "weight"}, {g, W2.Cols, "gate"}, {up, W2.Cols, "up"}, {out, W.Rows, "out"}} {
+		if err := c.v.check(c.words, "LinearNormedGLU", c.name); err != nil {
+			return err
+		}
+	}
+	if err := W.check("LinearNormedGLU"); err != nil {
+		return err
+	}
+	if err := W2.check("LinearNormedGLU", "W2"); err != nil {
+		return err
+	}
+	mode, err := actMode(act, "LinearNormedGLU")
+	if err != nil {
+		return err
+	}
+	k, err := d.weightKernel("linear.wgsl", entry("gemv_pair", W.DType), 5, W.DType)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(1, nu.Off).f(eps).u(g.Off, 0, 0).u(mode).f(act.Beta, act.BetaLin).
+		u(W2.Cols, W2.Off, W2.Stride, up.Off)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
+}

@@ -24,7 +24,8 @@ struct P {
   gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
   norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
   g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU / 3 GLU
-  act: u32, beta: f32, beta_lin: f32,         // gemv_gnorm with gmode 3: glu_act's
+  act: u32, beta: f32, beta_lin: f32,         // gemv_gnorm with gmode 3, gemv_pair: glu_act's
+  cols2: u32, w2_off: u32, w2_stride: u32, u_off: u32, // gemv_pair: W2's columns and rows, u at G[u_off..]
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -238,27 +239,41 @@ fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let lane = tid % LANES;
   let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
   var acc = 0.0;
-  if (row < p.rows) {
-    let base = p.w_off + row * p.w_stride;
-    let npair = (p.cols + 1u) / 2u;
-    if (q) {
-      for (var u = lane; u < p.cols / 32u; u += LANES) {
-        let sc = qscale(base, p.cols, u);
-        for (var i = 0u; i < 8u; i++) {
-          let c = 32u * u + 4u * i;
-          acc += dot(qvals(base, p.cols, u, i, sc), vec4<f32>(xs[c], xs[c + 1u], xs[c + 2u], xs[c + 3u]));
-        }
-      }
-    } else {
-      for (var j = lane; j < npair; j += LANES) {
-        let w = wpair(base, j);
-        let c = 2u * j;
-        var s = w.x * xs[c];
-        if (c + 1u < p.cols) { s += w.y * xs[c + 1u]; }
-        acc += s;
+  if (row < p.rows) { acc = xs_dot(p.w_off + row * p.w_stride, p.cols, 0u, lane, q); }
+  xs_store(acc, tid, row);
+}
+
+// xs_dot is one lane's share (of LANES) of the dot product of the weight
+// row at word base (cols columns) with xs[x0 ..].
+fn xs_dot(base: u32, cols: u32, x0: u32, lane: u32, q: bool) -> f32 {
+  var acc = 0.0;
+  if (q) {
+    for (var u = lane; u < cols / 32u; u += LANES) {
+      let sc = qscale(base, cols, u);
+      for (var i = 0u; i < 8u; i++) {
+        let c = x0 + 32u * u + 4u * i;
+        acc += dot(qvals(base, cols, u, i, sc), vec4<f32>(xs[c], xs[c + 1u], xs[c + 2u], xs[c + 3u]));
       }
     }
+    return acc;
   }
+  for (var j = lane; j < (cols + 1u) / 2u; j += LANES) {
+    let c = 2u * j;
+    var w = wpair(base, j);
+    var s = w.x * xs[x0 + c];
+    if (c + 1u < cols) {
+      if (p.dtype == 0u) { w.y = bitcast<f32>(W[base + c + 1u]); } // wpair stops at p.cols, W2 may be wider
+      s += w.y * xs[x0 + c + 1u];
+    }
+    acc += s;
+  }
+  return acc;
+}
+
+// xs_store sums the LANES shares acc of output row row and stores it
+// (added to O with accum).
+fn xs_store(acc: f32, tid: u32, row: u32) {
+  let lane = tid % LANES;
   red1[tid] = acc;
   workgroupBarrier();
   for (var s = LANES / 2u; s > 0u; s >>= 1u) {
@@ -270,4 +285,48 @@ fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
     if (p.accum != 0u) { v += O[p.o_off + row]; }
     O[p.o_off + row] = v;
   }
+}
+
+// gemv_pair: out (+)= W·RMSNorm(x; ν) + W2·glu_act(g, u) for one token —
+// LinearNormed and LinearGLU adding into one output, in one dispatch:
+// every workgroup builds xs = [RMSNorm(x)·ν (cols values) ; glu_act(g, u)
+// (cols2)] in workgroup memory (cols + cols2 ≤ 2048; x's sum of squares
+// reduced over the workgroup, ν = E[nu_off..], g and u = G[g_off..],
+// G[u_off..]), then each of its 8 rows is the sum of its two dot products;
+// W2's row r is at w2_off + r·w2_stride of the same buffer as W (same
+// dtype).
+@compute @workgroup_size(64)
+fn gemv_pair(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) tid: u32) {
+  gemv_pr(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gemv_pair_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) tid: u32) {
+  gemv_pr(wid, nwg, tid, true);
+}
+
+fn gemv_pr(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
+  var ss = 0.0;
+  for (var i = tid; i < p.cols; i += WG) { let v = X[p.x_off + i]; ss += v * v; }
+  red1[tid] = ss;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (tid < s) { red1[tid] += red1[tid + s]; }
+    workgroupBarrier();
+  }
+  let inv = 1.0 / sqrt(red1[0] / f32(p.cols) + p.eps);
+  for (var i = tid; i < p.cols; i += WG) { xs[i] = X[p.x_off + i] * inv * E[p.nu_off + i]; }
+  for (var i = tid; i < p.cols2; i += WG) {
+    xs[p.cols + i] = glu_act(G[p.g_off + i], G[p.u_off + i], p.act, p.beta, p.beta_lin);
+  }
+  workgroupBarrier(); // xs complete, and every invocation has read red1[0]
+  let lane = tid % LANES;
+  let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
+  var acc = 0.0;
+  if (row < p.rows) {
+    acc = xs_dot(p.w_off + row * p.w_stride, p.cols, 0u, lane, q) + xs_dot(p.w2_off + row * p.w2_stride, p.cols2, p.cols, lane, q);
+  }
+  xs_store(acc, tid, row);
 }

@@ -75,8 +75,9 @@ func routerOf(c *config.Config) ref.Router {
 // declareMoE declares an MoE block's weights (e: its name prefix) as
 // nn.MoEBlock uses them: the products of its input stacked — the router,
 // the latent down-projection, the shared experts' gate and up (one
-// Linears) — then the latent up-projection, the shared experts' down
-// projection (LinearGLU), the vectors and the routed experts.
+// Linears) — then the latent up-projection and the shared experts' down
+// projection, whose products add into the block's output together
+// (LinearNormedGLU), the vectors and the routed experts.
 func declareMoE(u nn.Uploader, e string, w *MoE) {
 	var sg, su, sd *tensor.Mat
 	if sh := w.SharedExperts; sh != nil {
@@ -84,8 +85,7 @@ func declareMoE(u nn.Uploader, e string, w *MoE) {
 	}
 	u.Mats(names(e, "gate", "routed_expert_down_proj", "shared_experts.gate_proj", "shared_experts.up_proj"),
 		w.Gate, w.RoutedExpertDownProj, sg, su)
-	u.Mats(names(e, "routed_expert_up_proj"), w.RoutedExpertUpProj)
-	u.Mats(names(e, "shared_experts.down_proj"), sd)
+	u.Mats(names(e, "routed_expert_up_proj", "shared_experts.down_proj"), w.RoutedExpertUpProj, sd)
 	u.Vecs(names(e, "gate.e_score_correction_bias"), w.EScoreCorrectionBias)
 	u.Vecs(names(e, "routed_expert_norm"), w.RoutedExpertNorm)
 	u.GLUs(e+"experts", w.Experts)

@@ -182,6 +182,22 @@ func LinearGLU(b Backend, out Tensor, accum bool, gate, up Tensor, T int, W *ten
 	Project(b, out, gate, T, W, accum, tmp)
 }
 
+// LinearNormedGLUer computes two projections of different inputs that add
+// into one output in one kernel.
+type LinearNormedGLUer interface {
+	LinearNormedGLU(out Tensor, accum bool, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32, gate, up Tensor, W2 *tensor.Mat, act ref.Act) bool
+}
+
+// LinearNormedGLU: out (+)= W · RMSNorm(x; nu) + W2 · act(gate, up) —
+// LinearNormed, then LinearGLU adding into out.
+func LinearNormedGLU(b Backend, out Tensor, accum bool, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32, gate, up Tensor, W2 *tensor.Mat, act ref.Act, tmp Tensor) {
+	if f, ok := b.(LinearNormedGLUer); ok && f.LinearNormedGLU(out, accum, x, T, W, nu, eps, gate, up, W2, act) {
+		return
+	}
+	LinearNormed(b, out, accum, x, T, W, nu, eps, tmp)
+	LinearGLU(b, out, true, gate, up, T, W2, act, tmp)
+}
+
 // AttnResNormer computes an AttnRes read and the norm after it in one
 // kernel.
 type AttnResNormer interface {
@@ -266,7 +282,8 @@ type MoEer interface {
 // Every product of x — the router's, the latent down-projection, the
 // shared experts' gate and up — is one Linears (x read once: one stacked
 // GEMV on the GPU), the shared experts' activation inside their down
-// projection (LinearGLU).
+// projection (LinearGLU), which joins the latent up-projection when both
+// add into out (LinearNormedGLU).
 func MoEBlock(b Backend, out, x Tensor, T int, w *MoE, a *MoEArgs, accum bool) {
 	if f, ok := b.(MoEer); ok && f.MoE(out, x, T, w, a, accum) {
 		return
@@ -287,6 +304,10 @@ func MoEBlock(b Backend, out, x Tensor, T int, w *MoE, a *MoEArgs, accum bool) {
 		RoutedExperts(b, out, z, T, w.Experts, logits, w.EScoreCorrectionBias, a.Router, s.Rt, a.Act, accum)
 	case w.RoutedExpertNorm != nil && accum:
 		RoutedExperts(b, s.Acc, z, T, w.Experts, logits, w.EScoreCorrectionBias, a.Router, s.Rt, a.Act, false)
+		if sh != nil {
+			LinearNormedGLU(b, out, true, s.Acc, T, w.RoutedExpertUpProj, w.RoutedExpertNorm, a.Eps, ps[2].Out, ps[3].Out, sh.DownProj, a.Act, s.Tmp)
+			return
+		}
 		LinearNormed(b, out, true, s.Acc, T, w.RoutedExpertUpProj, w.RoutedExpertNorm, a.Eps, s.Tmp)
 	default:
 		RoutedExperts(b, s.Acc, z, T, w.Experts, logits, w.EScoreCorrectionBias, a.Router, s.Rt, a.Act, false)

@@ -97,6 +97,9 @@ func blockCases(add adder) {
 			add("LinearGLU/"+actName(act), dt.String(), fmt.Sprintf("65x%d accum=true", cn), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 				return runLinearGLU(g, r, 65, cn, dt, act, true)
 			})
+			add("LinearNormedGLU/"+actName(act), dt.String(), fmt.Sprintf("65x(%d+%d) accum=true", cn, c0), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runLinearNormedGLU(g, r, 65, cn, c0, dt, act, true)
+			})
 		}
 		add("LinearGatedNorm/SiLU", dt.String(), "33x256 dk=64 accum=true", 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			rows, H, dk := 33, 4, 64

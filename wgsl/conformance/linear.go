@@ -13,7 +13,7 @@ import (
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
-// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearGLU, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
+// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearGLU, LinearNormedGLU, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
 func linearCases(add adder) {
 	// Linear: GEMV (T=1) and GEMM (T>1, tiles of 8 tokens); shapes straddle
 	// the 64-thread column stride, odd columns (half-word padding), token
@@ -119,6 +119,19 @@ func linearCases(add adder) {
 			}
 		}
 	}
+	// LinearNormedGLU: out (+)= RMSNorm(x)·Wᵀ + act(g, u)·W2ᵀ in one GEMV
+	// equals LinearNormed then LinearGLU (odd widths, W2 wider and
+	// narrower than W, the widest pair taken).
+	for _, dt := range dtypes {
+		for _, s := range [][4]int{{5, 7, 3, 0}, {65, 129, 64, 1}, {130, 256, 512, 1}, {33, 1536, 512, 0}} {
+			rows, c1, c2, accum := s[0], s[1], s[2], s[3] == 1
+			for _, act := range []ref.Act{{}, {SiTU: true, Beta: 4, BetaLin: 25}} {
+				add("LinearNormedGLU/"+actName(act), dt.String(), fmt.Sprintf("%dx(%d+%d) accum=%v", rows, c1, c2, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					return runLinearNormedGLU(g, r, rows, c1, c2, dt, act, accum)
+				})
+			}
+		}
+	}
 	// LinearGatedNorm: (+)= RMSNormGated(x; g)·Wᵀ in one GEMV equals
 	// RMSNormGated then Linear / LinearAccum (both gate functions, heads of
 	// 16 and 64, odd rows).
@@ -219,5 +232,34 @@ func runLinearGLU(g *GPU, r *rand.Rand, rows, cols int, dt tensor.DType, act ref
 	if got := append(g.Read(gv, cols), g.Read(uv, cols)...); !slices.Equal(got, gu) {
 		return got, gu
 	}
+	return g.Read(out, rows), want
+}
+
+// runLinearNormedGLU runs LinearNormedGLU on random W [rows, c1] and W2
+// [rows, c2] of dt, packed into one buffer as the runner's upload puts
+// them (g and u in one buffer), and the reference: LinearNormed, then
+// GLU and Linear added.
+func runLinearNormedGLU(g *GPU, r *rand.Rand, rows, c1, c2 int, dt tensor.DType, act ref.Act, accum bool) ([]float32, []float32) {
+	W, W2 := RandMat(r, rows, c1, dt, 1), RandMat(r, rows, c2, dt, 1)
+	x, nu, gu, res := RandVec(r, c1, 3), RandVec(r, c1, 1), RandVec(r, 2*c2, 2), RandVec(r, rows, 2)
+	xn, h := make([]float32, c1), make([]float32, c2)
+	ref.RMSNorm(xn, x, nu, 1e-5)
+	act.GLU(h, gu[:c2], gu[c2:])
+	want, y := make([]float32, rows), make([]float32, rows)
+	ref.Linear(nil, want, xn, 1, oracle(W))
+	ref.Linear(nil, y, h, 1, oracle(W2))
+	ref.Axpy(1, y, want)
+	if accum {
+		ref.Axpy(1, res, want)
+	}
+	buf, err := g.D.UploadU32(append(wgsl.PackMat(W), wgsl.PackMat(W2)...))
+	check(g, err)
+	g.bufs = append(g.bufs, buf)
+	n1 := wgsl.MatWords(rows, c1, dt)
+	w1 := &wgsl.Mat{View: buf.At(0), Rows: rows, Cols: c1, DType: dt, Stride: n1 / rows}
+	w2 := &wgsl.Mat{View: buf.At(n1), Rows: rows, Cols: c2, DType: dt, Stride: wgsl.MatWords(rows, c2, dt) / rows}
+	b := g.Up(gu)
+	out := g.Up(res)
+	check(g, g.D.LinearNormedGLU(out, accum, g.Up(x), w1, g.Up(nu), 1e-5, b, wgsl.View{Buf: b.Buf, Off: b.Off + c2}, w2, act))
 	return g.Read(out, rows), want
 }
