@@ -50,6 +50,15 @@ func SetGroupExpertsForTest(on bool) func() {
 	return func() { groupExperts = old }
 }
 
+// SetRouteInGateUpForTest makes decoded tokens route inside the experts'
+// gate/up kernel (on) or in the router's own dispatch (off), whatever the
+// adapter, and returns a function restoring the rule.
+func SetRouteInGateUpForTest(on bool) func() {
+	old := routeInGateUp
+	routeInGateUp = func(*Device) bool { return on }
+	return func() { routeInGateUp = old }
+}
+
 // plainGPU is the GPU backend with its fused capabilities hidden: only
 // nn.Backend's basic ops are visible, so a family's forward pass runs
 // nn's unfused fallbacks.

@@ -442,11 +442,19 @@ func (b *gpu) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routing, 
 	run(g(out).s(), g(x).s(), T, b.glu(&experts[0]), Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K}, accum)
 }
 
+// routeInGateUp reports whether a decoded token's router runs inside the
+// experts' gate/up kernel (RouteGateUp) on d. Not on a software adapter
+// (lavapipe, SwiftShader): there every workgroup's own routing costs more
+// than the dispatch it saves (k3-mini's shapes on lavapipe: 12 against
+// 8.7 ms per call, BENCHMARKS.md). Tests force it on.
+var routeInGateUp = func(d *Device) bool { return d.Adapter().Software() == "" }
+
 // RoutedExperts: a decoded token's router inside the experts' gate/up
 // kernel (RouteGateUp), then their down projections; experts kept on the
-// CPU or streamed take Route then Experts.
+// CPU or streamed, and software adapters (routeInGateUp), take Route then
+// Experts.
 func (b *gpu) RoutedExperts(out, x nn.Tensor, T int, experts []nn.GLU, logits nn.Tensor, bias []float32, r ref.Router, rt nn.Routing, act ref.Act, accum bool) bool {
-	if T != 1 || b.err != nil || b.streams[&experts[0]] != nil || b.cpuMoE != nil && b.cpuMoE.layers[&experts[0]] {
+	if T != 1 || b.err != nil || b.streams[&experts[0]] != nil || b.cpuMoE != nil && b.cpuMoE.layers[&experts[0]] || !routeInGateUp(b.d) {
 		return false
 	}
 	l := g(logits)

@@ -192,7 +192,7 @@ type RouterArgs struct {
 // RouteGateUp records Route and GLUGateUp in one dispatch: every
 // workgroup routes its token from a.Logits itself (the router of
 // router.wgsl, common.wgsl's route_token) and computes its rows of h for
-// the expert of its slot; the routing is also stored in r.Idx and r.Wts
+// all K slots (so the routing is computed once per K slots' rows); the routing is also stored in r.Idx and r.Wts
 // (r.K = a.Router.TopK), as Route stores it, for GLUDown and the route
 // hooks.
 func (d *Device) RouteGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, act ref.Act, a *RouterArgs) error {
@@ -251,7 +251,11 @@ func (d *Device) gluGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 		p = p.u(a.E, rt.Groups, rt.TopKGroups, routeFlags(rt), b2i(a.Bias.Buf != nil)).f(rt.Scale).u(a.Logits.Off, a.Bias.Off)
 		bufs[5], bufs[6] = a.Logits.Buf, a.Bias.Buf
 	}
-	return d.dispatch(k, p, bufs[:nbuf], (w.I+7)/8*T*r.K)
+	groups := (w.I + 7) / 8 * T * r.K
+	if a != nil {
+		groups = (w.I + 7) / 8 * T // all K slots per workgroup (gate_up_routed)
+	}
+	return d.dispatch(k, p, bufs[:nbuf], groups)
 }
 
 // GLUDown records out[t] (+)= Σ_k w[t,k] · down_e h[t·K+k] over the K

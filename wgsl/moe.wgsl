@@ -11,12 +11,12 @@
 //   down:   o[t, r] = (accum ? o[t, r] : 0) + Σ_k w_tk · down_e[r]·h[tk]
 //           with w_tk = WT[tk] (use_idx) or 1; one workgroup per (t, 8 rows
 //           r), 8 threads per row, the K slots summed in slot order.
-//   gateup_route: gateup with the router inside: every workgroup routes its
-//           token itself (common.wgsl's route_token: logits RL [T, E] from
-//           l_off, bias RB from b_off) and uses the expert of its slot; the
-//           token's first workgroup writes the ids and weights to IDX and WT
-//           for down (and the route hooks): the router and the gate/up
-//           projections in one dispatch.
+//   gateup_route: gateup with the router inside: one workgroup per (t, 8
+//           rows j) over all K slots; every workgroup routes its token
+//           itself (common.wgsl's route_token: logits RL [T, E] from l_off,
+//           bias RB from b_off); the token's first workgroup writes the ids
+//           and weights to IDX and WT for down (and the route hooks): the
+//           router and the gate/up projections in one dispatch.
 // act: 0 SiLU-GLU, 1 SiTU-GLU (β = beta, β_lin = beta_lin, 0: up uncapped).
 // The *_q entries are the same for weights in a ggml block format
 // (common.wgsl's qvals; their own pipelines).
@@ -64,15 +64,13 @@ fn gateup_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 @compute @workgroup_size(64)
 fn gateup_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) tid: u32) {
-  let g = wid.x + wid.y * nwg.x;
-  if (g < gateup_groups()) { gate_up(g, tid, routed(g, tid), false); }
+  gate_up_routed(wid.x + wid.y * nwg.x, tid, false);
 }
 
 @compute @workgroup_size(64)
 fn gateup_route_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                   @builtin(local_invocation_index) tid: u32) {
-  let g = wid.x + wid.y * nwg.x;
-  if (g < gateup_groups()) { gate_up(g, tid, routed(g, tid), true); }
+  gate_up_routed(wid.x + wid.y * nwg.x, tid, true);
 }
 
 // gateup_blocks is the workgroups of one (token, slot): 8 rows each.
@@ -81,17 +79,20 @@ fn gateup_blocks() -> u32 { return (p.rows + RPW - 1u) / RPW; }
 // gateup_groups is the workgroups of a gateup dispatch.
 fn gateup_groups() -> u32 { return gateup_blocks() * p.T * p.K; }
 
-// routed is the expert of workgroup g's slot, routed by the workgroup
+// gate_up_routed is workgroup g's 8 rows of h for every slot of its token
+// (one workgroup per (token, 8 rows): the routing, which every workgroup
+// computes, is paid once per K slots), routed by the workgroup
 // (route_token); the token's first workgroup stores the routing.
-fn routed(g: u32, tid: u32) -> u32 {
-  let tk = g / gateup_blocks();
-  let t = tk / p.K;
+fn gate_up_routed(g: u32, tid: u32, q: bool) {
+  let nb = gateup_blocks();
+  if (g >= nb * p.T) { return; }
+  let t = g / nb;
   route_token(p.l_off + t * p.E, p.b_off, tid, p.E, p.K, p.groups, p.topk_groups, p.flags, p.has_bias == 1u, p.scale);
-  if (g % (gateup_blocks() * p.K) == 0u && tid < p.K) {
+  if (g % nb == 0u && tid < p.K) {
     IDX[p.i_off + t * p.K + tid] = rt_idx[tid];
     WT[p.wt_off + t * p.K + tid] = rt_w[tid];
   }
-  return rt_idx[tk % p.K];
+  for (var k = 0u; k < p.K; k++) { gate_up((t * p.K + k) * nb + g % nb, tid, workgroupUniformLoad(&rt_idx[k]), q); }
 }
 
 // gate_up is workgroup g's 8 rows of h for expert e.

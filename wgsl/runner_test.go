@@ -91,6 +91,7 @@ const wholeModelTol = 1e-4
 // GPU (only token ids read back) must give the CPU's greedy tokens.
 func TestRunnerMatchesCPU(t *testing.T) {
 	d := device(t)
+	defer wgsl.SetRouteInGateUpForTest(true)() // the router inside gate/up, which software adapters skip
 	prompt := matchPrompt()
 	for _, tc := range []struct {
 		preset string
@@ -453,6 +454,7 @@ func TestEstimateMemory(t *testing.T) {
 // needs more dispatches per decoded token.
 func TestRunnerFusedEqualsUnfused(t *testing.T) {
 	d := device(t)
+	defer wgsl.SetRouteInGateUpForTest(true)() // the router inside gate/up, which software adapters skip
 	for _, preset := range []string{"k3-nano", "kimi-linear-nano"} {
 		t.Run(preset, func(t *testing.T) {
 			m := presetModel(t, preset, 1, "F32")
@@ -506,6 +508,7 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 // independent of the dozens of dispatches a step records.
 func TestDecodeAllocatesNothing(t *testing.T) {
 	d := device(t)
+	defer wgsl.SetRouteInGateUpForTest(true)() // the router inside gate/up, which software adapters skip
 	const runs, maxBinding = 40, 64
 	for _, name := range []string{"k3-nano", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
 		t.Run(name, func(t *testing.T) {
