@@ -65,14 +65,15 @@
 //     buffers; GLUGateUp (gate and up fused with the GLU activation) and
 //     GLUDown (down projection, routing weight and the sum over the K slots
 //     fused) read the ids per (token, slot); prefill pieces run the
-//     experts grouped by expert (GLUGrouped). A decoded token's MoE block
-//     is five dispatches: one GEMV for every product of its input (router
-//     logits, latent down-projection, the shared experts' gate and up:
-//     declared together), RouteGateUp (each workgroup routes the token
-//     itself — 64 experts cost less than a dispatch — and the first
-//     stores the ids and weights), GLUDown, the latent up-projection with
-//     its norm (LinearNormed) and the shared experts' down projection with
-//     their GLU inside (LinearGLU), both adding into the residual.
+//     experts grouped by expert (GLUGrouped). A decoded token's LatentMoE
+//     block is four dispatches: one GEMV for every product of its input
+//     (router logits, latent down-projection, the shared experts' gate and
+//     up: declared together), RouteGateUp (each workgroup routes the token
+//     itself and the first stores the ids and weights; software adapters,
+//     where that costs more than a dispatch, run Route first), GLUDown, and
+//     one GEMV over two input segments (LinearNormedGLU: the latent
+//     up-projection with its norm and the shared experts' down projection
+//     with their GLU inside, both adding into the residual).
 //   - KDA prefill pieces of 4 tokens or more run the chunked WY/UT form
 //     (ref.KDAChunked; kda_chunk.wgsl, kda_chunk_inter.wgsl; chunks of
 //     16): a workgroup per (chunk, head) computes every chunk's decays,
