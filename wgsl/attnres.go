@@ -41,39 +41,47 @@ type resRead struct {
 // as its own dispatch instead.
 const maxResRows = 4096
 
-// resFold is how decoded tokens' AttnRes reads run (FoldAttnRes).
-type resFold struct {
+// repeatFusions is the device's choice of the decode fusions that repeat
+// work in every workgroup to save a dispatch (SetRepeatFusions).
+type repeatFusions struct {
 	set, on bool
 	groups  int
 }
 
-// FoldAttnRes sets whether a decoded token's AttnRes read runs in the
-// prologue of the GEMV that reads it (DeferAttnResNorm) and over how many
-// workgroups that GEMV then runs: groups 0 gives each workgroup 8 rows, as
-// gemv; groups n > 0 gives n workgroups the rows between them (fewer
-// repeats of the read). Until it is called the device chooses by adapter:
-// on a GPU reads fold with 8 rows per workgroup; on a software adapter
-// (lavapipe, SwiftShader) they stay their own dispatch, which measured
-// faster there (BENCHMARKS.md). Tests and benchmarks call it to run either
-// way on any adapter; the function returned restores the choice before.
-func (d *Device) FoldAttnRes(on bool, groups int) (restore func()) {
-	old := d.fold
-	d.fold = resFold{set: true, on: on, groups: max(groups, 0)}
-	return func() { d.fold = old }
+// SetRepeatFusions sets whether decoded tokens use the fusions that repeat
+// work in every workgroup of a kernel to save a dispatch: the AttnRes read
+// inside the GEMV that reads it (DeferAttnResNorm, gemv_res) and the MoE
+// router inside the experts' gate/up kernel (RouteGateUp). groups is the
+// workgroups a gemv_res runs: 0 gives each 8 rows, as gemv; n > 0 gives n
+// workgroups the rows between them (fewer repeats of the read). Until it
+// is called the device chooses by adapter: on a GPU, where a dispatch
+// costs more than the repeated work, they are on with 8 rows per
+// workgroup; on a software adapter (lavapipe, SwiftShader), where every
+// workgroup's repeat is CPU time, they are off: each measured slower there
+// than the dispatch it saves (BENCHMARKS.md). Tests and benchmarks call it
+// to run either way on any adapter; the function returned restores the
+// choice before.
+func (d *Device) SetRepeatFusions(on bool, groups int) (restore func()) {
+	old := d.repeat
+	d.repeat = repeatFusions{set: true, on: on, groups: max(groups, 0)}
+	return func() { d.repeat = old }
 }
 
-// foldsRes reports whether AttnRes reads fold into GEMVs, and the
-// workgroups such a GEMV of rows rows runs.
-func (d *Device) foldsRes(rows int) (bool, int) {
-	f := d.fold
-	if !f.set {
-		f.on = d.adapter.Software() == ""
+// repeatFusions reports whether the repeating fusions are on.
+func (d *Device) repeatFusions() bool {
+	if d.repeat.set {
+		return d.repeat.on
 	}
+	return d.adapter.Software() == ""
+}
+
+// resGroups is the workgroups a gemv_res of rows rows runs.
+func (d *Device) resGroups(rows int) int {
 	blocks := (rows + 7) / 8
-	if f.groups == 0 {
-		return f.on, blocks
+	if g := d.repeat.groups; g > 0 {
+		return min(blocks, g)
 	}
-	return f.on, min(blocks, f.groups)
+	return blocks
 }
 
 // DeferAttnResNorm is AttnResNorm for one token (out: n values), held back
@@ -90,7 +98,7 @@ func (d *Device) DeferAttnResNorm(out View, srcs Strided, nsrc, n int, w, gamma 
 	if err := norm.check(n, "AttnResNorm norm weight"); err != nil {
 		return err
 	}
-	if on, _ := d.foldsRes(0); !on || n > maxGatedNormCols {
+	if !d.repeatFusions() || n > maxGatedNormCols {
 		return d.attnRes(Strided{out, n}, srcs, 0, nsrc, n, 1, w, gamma, eps, norm, normEps)
 	}
 	if err := d.checkAttnRes(Strided{out, n}, srcs, 0, nsrc, n, 1, w, gamma); err != nil {
@@ -136,9 +144,9 @@ func (d *Device) gemvRes(out View, W *Mat, r *resRead) error {
 		return err
 	}
 	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, r.srcs.Off, r.srcs.Stride, out.Off, W.Rows, 1, 0).
-		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, 0).f(0).u(0, 0, 0).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, 0).f(0).u(0, 0, 0).u(0).f(0, 0).u(0, 0, 0, 0).
 		u(r.nsrc, r.w.Off, r.gamma.Off, r.norm.Off).f(r.eps, r.normEps).u(r.out.Off)
-	_, groups := d.foldsRes(W.Rows)
+	groups := d.resGroups(W.Rows)
 	blocks := ((W.Rows+7)/8 + groups - 1) / groups
 	p = p.u(blocks)
 	return d.dispatch(k, p, []*Buffer{W.Buf, r.srcs.Buf, out.Buf, r.w.Buf, r.out.Buf, r.gamma.Buf, r.norm.Buf}, ((W.Rows+7)/8+blocks-1)/blocks)

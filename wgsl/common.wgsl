@@ -341,3 +341,89 @@ fn res_val(tb: u32, stride: u32, nsrc: u32, c: u32) -> f32 {
   for (var i = 0u; i < nsrc; i++) { a += res_a[i] * X[tb + i * stride + c]; }
   return a;
 }
+
+// route_token is the MoE router (ref.Router.Route) of one token, run by a
+// whole workgroup of WG invocations (tid: local index; call it from
+// uniform control flow): scores s = sigmoid(l), or softmax(l) with flag 4,
+// of the logits l = RL[lb .. lb+E) of the including kernel; selection
+// values sel = s + RB[bb + e] (has_bias); with groups > topk_groups only
+// the topk_groups groups with the best sum of their two best sel stay
+// selectable (the rest masked to −3.4e38); the top K of sel (ties: lower
+// id — expert e ranks by how many rank before it, so no serial passes)
+// with weights s, renormalised (flag 1, for K > 1 or with flag 2:
+// w /= Σw + 1e-20, summed in rank order) and scaled. On return rt_idx[k]
+// and rt_w[k] (k < K) hold the ids and weights for every invocation.
+// E ≤ 1024, groups ≤ 256, K ≤ 64.
+var<workgroup> rt_s: array<f32, 1024>;
+var<workgroup> rt_sel: array<f32, 1024>;
+var<workgroup> rt_g: array<f32, 256>;
+var<workgroup> rt_keep: array<u32, 256>;
+var<workgroup> rt_idx: array<u32, 64>;
+var<workgroup> rt_w: array<f32, 64>;
+fn route_token(lb: u32, bb: u32, tid: u32, E: u32, K: u32, groups: u32, topk_groups: u32, flags: u32, has_bias: bool, scale: f32) {
+  let neg = -3.4e38;
+  let softmax = (flags & 4u) != 0u;
+  var lmax = 0.0;
+  var lsum = 1.0;
+  if (softmax) {
+    var mx = neg;
+    for (var e = tid; e < E; e += WG) { mx = max(mx, RL[lb + e]); }
+    lmax = reduce_max(mx, tid);
+    var sm = 0.0;
+    for (var e = tid; e < E; e += WG) { sm += exp(RL[lb + e] - lmax); }
+    lsum = reduce_sum(sm, tid);
+  }
+  for (var e = tid; e < E; e += WG) {
+    let l = RL[lb + e];
+    var v = 1.0 / (1.0 + exp(-l));
+    if (softmax) { v = exp(l - lmax) / lsum; }
+    rt_s[e] = v;
+    var b = 0.0;
+    if (has_bias) { b = RB[bb + e]; }
+    rt_sel[e] = v + b;
+  }
+  workgroupBarrier();
+  if (groups > 1u && groups > topk_groups) {
+    let per = E / groups;
+    for (var gi = tid; gi < groups; gi += WG) { // group score: the sum of its two best
+      var b1 = neg;
+      var b2 = neg;
+      for (var e = gi * per; e < (gi + 1u) * per; e++) {
+        let v = rt_sel[e];
+        if (v > b1) { b2 = b1; b1 = v; } else if (v > b2) { b2 = v; }
+      }
+      rt_g[gi] = b1 + b2;
+    }
+    workgroupBarrier();
+    for (var gi = tid; gi < groups; gi += WG) { // kept: fewer than topk_groups rank before it
+      var r = 0u;
+      for (var o = 0u; o < groups; o++) {
+        if (rt_g[o] > rt_g[gi] || (rt_g[o] == rt_g[gi] && o < gi)) { r++; }
+      }
+      rt_keep[gi] = select(0u, 1u, r < topk_groups);
+    }
+    workgroupBarrier();
+    for (var e = tid; e < E; e += WG) {
+      if (rt_keep[e / per] == 0u) { rt_sel[e] = neg; }
+    }
+    workgroupBarrier();
+  }
+  for (var e = tid; e < E; e += WG) {
+    let v = rt_sel[e];
+    var r = 0u;
+    for (var o = 0u; o < E && r < K; o++) {
+      let w = rt_sel[o];
+      if (w > v || (w == v && o < e)) { r++; }
+    }
+    if (r < K) { rt_idx[r] = e; }
+  }
+  workgroupBarrier();
+  if (tid < K) {
+    var sum = 0.0;
+    for (var k = 0u; k < K; k++) { sum += rt_s[rt_idx[k]]; }
+    var w = rt_s[rt_idx[tid]];
+    if ((flags & 1u) != 0u && (K > 1u || (flags & 2u) != 0u)) { w = w / (sum + 1e-20); }
+    rt_w[tid] = w * scale;
+  }
+  workgroupBarrier();
+}

@@ -137,6 +137,9 @@ func writeMatrix(path, adapter string) error {
 	b.WriteString("token's `KDAPrep` with its gate and the delta rule in one dispatch, one workgroup per head), `MLAAbsorbed`/`MLANaive`\n")
 	b.WriteString("`append` (the queries' own latent rows appended with c_kv RMSNormed: by the kernel forming the absorbed\n")
 	b.WriteString("queries in decode, by `AppendNormed` in prefill; the appended rows against the reference's normed cache),\n")
+	b.WriteString("`LinearGLU` (a GLU's activation inside its down projection's GEMV: the shared experts), `LinearNormedGLU`\n")
+	b.WriteString("(LinearNormed and LinearGLU adding into one output in one GEMV), `MoERouted` (the router\n")
+	b.WriteString("inside the experts' gate/up kernel, ids and weights checked too),\n")
 	b.WriteString("`AttnResLinear` (a decoded token's AttnRes read held back and computed in the prologue of the GEMV reading it).\n\n")
 	// The browser column comes from the last TestBrowserE2E run with
 	// TESSERA_SUPPORT_MATRIX=write (cmd/tessera), which runs a subset of

@@ -145,7 +145,7 @@ type Device struct {
 	// reads it (DeferAttnResNorm), while resHeld.
 	res     resRead
 	resHeld bool
-	fold    resFold
+	repeat  repeatFusions
 
 	enc  *wgpu.CommandEncoder
 	pass *wgpu.ComputePassEncoder

@@ -64,9 +64,16 @@
 //   - MoE without readback: Route writes expert ids and weights to GPU
 //     buffers; GLUGateUp (gate and up fused with the GLU activation) and
 //     GLUDown (down projection, routing weight and the sum over the K slots
-//     fused) read the ids per (token, slot). Prefill uses the same
-//     per-token loop, so each selected expert's rows are read once per
-//     token, not once per piece (grouping by expert is left to do).
+//     fused) read the ids per (token, slot); prefill pieces run the
+//     experts grouped by expert (GLUGrouped). A decoded token's LatentMoE
+//     block is four dispatches: one GEMV for every product of its input
+//     (router logits, latent down-projection, the shared experts' gate and
+//     up: declared together), RouteGateUp (each workgroup routes the token
+//     itself and the first stores the ids and weights; software adapters,
+//     where that costs more than a dispatch, run Route first), GLUDown, and
+//     one GEMV over two input segments (LinearNormedGLU: the latent
+//     up-projection with its norm and the shared experts' down projection
+//     with their GLU inside, both adding into the residual).
 //   - KDA prefill pieces of 4 tokens or more run the chunked WY/UT form
 //     (ref.KDAChunked; kda_chunk.wgsl, kda_chunk_inter.wgsl; chunks of
 //     16): a workgroup per (chunk, head) computes every chunk's decays,
@@ -98,7 +105,7 @@
 //     prologue (linear.wgsl's gemv_res), the first workgroup also storing
 //     it; any other dispatch, flush or read records it first. Software
 //     adapters keep the separate dispatch, which measured faster there
-//     (Device.FoldAttnRes).
+//     (Device.SetRepeatFusions).
 //   - Matrix-vector kernels compute 8 rows per workgroup (8 threads per
 //     row): the workgroup count is what CPU Vulkan drivers pay for.
 //   - A weight matrix larger than one storage binding (128 MiB, the

@@ -31,12 +31,13 @@ func g(t nn.Tensor) *gt { return t.(*gt) }
 // are one GEMV (LinearBatch), vectors declared together are contiguous
 // (KDAPrep, LinearKDAGate read them through one binding).
 type gpu struct {
-	d    *Device
-	err  error
-	bufs []*Buffer   // every buffer the backend created (weights, scratch, state)
-	topK int         // routed experts per token (sizes the expert scratch)
-	gate KDAPrepGate // KDAPrep's gate operands (kept here: passing them allocates nothing)
-	step KDAStepArgs // KDAStep's operands (likewise)
+	d      *Device
+	err    error
+	bufs   []*Buffer   // every buffer the backend created (weights, scratch, state)
+	topK   int         // routed experts per token (sizes the expert scratch)
+	gate   KDAPrepGate // KDAPrep's gate operands (kept here: passing them allocates nothing)
+	step   KDAStepArgs // KDAStep's operands (likewise)
+	router RouterArgs  // RoutedExperts' router operands (likewise)
 
 	// views made during a pass come from this arena (reused by the next)
 	views  []*gt
@@ -414,6 +415,13 @@ func (b *gpu) GLU(out, x nn.Tensor, T int, w *nn.GLU, act ref.Act, accum bool) {
 	}
 }
 
+func (b *gpu) GLUAct(gate, up nn.Tensor, T int, act ref.Act) {
+	if b.err == nil {
+		gs := g(gate)
+		b.fail(b.d.GLU(gs.s(), gs.s(), g(up).s(), T, gs.cols, act))
+	}
+}
+
 func (b *gpu) Route(rt nn.Routing, logits nn.Tensor, T int, bias []float32, r ref.Router) {
 	if b.err == nil {
 		l := g(logits)
@@ -457,6 +465,29 @@ func (b *gpu) Experts(out, x nn.Tensor, T int, experts []nn.GLU, rt nn.Routing, 
 		return
 	}
 	run(g(out).s(), g(x).s(), T, b.glu(&experts[0]), Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K}, accum)
+}
+
+// RoutedExperts: a decoded token's router inside the experts' gate/up
+// kernel (RouteGateUp), then their down projections; experts kept on the
+// CPU or streamed, and devices without the repeating fusions (SetRepeatFusions: software
+// adapters), take Route then
+// Experts.
+func (b *gpu) RoutedExperts(out, x nn.Tensor, T int, experts []nn.GLU, logits nn.Tensor, bias []float32, r ref.Router, rt nn.Routing, act ref.Act, accum bool) bool {
+	if T != 1 || b.err != nil || b.streams[&experts[0]] != nil || b.cpuMoE != nil && b.cpuMoE.layers[&experts[0]] || !b.d.repeatFusions() {
+		return false
+	}
+	l := g(logits)
+	b.router = RouterArgs{Logits: l.v, E: l.cols, Router: r}
+	if bias != nil {
+		b.router.Bias = b.vec(bias)
+	}
+	gw, rg := b.glu(&experts[0]), Routing{Idx: g(rt.Idx).v, Wts: g(rt.Wts).v, K: rt.K}
+	b.fail(b.d.RouteGateUp(b.hb.At(0), g(x).s(), T, gw, rg, act, &b.router))
+	b.capture(rt.Idx, T, r.TopK)
+	if b.err == nil {
+		b.fail(b.d.GLUDown(g(out).s(), b.hb.At(0), T, gw, rg, accum))
+	}
+	return true
 }
 
 // slots checks that srcs are consecutive slots of one token-major buffer
@@ -640,6 +671,33 @@ func (b *gpu) LinearGated(out nn.Tensor, accum bool, x, gate nn.Tensor, T int, W
 		return false
 	}
 	b.fail(b.d.LinearGated(o, accum, xv, gv, b.mat(W)))
+	return true
+}
+
+// LinearGLU: a decoded token's GLU activation inside the down
+// projection's GEMV.
+func (b *gpu) LinearGLU(out nn.Tensor, accum bool, gate, up nn.Tensor, T int, W *tensor.Mat, act ref.Act) bool {
+	o, gv, uv := g(out).v, g(gate).v, g(up).v
+	if T != 1 || g(up).cols > maxGatedNormCols || b.err != nil || o.Buf == gv.Buf || o.Buf == uv.Buf {
+		return false
+	}
+	b.fail(b.d.LinearGLU(o, accum, gv, uv, b.mat(W), act))
+	return true
+}
+
+// LinearNormedGLU: a decoded token's two projections into one output in
+// one GEMV, when their matrices were declared together (one buffer).
+func (b *gpu) LinearNormedGLU(out nn.Tensor, accum bool, x nn.Tensor, T int, W *tensor.Mat, nu []float32, eps float32, gate, up nn.Tensor, W2 *tensor.Mat, act ref.Act) bool {
+	if T != 1 || b.err != nil {
+		return false
+	}
+	o, xv, gv, uv := g(out).v, g(x).v, g(gate).v, g(up).v
+	w1, w2 := b.mat(W), b.mat(W2)
+	if w1 == nil || w2 == nil || w1.Buf != w2.Buf || w1.DType != w2.DType || w1.Rows != w2.Rows || len(w1.Parts)+len(w2.Parts) > 0 ||
+		W.Cols+W2.Cols > maxGatedNormCols || gv.Buf != uv.Buf || o.Buf == xv.Buf || o.Buf == gv.Buf {
+		return false
+	}
+	b.fail(b.d.LinearNormedGLU(o, accum, xv, w1, b.vec(nu), eps, gv, uv, w2, act))
 	return true
 }
 

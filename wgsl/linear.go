@@ -365,11 +365,41 @@ func (d *Device) LinearGated(out View, accum bool, x, g View, W *Mat) error {
 	return d.linearGated(out, accum, x, g, W, View{}, W.Cols, 0, ref.GateSigmoid, false)
 }
 
+// LinearGLU records out (+)= act(g, up)·Wᵀ (ref.Act.GLU of a GLU's gate
+// and up projections: its down projection) for one token in one GEMV
+// (equal to GLU then Linear, or LinearAccum when accum), activating in
+// each workgroup's memory as LinearGatedNorm does, so W.Cols ≤ 2048. g and
+// up are left as they are (they may share a buffer); out must not share a
+// buffer with either.
+func (d *Device) LinearGLU(out View, accum bool, g, up View, W *Mat, act ref.Act) error {
+	if W == nil {
+		return fmt.Errorf("wgsl: LinearGLU: nil matrix")
+	}
+	if _, err := actMode(act, "LinearGLU"); err != nil {
+		return err
+	}
+	return d.gemvGated(out, accum, up, g, W, View{}, W.Cols, 0, 3, false, act)
+}
+
 // linearGated is LinearGatedNorm, or with norm false LinearGated (no norm:
 // nu unused, one head of W.Cols).
 func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, act ref.GateAct, norm bool) error {
+	gmode := 1
+	if act == ref.GateSiLU {
+		gmode = 2
+	}
+	return d.gemvGated(out, accum, x, g, W, nu, dk, eps, gmode, norm, ref.Act{})
+}
+
+// gemvGated is linearGated with gemv_gnorm's gate mode gmode (1 σ, 2
+// SiLU), or with gmode 3 LinearGLU (x the up projection, g the gate, glu
+// the activation).
+func (d *Device) gemvGated(out View, accum bool, x, g View, W *Mat, nu View, dk int, eps float32, gmode int, norm bool, glu ref.Act) error {
 	what := "LinearGatedNorm"
-	if !norm {
+	switch {
+	case gmode == 3:
+		what = "LinearGLU"
+	case !norm:
 		what = "LinearGated"
 	}
 	if W == nil || dk <= 0 || W.Cols%dk != 0 || W.Cols > maxGatedNormCols || norm && dk > loopBudget/2 {
@@ -393,7 +423,7 @@ func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, d
 	if len(W.Parts) > 0 {
 		off := 0
 		for _, p := range W.Parts {
-			if err := d.linearGated(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, act, norm); err != nil {
+			if err := d.gemvGated(View{out.Buf, out.Off + off}, accum, x, g, p, nu, dk, eps, gmode, norm, glu); err != nil {
 				return err
 			}
 			off += p.Rows
@@ -407,12 +437,8 @@ func (d *Device) linearGated(out View, accum bool, x, g View, W *Mat, nu View, d
 	if err != nil {
 		return err
 	}
-	mode := 1
-	if act == ref.GateSiLU {
-		mode = 2
-	}
 	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
-		u(0, 0, 1, 0, 0, 0, 0, 0).u(b2i(norm), nu.Off).f(eps).u(g.Off, dk, mode)
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(b2i(norm), nu.Off).f(eps).u(g.Off, dk, gmode).u(b2i(glu.SiTU)).f(glu.Beta, glu.BetaLin)
 	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
 }
 
@@ -500,4 +526,58 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	}
 	p = p.u(0, 1, 0)
 	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb, nil}, groups)
+}
+
+// LinearNormedGLU records out (+)= RMSNorm(x; ν, eps)·Wᵀ + act(g, up)·W2ᵀ
+// for one token in one GEMV (equal to LinearNormed then LinearGLU adding
+// into out): two projections of different inputs adding into one output,
+// e.g. a LatentMoE block's up-projection and its shared experts' down
+// projection. W and W2 have the same rows and dtype and lie in one buffer
+// (declared together: Uploader.Mats), W.Cols + W2.Cols ≤ 2048; g and up
+// share a buffer. x, g and up are left as they are; out must not share a
+// buffer with them.
+func (d *Device) LinearNormedGLU(out View, accum bool, x View, W *Mat, nu View, eps float32, g, up View, W2 *Mat, act ref.Act) error {
+	if W == nil || W2 == nil {
+		return fmt.Errorf("wgsl: LinearNormedGLU: nil matrix")
+	}
+	if W.Buf != W2.Buf || W.DType != W2.DType || W.Rows != W2.Rows || len(W.Parts)+len(W2.Parts) > 0 {
+		return fmt.Errorf("wgsl: LinearNormedGLU: %dx%d %v and %dx%d %v matrices: want one row count and dtype, in one buffer",
+			W.Rows, W.Cols, W.DType, W2.Rows, W2.Cols, W2.DType)
+	}
+	if W.Cols+W2.Cols > maxGatedNormCols {
+		return fmt.Errorf("wgsl: LinearNormedGLU: %d + %d inputs (≤ %d)", W.Cols, W2.Cols, maxGatedNormCols)
+	}
+	if g.Buf != up.Buf {
+		return fmt.Errorf("wgsl: LinearNormedGLU: gate and up in different buffers")
+	}
+	if out.Buf != nil && (out.Buf == x.Buf || out.Buf == g.Buf) {
+		return fmt.Errorf("wgsl: LinearNormedGLU: out shares a buffer with x, gate or up")
+	}
+	for _, c := range []struct {
+		v     View
+		words int
+		name  string
+	}{{x, W.Cols, "x"}, {nu, W.Cols, "weight"}, {g, W2.Cols, "gate"}, {up, W2.Cols, "up"}, {out, W.Rows, "out"}} {
+		if err := c.v.check(c.words, "LinearNormedGLU", c.name); err != nil {
+			return err
+		}
+	}
+	if err := W.check("LinearNormedGLU"); err != nil {
+		return err
+	}
+	if err := W2.check("LinearNormedGLU", "W2"); err != nil {
+		return err
+	}
+	mode, err := actMode(act, "LinearNormedGLU")
+	if err != nil {
+		return err
+	}
+	k, err := d.weightKernel("linear.wgsl", entry("gemv_pair", W.DType), 5, W.DType)
+	if err != nil {
+		return err
+	}
+	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
+		u(0, 0, 1, 0, 0, 0, 0, 0).u(1, nu.Off).f(eps).u(g.Off, 0, 0).u(mode).f(act.Beta, act.BetaLin).
+		u(W2.Cols, W2.Off, W2.Stride, up.Off)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
 }

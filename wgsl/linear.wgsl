@@ -23,7 +23,9 @@ struct P {
   tiles: u32, accum: u32,                     // accum 1: out += x·Wᵀ
   gate: u32, r0: u32, dk: u32, per_channel: u32, bounded: u32, lb: f32, bias_off: u32, alog_off: u32,
   norm: u32, nu_off: u32, eps: f32,           // gemv only: x is RMSNorm'd (weight E[nu_off..]) on the fly
-  g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU
+  g_off: u32, gdk: u32, gmode: u32,           // gemv_gnorm: gate G[g_off..], heads of gdk, act 1 σ / 2 SiLU / 3 GLU
+  act: u32, beta: f32, beta_lin: f32,         // gemv_gnorm with gmode 3, gemv_pair: glu_act's
+  cols2: u32, w2_off: u32, w2_stride: u32, u_off: u32, // gemv_pair: W2's columns and rows, u at G[u_off..]
   nsrc: u32, w_off2: u32, gm_off: u32, rn_off: u32, reps: f32, rneps: f32, xn_off: u32, // gemv_res
   blocks: u32,                                // gemv_res: RPW-row blocks per workgroup
 }
@@ -197,7 +199,9 @@ fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
 // builds xs = RMSNorm(x_h)·ν·act(g) for all cols ≤ 2048 inputs in
 // workgroup memory (one thread per head), then computes its 8 rows from
 // xs as gemv does — the KDA output norm and o_proj in one dispatch. With
-// norm 0 there is no norm: xs = x·act(g) (MLA's output gate and o_proj).
+// norm 0 there is no norm: xs = x·act(g) (MLA's output gate and o_proj),
+// or with gmode 3 xs = glu_act(g, x) (a GLU's activation of gate g and up
+// x and its down projection: LinearGLU).
 var<workgroup> xs: array<f32, 2048>;
 
 fn gact(g: f32) -> f32 {
@@ -220,7 +224,9 @@ fn gemv_gnorm_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 
 fn gemv_gn(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let heads = select(0u, p.cols / p.gdk, p.norm == 1u);
-  if (p.norm == 0u) {
+  if (p.norm == 0u && p.gmode == 3u) {
+    for (var i = tid; i < p.cols; i += WG) { xs[i] = glu_act(G[p.g_off + i], X[p.x_off + i], p.act, p.beta, p.beta_lin); }
+  } else if (p.norm == 0u) {
     for (var i = tid; i < p.cols; i += WG) { xs[i] = X[p.x_off + i] * gact(G[p.g_off + i]); }
   }
   for (var h = tid; h < heads; h += WG) {
@@ -248,26 +254,41 @@ fn xs_block(blk: u32, tid: u32, q: bool) {
   let lane = tid % LANES;
   let row = blk * RPW + tid / LANES;
   var acc = 0.0;
-  if (row < p.rows) {
-    let base = p.w_off + row * p.w_stride;
-    if (q) {
-      for (var u = lane; u < p.cols / 32u; u += LANES) {
-        let sc = qscale(base, p.cols, u);
-        for (var i = 0u; i < 8u; i++) {
-          let c = 32u * u + 4u * i;
-          acc += dot(qvals(base, p.cols, u, i, sc), vec4<f32>(xs[c], xs[c + 1u], xs[c + 2u], xs[c + 3u]));
-        }
-      }
-    } else {
-      for (var j = lane; j < (p.cols + 1u) / 2u; j += LANES) {
-        let w = wpair(base, j);
-        let c = 2u * j;
-        var s = w.x * xs[c];
-        if (c + 1u < p.cols) { s += w.y * xs[c + 1u]; }
-        acc += s;
+  if (row < p.rows) { acc = xs_dot(p.w_off + row * p.w_stride, p.cols, 0u, lane, q); }
+  xs_store(acc, tid, row);
+}
+
+// xs_dot is one lane's share (of LANES) of the dot product of the weight
+// row at word base (cols columns) with xs[x0 ..].
+fn xs_dot(base: u32, cols: u32, x0: u32, lane: u32, q: bool) -> f32 {
+  var acc = 0.0;
+  if (q) {
+    for (var u = lane; u < cols / 32u; u += LANES) {
+      let sc = qscale(base, cols, u);
+      for (var i = 0u; i < 8u; i++) {
+        let c = x0 + 32u * u + 4u * i;
+        acc += dot(qvals(base, cols, u, i, sc), vec4<f32>(xs[c], xs[c + 1u], xs[c + 2u], xs[c + 3u]));
       }
     }
+    return acc;
   }
+  for (var j = lane; j < (cols + 1u) / 2u; j += LANES) {
+    let c = 2u * j;
+    var w = wpair(base, j);
+    var s = w.x * xs[x0 + c];
+    if (c + 1u < cols) {
+      if (p.dtype == 0u) { w.y = bitcast<f32>(W[base + c + 1u]); } // wpair stops at p.cols, W2 may be wider
+      s += w.y * xs[x0 + c + 1u];
+    }
+    acc += s;
+  }
+  return acc;
+}
+
+// xs_store sums the LANES shares acc of output row row and stores it
+// (added to O with accum).
+fn xs_store(acc: f32, tid: u32, row: u32) {
+  let lane = tid % LANES;
   red1[tid] = acc;
   workgroupBarrier();
   for (var s = LANES / 2u; s > 0u; s >>= 1u) {
@@ -321,4 +342,42 @@ fn gemv_r(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   workgroupBarrier();
   let g = wid.x + wid.y * nwg.x;
   for (var b = 0u; b < p.blocks; b++) { xs_block(g * p.blocks + b, tid, q); }
+}
+
+// gemv_pair: out (+)= W·RMSNorm(x; ν) + W2·glu_act(g, u) for one token —
+// LinearNormed and LinearGLU adding into one output, in one dispatch:
+// every workgroup builds xs = [RMSNorm(x)·ν (cols values) ; glu_act(g, u)
+// (cols2)] in workgroup memory (cols + cols2 ≤ 2048; x's sum of squares
+// reduced over the workgroup, ν = E[nu_off..], g and u = G[g_off..],
+// G[u_off..]), then each of its 8 rows is the sum of its two dot products;
+// W2's row r is at w2_off + r·w2_stride of the same buffer as W (same
+// dtype).
+@compute @workgroup_size(64)
+fn gemv_pair(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) tid: u32) {
+  gemv_pr(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gemv_pair_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) tid: u32) {
+  gemv_pr(wid, nwg, tid, true);
+}
+
+fn gemv_pr(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
+  var ss = 0.0;
+  for (var i = tid; i < p.cols; i += WG) { let v = X[p.x_off + i]; ss += v * v; }
+  let inv = 1.0 / sqrt(reduce_sum(ss, tid) / f32(p.cols) + p.eps);
+  for (var i = tid; i < p.cols; i += WG) { xs[i] = X[p.x_off + i] * inv * E[p.nu_off + i]; }
+  for (var i = tid; i < p.cols2; i += WG) {
+    xs[p.cols + i] = glu_act(G[p.g_off + i], G[p.u_off + i], p.act, p.beta, p.beta_lin);
+  }
+  workgroupBarrier(); // xs complete
+  let lane = tid % LANES;
+  let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
+  var acc = 0.0;
+  if (row < p.rows) {
+    acc = xs_dot(p.w_off + row * p.w_stride, p.cols, 0u, lane, q) + xs_dot(p.w2_off + row * p.w2_stride, p.cols2, p.cols, lane, q);
+  }
+  xs_store(acc, tid, row);
 }

@@ -177,6 +177,42 @@ func actMode(act ref.Act, op string) (int, error) {
 // the two projections) for the K experts e each token selected, reading
 // the ids from the GPU; x rows are x.Stride words apart, h is [T·K, I].
 func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, act ref.Act) error {
+	return d.gluGateUp(h, x, T, w, r, act, nil)
+}
+
+// RouterArgs are the router's operands when it runs inside the experts'
+// gate/up kernel (RouteGateUp): logits [T, E], the selection bias (a
+// zero View for none) and the router.
+type RouterArgs struct {
+	Logits, Bias View
+	E            int
+	Router       ref.Router
+}
+
+// RouteGateUp records Route and GLUGateUp in one dispatch: every
+// workgroup routes its token from a.Logits itself (the router of
+// router.wgsl, common.wgsl's route_token) and computes its rows of h for
+// all K slots (so the routing is computed once per K slots' rows); the routing is also stored in r.Idx and r.Wts
+// (r.K = a.Router.TopK), as Route stores it, for GLUDown and the route
+// hooks.
+func (d *Device) RouteGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, act ref.Act, a *RouterArgs) error {
+	if a == nil {
+		return fmt.Errorf("wgsl: RouteGateUp: no router")
+	}
+	if r.Idx.Buf == nil || r.K != a.Router.TopK {
+		return fmt.Errorf("wgsl: RouteGateUp: routing of K %d for a router of top %d", r.K, a.Router.TopK)
+	}
+	if a.E > w.E {
+		return fmt.Errorf("wgsl: RouteGateUp: %d router logits for %d experts", a.E, w.E)
+	}
+	if err := checkRoute("RouteGateUp", r.Idx, r.Wts, a.Logits, a.Bias, T, a.E, a.Router); err != nil {
+		return err
+	}
+	return d.gluGateUp(h, x, T, w, r, act, a)
+}
+
+// gluGateUp is GLUGateUp, or with a the router inside (RouteGateUp).
+func (d *Device) gluGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, act ref.Act, a *RouterArgs) error {
 	if err := w.check("GLUGateUp"); err != nil {
 		return err
 	}
@@ -197,7 +233,11 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	if (w.In+1)/2/8 > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
 	}
-	k, err := d.weightKernel("moe.wgsl", entry("gateup", w.DType), 5, w.DType)
+	name, nbuf := "gateup", 5
+	if a != nil {
+		name, nbuf = "gateup_route", 7
+	}
+	k, err := d.weightKernel("moe.wgsl", entry(name, w.DType), nbuf, w.DType)
 	if err != nil {
 		return err
 	}
@@ -205,7 +245,17 @@ func (d *Device) GLUGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
 	p := params{}.u(w.I, w.In, T, r.K, int(w.DType), 0, st, 2*w.I*st, x.Off, x.Stride, h.Off, w.I,
 		idx.Off, wts.Off, b2i(useIdx), mode).f(act.Beta, act.BetaLin).u(0)
-	return d.dispatch(k, p, []*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}, (w.I+7)/8*T*r.K)
+	bufs := [7]*Buffer{w.GateUp, x.Buf, idx.Buf, wts.Buf, h.Buf}
+	if a != nil {
+		rt := a.Router
+		p = p.u(a.E, rt.Groups, rt.TopKGroups, routeFlags(rt), b2i(a.Bias.Buf != nil)).f(rt.Scale).u(a.Logits.Off, a.Bias.Off)
+		bufs[5], bufs[6] = a.Logits.Buf, a.Bias.Buf
+	}
+	groups := (w.I + 7) / 8 * T * r.K
+	if a != nil {
+		groups = (w.I + 7) / 8 * T // all K slots per workgroup (gate_up_routed)
+	}
+	return d.dispatch(k, p, bufs[:nbuf], groups)
 }
 
 // GLUDown records out[t] (+)= Σ_k w[t,k] · down_e h[t·K+k] over the K

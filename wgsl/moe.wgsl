@@ -11,14 +11,21 @@
 //   down:   o[t, r] = (accum ? o[t, r] : 0) + Σ_k w_tk · down_e[r]·h[tk]
 //           with w_tk = WT[tk] (use_idx) or 1; one workgroup per (t, 8 rows
 //           r), 8 threads per row, the K slots summed in slot order.
+//   gateup_route: gateup with the router inside: one workgroup per (t, 8
+//           rows j) over all K slots; every workgroup routes its token
+//           itself (common.wgsl's route_token: logits RL [T, E] from l_off,
+//           bias RB from b_off); the token's first workgroup writes the ids
+//           and weights to IDX and WT for down (and the route hooks): the
+//           router and the gate/up projections in one dispatch.
 // act: 0 SiLU-GLU, 1 SiTU-GLU (β = beta, β_lin = beta_lin, 0: up uncapped).
-// gateup_q and down_q are the same for weights in a ggml block format
+// The *_q entries are the same for weights in a ggml block format
 // (common.wgsl's qvals; their own pipelines).
 struct P {
   rows: u32, cols: u32, T: u32, K: u32, dtype: u32,
   w_off: u32, w_stride: u32, e_words: u32,
   x_off: u32, x_stride: u32, o_off: u32, o_stride: u32,
   i_off: u32, wt_off: u32, use_idx: u32, act: u32, beta: f32, beta_lin: f32, accum: u32,
+  E: u32, groups: u32, topk_groups: u32, flags: u32, has_bias: u32, scale: f32, l_off: u32, b_off: u32, // gateup_route
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read_write> W: array<u32>;
@@ -26,6 +33,8 @@ struct P {
 @group(0) @binding(3) var<storage, read_write> IDX: array<u32>;
 @group(0) @binding(4) var<storage, read_write> WT: array<f32>;
 @group(0) @binding(5) var<storage, read_write> O: array<f32>;
+@group(0) @binding(6) var<storage, read_write> RL: array<f32>;
+@group(0) @binding(7) var<storage, read_write> RB: array<f32>;
 
 const RPW: u32 = 8u;   // rows per workgroup
 const LANES: u32 = 8u; // threads per row
@@ -41,19 +50,54 @@ fn expert(tk: u32) -> u32 {
 @compute @workgroup_size(64)
 fn gateup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) tid: u32) {
-  gate_up(wid, nwg, tid, false);
+  let g = wid.x + wid.y * nwg.x;
+  if (g < gateup_groups()) { gate_up(g, tid, expert(g / gateup_blocks()), false); }
 }
 
 @compute @workgroup_size(64)
 fn gateup_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) tid: u32) {
-  gate_up(wid, nwg, tid, true);
+  let g = wid.x + wid.y * nwg.x;
+  if (g < gateup_groups()) { gate_up(g, tid, expert(g / gateup_blocks()), true); }
 }
 
-fn gate_up(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
-  let nb = (p.rows + RPW - 1u) / RPW;
-  let g = wid.x + wid.y * nwg.x;
-  if (g >= nb * p.T * p.K) { return; }
+@compute @workgroup_size(64)
+fn gateup_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) tid: u32) {
+  gate_up_routed(wid.x + wid.y * nwg.x, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn gateup_route_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) tid: u32) {
+  gate_up_routed(wid.x + wid.y * nwg.x, tid, true);
+}
+
+// gateup_blocks is the workgroups of one (token, slot): 8 rows each.
+fn gateup_blocks() -> u32 { return (p.rows + RPW - 1u) / RPW; }
+
+// gateup_groups is the workgroups of a gateup dispatch.
+fn gateup_groups() -> u32 { return gateup_blocks() * p.T * p.K; }
+
+// gate_up_routed is workgroup g's 8 rows of h for every slot of its token
+// (one workgroup per (token, 8 rows): the routing, which every workgroup
+// computes, is paid once per K slots), routed by the workgroup
+// (route_token); the token's first workgroup stores the routing.
+fn gate_up_routed(g: u32, tid: u32, q: bool) {
+  let nb = gateup_blocks();
+  if (g >= nb * p.T) { return; }
+  let t = g / nb;
+  route_token(p.l_off + t * p.E, p.b_off, tid, p.E, p.K, p.groups, p.topk_groups, p.flags, p.has_bias == 1u, p.scale);
+  if (g % nb == 0u && tid < p.K) {
+    IDX[p.i_off + t * p.K + tid] = rt_idx[tid];
+    WT[p.wt_off + t * p.K + tid] = rt_w[tid];
+  }
+  for (var k = 0u; k < p.K; k++) { gate_up((t * p.K + k) * nb + g % nb, tid, workgroupUniformLoad(&rt_idx[k]), q); }
+}
+
+// gate_up is workgroup g's 8 rows of h for expert e.
+fn gate_up(g: u32, tid: u32, e: u32, q: bool) {
+  let nb = gateup_blocks();
   let lane = tid % LANES;
   let j = (g % nb) * RPW + tid / LANES;
   let tk = g / nb;
@@ -61,7 +105,7 @@ fn gate_up(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   var a = 0.0;
   var b = 0.0;
   if (j < p.rows) {
-    let base = p.w_off + expert(tk) * p.e_words + j * p.w_stride;
+    let base = p.w_off + e * p.e_words + j * p.w_stride;
     let xb = p.x_off + t * p.x_stride;
     a = row_dot(base, p.cols, xb, lane, LANES, q);
     b = row_dot(base + p.rows * p.w_stride, p.cols, xb, lane, LANES, q);

@@ -16,7 +16,7 @@ import (
 // prefill: "off" plain, "live" with the live routing/state view attached
 // (routing, KDA norm partials and the token read back together: what the
 // desktop and the page pay for it), "folded" with the AttnRes reads inside
-// the GEMVs that read them, as a GPU runs them (Device.FoldAttnRes). The model is a random preset
+// the GEMVs that read them, as a GPU runs them (Device.SetRepeatFusions). The model is a random preset
 // built in memory: TESSERA_BENCH_PRESET (default k3-nano; k3-mini on a
 // real GPU) in TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and
 // dispatches/token.
@@ -27,7 +27,7 @@ func BenchmarkRunnerDecode(b *testing.B) {
 		live := mode == "live"
 		b.Run(mode, func(b *testing.B) {
 			if mode == "folded" { // AttnRes reads inside their GEMVs, as on a GPU
-				defer d.FoldAttnRes(true, 0)()
+				defer d.SetRepeatFusions(true, 0)()
 			}
 			ctx := 32 + b.N + 1
 			r, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 32, MaxContext: max(ctx, 64)})

@@ -91,6 +91,7 @@ const wholeModelTol = 1e-4
 // GPU (only token ids read back) must give the CPU's greedy tokens.
 func TestRunnerMatchesCPU(t *testing.T) {
 	d := device(t)
+	defer device(t).SetRepeatFusions(true, 0)() // the router inside gate/up and the AttnRes fold, which software adapters skip
 	prompt := matchPrompt()
 	for _, tc := range []struct {
 		preset string
@@ -484,29 +485,31 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 				return out, g.Stats().Dispatches
 			}
 			plain, np := run(true)
-			// AttnRes reads folded into the GEMVs that read them (as on a
-			// GPU: 8 rows per workgroup; as on a CPU driver: 2 workgroups)
-			// or not: fewer dispatches with Block AttnRes, the same logits.
+			// With the repeating fusions (SetRepeatFusions: the AttnRes
+			// reads inside the GEMVs that read them, as on a GPU with 8 rows
+			// per workgroup or as a CPU driver would with 2 workgroups; the
+			// router inside gate/up) or without: the same logits, fewer
+			// dispatches with them.
 			var counts []int
 			for _, f := range []struct {
 				on     bool
 				groups int
 			}{{false, 0}, {true, 0}, {true, 2}} {
-				restore := d.FoldAttnRes(f.on, f.groups)
+				restore := d.SetRepeatFusions(f.on, f.groups)
 				fused, nf := run(false)
 				restore()
 				if e := maxRelErr(fused, plain); e > 1e-5 {
-					t.Fatalf("fused (AttnRes folded %v, groups %d) vs unfused: max relative error %.3g", f.on, f.groups, e)
+					t.Fatalf("fused (repeating fusions %v, groups %d) vs unfused: max relative error %.3g", f.on, f.groups, e)
 				}
 				if nf >= np {
 					t.Errorf("decode: %d dispatches fused, %d unfused: the fused kernels were not used", nf, np)
 				}
 				counts = append(counts, nf)
 			}
-			if m.Cfg.AttnResBlockSize > 0 && (counts[1] >= counts[0] || counts[2] != counts[1]) {
-				t.Errorf("decode with Block AttnRes: %d dispatches with reads folded, %d without: the reads were not folded", counts[1], counts[0])
+			if counts[1] >= counts[0] || counts[2] != counts[1] {
+				t.Errorf("decode: %d dispatches with the repeating fusions, %d without: they were not used", counts[1], counts[0])
 			}
-			t.Logf("decode: %d dispatches fused (%d with AttnRes reads folded), %d unfused", counts[0], counts[1], np)
+			t.Logf("decode: %d dispatches fused (%d with the repeating fusions), %d unfused", counts[0], counts[1], np)
 		})
 	}
 }
@@ -522,11 +525,13 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 func TestDecodeAllocatesNothing(t *testing.T) {
 	d := device(t)
 	const runs, maxBinding = 40, 64
-	for _, name := range []string{"k3-nano", "k3-nano folded", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano"} {
+	for _, name := range []string{"k3-nano", "k3-nano repeating", "kimi-linear-nano", "qwen3-next-nano", "deepseek-v3-nano", "deepseek-v3-nano repeating"} {
 		t.Run(name, func(t *testing.T) {
-			if preset, ok := strings.CutSuffix(name, " folded"); ok { // AttnRes reads inside their GEMVs
+			// by adapter, and with the repeating fusions (the AttnRes fold,
+			// the router inside gate/up) as a GPU runs them
+			if preset, ok := strings.CutSuffix(name, " repeating"); ok {
 				name = preset
-				defer d.FoldAttnRes(true, 0)()
+				defer d.SetRepeatFusions(true, 0)()
 			}
 			m := presetModel(t, name, 1, "F32")
 			g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 8, MaxContext: 256})

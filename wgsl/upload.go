@@ -22,7 +22,9 @@ import (
 // its Q6_K one — and keeps a view of each, so a decoded token computes
 // their products in one GEMV per run (LinearBatch) while multi-token pieces
 // use each view. A run that would not fit one binding is uploaded matrix
-// by matrix.
+// by matrix. Runs of one dtype but different widths (matrices declared
+// together whose products one kernel adds up: LinearNormedGLU) share one
+// buffer when they fit one binding.
 func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	if b.err != nil {
 		return
@@ -53,8 +55,8 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	if len(ms) == 0 {
 		return
 	}
-	st := &stack{list: keys}
-	rows := 0
+	var runs [][2]int // [i, j): one matrix of their rows each
+	words, oneDType := 0, true
 	for i := 0; i < len(ms); {
 		j, n := i+1, ms[i].Rows
 		for j < len(ms) && ms[j].DType == ms[i].DType && ms[j].Cols == ms[i].Cols {
@@ -64,13 +66,45 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 		if j-i > 1 && MatWords(n, ms[i].Cols, ms[i].DType) > matPartWords {
 			j, n = i+1, ms[i].Rows // too large for one binding: on its own
 		}
-		f := b.uploadStack(ms[i:j], keys[i:j], mnames[i:j])
-		if f == nil {
+		runs = append(runs, [2]int{i, j})
+		words += MatWords(n, ms[i].Cols, ms[i].DType)
+		oneDType = oneDType && ms[i].DType == ms[0].DType
+		i = j
+	}
+	st := &stack{list: keys}
+	stacked := make([]*tensor.Mat, len(runs))
+	for i, r := range runs {
+		stacked[i] = b.stackOf(ms[r[0]:r[1]], mnames[r[0]:r[1]])
+	}
+	if b.err != nil {
+		return
+	}
+	var buf *Buffer // the runs' one buffer, when they share it
+	if len(runs) > 1 && oneDType && words <= matPartWords {
+		packed := make([]uint32, 0, words)
+		for _, m := range stacked {
+			packed = appendPackMat(packed, m)
+		}
+		var err error
+		if buf, err = b.d.UploadU32(packed); err != nil {
+			b.fail(fmt.Errorf("wgsl: runner: upload %s: %w", strings.Join(mnames, "+"), err))
 			return
 		}
+		b.bufs = append(b.bufs, buf)
+	}
+	rows, off := 0, 0
+	for i, r := range runs {
+		m := stacked[i]
+		var f *Mat
+		if buf != nil {
+			f = &Mat{View: buf.At(off), Rows: m.Rows, Cols: m.Cols, DType: m.DType, Stride: matStride(m.Cols, m.DType)}
+			off += MatWords(m.Rows, m.Cols, m.DType)
+		} else if f = b.upload(m, strings.Join(mnames[r[0]:r[1]], "+")); f == nil {
+			return
+		}
+		b.keepViews(f, ms[r[0]:r[1]], keys[r[0]:r[1]])
 		st.parts = append(st.parts, f)
-		rows += n
-		i = j
+		rows += f.Rows
 	}
 	if len(st.parts) < len(keys) { // at least two matrices share a GEMV
 		b.stacks[keys[0]] = st
@@ -78,13 +112,11 @@ func (b *gpu) Mats(names []string, mats ...*tensor.Mat) {
 	}
 }
 
-// uploadStack uploads ms (one dtype and width) as one matrix of their rows
-// in order and records each key's view of it (one matrix: itself).
-func (b *gpu) uploadStack(ms, keys []*tensor.Mat, names []string) *Mat {
+// stackOf is ms (one dtype and width) as one matrix of their rows in
+// order (one matrix: itself).
+func (b *gpu) stackOf(ms []*tensor.Mat, names []string) *tensor.Mat {
 	if len(ms) == 1 {
-		f := b.upload(ms[0], names[0])
-		b.mats[keys[0]] = f
-		return f
+		return ms[0]
 	}
 	st, rows := ms[0], 0
 	for _, m := range ms {
@@ -100,7 +132,7 @@ func (b *gpu) uploadStack(ms, keys []*tensor.Mat, names []string) *Mat {
 		var err error
 		if stacked, err = tensor.NewBlocked(rows, st.Cols, st.DType, data); err != nil {
 			b.fail(fmt.Errorf("wgsl: runner: stack %s: %w", strings.Join(names, "+"), err))
-			return nil
+			return ms[0]
 		}
 	case st.DType == tensor.F32:
 		var data []float32
@@ -122,16 +154,21 @@ func (b *gpu) uploadStack(ms, keys []*tensor.Mat, names []string) *Mat {
 		}
 		stacked = tensor.NewHalf(rows, st.Cols, st.DType, data)
 	}
-	f := b.upload(stacked, strings.Join(names, "+"))
-	if f == nil {
-		return nil
+	return stacked
+}
+
+// keepViews records each key's view of f, the stack of ms (one matrix:
+// itself).
+func (b *gpu) keepViews(f *Mat, ms, keys []*tensor.Mat) {
+	if len(ms) == 1 {
+		b.mats[keys[0]] = f
+		return
 	}
 	r0 := 0
 	for i, m := range ms {
 		b.mats[keys[i]] = &Mat{View: View{f.Buf, f.Off + r0*f.Stride}, Rows: m.Rows, Cols: m.Cols, DType: f.DType, Stride: f.Stride}
 		r0 += m.Rows
 	}
-	return f
 }
 
 func (b *gpu) upload(m *tensor.Mat, name string) *Mat {

@@ -332,6 +332,11 @@ func (b *Backend) GLURows(p *ref.Pool, w *nn.GLU, act ref.Act, x, out []float32,
 	ref.Linear(p, out, h1, T, w.DownProj)
 }
 
+func (b *Backend) GLUAct(gate, up nn.Tensor, T int, act ref.Act) {
+	g := ct(gate).flat(T)
+	act.GLU(g, g, ct(up).flat(T))
+}
+
 func (b *Backend) Route(rt nn.Routing, logits nn.Tensor, T int, bias []float32, r ref.Router) {
 	lg, K := ct(logits), rt.K
 	idx, wts := ct(rt.Idx).flat(T), ct(rt.Wts).flat(T)

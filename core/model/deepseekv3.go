@@ -91,12 +91,7 @@ func (ds *DeepSeekV3) Declare(u nn.Uploader) {
 			u.GLUs(p+"mlp", one(l.MLP))
 			continue
 		}
-		u.Mats(names(f, "gate"), l.MoE.Gate)
-		u.Vecs(names(f, "gate.e_score_correction_bias"), l.MoE.EScoreCorrectionBias)
-		u.GLUs(f+"experts", l.MoE.Experts)
-		if l.MoE.SharedExperts != nil {
-			u.GLUs(f+"shared_experts", one(l.MoE.SharedExperts))
-		}
+		declareMoE(u, f, l.MoE)
 	}
 }
 
@@ -123,7 +118,7 @@ func (ds *DeepSeekV3) Build(b nn.Backend, maxT int) nn.Graph {
 		kva: b.Alloc(maxT, c.KVLoraRank+c.QKRopeHeadDim), o: b.Alloc(maxT, H*c.VHeadDim), tmp: b.Alloc(maxT, d),
 		products: make([]nn.Product, 0, 4)}
 	if c.NumExperts > 0 {
-		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, d, c.TopK, f.mla.tmp)
+		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, d, c.TopK, sharedWidth(ds.Layers, func(l *DeepSeekLayer) *MoE { return l.MoE }), f.mla.tmp)
 	}
 	dec := f.dec
 	dec.embed, dec.final, dec.eps = ds.M.EmbedTokens, ds.M.Norm, c.RMSNormEps

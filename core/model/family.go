@@ -72,6 +72,38 @@ func routerOf(c *config.Config) ref.Router {
 		Renormalize: c.Renormalize, RenormalizeAnyK: c.RenormalizeAnyK, Scale: c.RoutedScalingFactor}
 }
 
+// declareMoE declares an MoE block's weights (e: its name prefix) as
+// nn.MoEBlock uses them: the products of its input stacked — the router,
+// the latent down-projection, the shared experts' gate and up (one
+// Linears) — then the latent up-projection and the shared experts' down
+// projection, whose products add into the block's output together
+// (LinearNormedGLU), the vectors and the routed experts.
+func declareMoE(u nn.Uploader, e string, w *MoE) {
+	var sg, su, sd *tensor.Mat
+	if sh := w.SharedExperts; sh != nil {
+		sg, su, sd = sh.GateProj, sh.UpProj, sh.DownProj
+	}
+	u.Mats(names(e, "gate", "routed_expert_down_proj", "shared_experts.gate_proj", "shared_experts.up_proj"),
+		w.Gate, w.RoutedExpertDownProj, sg, su)
+	u.Mats(names(e, "routed_expert_up_proj", "shared_experts.down_proj"), w.RoutedExpertUpProj, sd)
+	u.Vecs(names(e, "gate.e_score_correction_bias"), w.EScoreCorrectionBias)
+	u.Vecs(names(e, "routed_expert_norm"), w.RoutedExpertNorm)
+	u.GLUs(e+"experts", w.Experts)
+}
+
+// sharedWidth is the widest shared expert's intermediate size among the
+// layers' MoE blocks (moe(l), nil for none; 0: no shared expert), for
+// nn.NewMoEScratch.
+func sharedWidth[L any](layers []L, moe func(L) *MoE) int {
+	n := 0
+	for _, l := range layers {
+		if w := moe(l); w != nil && w.SharedExperts != nil {
+			n = max(n, w.SharedExperts.GateProj.Rows)
+		}
+	}
+	return n
+}
+
 // ropeOf is the rotary embedding c describes (RotaryDim channels, base
 // rope_theta, YaRN rope_scaling).
 func ropeOf(c *config.Config) *ref.RoPE {

@@ -97,15 +97,7 @@ func (m *Model) Declare(u nn.Uploader) {
 		case l.MLP != nil:
 			u.GLUs(p+"mlp", one(l.MLP))
 		case l.MoE != nil:
-			w, e := l.MoE, p+"block_sparse_moe."
-			u.Mats(names(e, "gate", "routed_expert_down_proj"), w.Gate, w.RoutedExpertDownProj)
-			u.Mats(names(e, "routed_expert_up_proj"), w.RoutedExpertUpProj)
-			u.Vecs(names(e, "gate.e_score_correction_bias"), w.EScoreCorrectionBias)
-			u.Vecs(names(e, "routed_expert_norm"), w.RoutedExpertNorm)
-			u.GLUs(e+"experts", w.Experts)
-			if w.SharedExperts != nil {
-				u.GLUs(e+"shared_experts", one(w.SharedExperts))
-			}
+			declareMoE(u, p+"block_sparse_moe.", l.MoE)
 		}
 	}
 }
@@ -202,7 +194,7 @@ func (m *Model) Build(b nn.Backend, maxT int) nn.Graph {
 	f.qa = b.Alloc(maxT, max(c.QLoraRank, 1))
 	f.kva = b.Alloc(maxT, c.KVLoraRank+c.QKRopeHeadDim)
 	if c.NumExperts > 0 {
-		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, c.ExpertWidth(), c.TopK, f.tmp)
+		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, c.ExpertWidth(), c.TopK, sharedWidth(m.Layers, func(l *Layer) *MoE { return l.MoE }), f.tmp)
 	}
 	f.products = make([]nn.Product, 0, 8)
 	return f

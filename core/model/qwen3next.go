@@ -284,7 +284,7 @@ func (q *Qwen3Next) Build(b nn.Backend, maxT int) nn.Graph {
 		aq: b.Alloc(maxT, qh), agate: b.Alloc(maxT, qh), ak: b.Alloc(maxT, kvh), av: b.Alloc(maxT, kvh),
 		kv: b.Alloc(maxT, 2*kvh), ao: b.Alloc(maxT, qh), products: make([]nn.Product, 0, 4)}
 	if c.NumExperts > 0 {
-		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, d, c.TopK, f.tmp)
+		f.moe = nn.NewMoEScratch(b, maxT, c.NumExperts, d, c.TopK, 0, f.tmp) // its shared expert is its own (ffn)
 		f.shared, f.sg, f.sgd = b.Alloc(maxT, d), b.Alloc(maxT, 1), b.Alloc(maxT, d)
 	}
 	dec := f.dec

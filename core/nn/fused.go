@@ -211,6 +211,37 @@ func AppendAttend(b Backend, a *LatentArgs, rows Tensor, norm []float32, eps flo
 	b.LatentAttention(a)
 }
 
+// LinearGLUer computes a GLU's activation inside its down projection.
+type LinearGLUer interface {
+	LinearGLU(out Tensor, accum bool, gate, up Tensor, T int, W *tensor.Mat, act ref.Act) bool
+}
+
+// LinearGLU: out (+)= W · act(gate, up) (ref.Act.GLU: SiLU(gate) ⊙ up, or
+// SiTU's). The fallback activates gate in place.
+func LinearGLU(b Backend, out Tensor, accum bool, gate, up Tensor, T int, W *tensor.Mat, act ref.Act, tmp Tensor) {
+	if f, ok := b.(LinearGLUer); ok && f.LinearGLU(out, accum, gate, up, T, W, act) {
+		return
+	}
+	b.GLUAct(gate, up, T, act)
+	Project(b, out, gate, T, W, accum, tmp)
+}
+
+// LinearNormedGLUer computes two projections of different inputs that add
+// into one output in one kernel.
+type LinearNormedGLUer interface {
+	LinearNormedGLU(out Tensor, accum bool, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32, gate, up Tensor, W2 *tensor.Mat, act ref.Act) bool
+}
+
+// LinearNormedGLU: out (+)= W · RMSNorm(x; nu) + W2 · act(gate, up) —
+// LinearNormed, then LinearGLU adding into out.
+func LinearNormedGLU(b Backend, out Tensor, accum bool, x Tensor, T int, W *tensor.Mat, nu []float32, eps float32, gate, up Tensor, W2 *tensor.Mat, act ref.Act, tmp Tensor) {
+	if f, ok := b.(LinearNormedGLUer); ok && f.LinearNormedGLU(out, accum, x, T, W, nu, eps, gate, up, W2, act) {
+		return
+	}
+	LinearNormed(b, out, accum, x, T, W, nu, eps, tmp)
+	LinearGLU(b, out, true, gate, up, T, W2, act, tmp)
+}
+
 // AttnResNormer computes an AttnRes read and the norm after it in one
 // kernel.
 type AttnResNormer interface {
@@ -237,19 +268,45 @@ type MoEArgs struct {
 }
 
 // MoEScratch is the scratch of the unfused MoE: router logits [T, E], the
-// experts' input z and combined output acc [T, ℓ], tmp [T, d], routing.
+// experts' input z and combined output acc [T, ℓ], the shared experts'
+// gate and up projections [T, I_shared], tmp [T, d], routing.
 type MoEScratch struct {
-	Logits, Z, Acc, Tmp Tensor
-	Rt                  Routing
-	ps                  [2]Product
+	Logits, Z, Acc, Tmp  Tensor
+	SharedGate, SharedUp Tensor
+	Rt                   Routing
+	ps                   [4]Product
 }
 
 // NewMoEScratch allocates MoEScratch for pieces of maxT tokens, E experts
-// of input width w and top-K routing; tmp is a [maxT, d] scratch the
-// caller shares (the fallbacks' projection outputs).
-func NewMoEScratch(b Backend, maxT, E, w, K int, tmp Tensor) *MoEScratch {
-	return &MoEScratch{Logits: b.Alloc(maxT, E), Z: b.Alloc(maxT, w), Acc: b.Alloc(maxT, w), Tmp: tmp,
+// of input width w, top-K routing and shared experts of intermediate size
+// shared (0: none); tmp is a [maxT, d] scratch the caller shares (the
+// fallbacks' projection outputs).
+func NewMoEScratch(b Backend, maxT, E, w, K, shared int, tmp Tensor) *MoEScratch {
+	s := &MoEScratch{Logits: b.Alloc(maxT, E), Z: b.Alloc(maxT, w), Acc: b.Alloc(maxT, w), Tmp: tmp,
 		Rt: Routing{Idx: b.Alloc(maxT, K), Wts: b.Alloc(maxT, K), K: K}}
+	if shared > 0 {
+		s.SharedGate, s.SharedUp = b.Alloc(maxT, shared), b.Alloc(maxT, shared)
+	}
+	return s
+}
+
+// RoutedExperter routes tokens and runs their experts in one go.
+type RoutedExperter interface {
+	RoutedExperts(out, x Tensor, T int, experts []GLU, logits Tensor, bias []float32, r ref.Router, rt Routing, act ref.Act, accum bool) bool
+}
+
+// RoutedExperts: Route then Experts —
+//
+//	(rt.Idx, rt.Wts) = Route(logits; bias, r)
+//	out (+)= Σ_k rt.Wts[k] · GLU_{rt.Idx[k]}(x)
+//
+// the routing left in rt either way (route hooks, the live view).
+func RoutedExperts(b Backend, out, x Tensor, T int, experts []GLU, logits Tensor, bias []float32, r ref.Router, rt Routing, act ref.Act, accum bool) {
+	if f, ok := b.(RoutedExperter); ok && f.RoutedExperts(out, x, T, experts, logits, bias, r, rt, act, accum) {
+		return
+	}
+	b.Route(rt, logits, T, bias, r)
+	b.Experts(out, x, T, experts, rt, act, accum)
 }
 
 // MoEer runs a whole MoE block (its own grouping and batching).
@@ -265,34 +322,46 @@ type MoEer interface {
 //	y = Σ_k w_k · GLU_{e_k}(z)
 //	y = RoutedExpertUpProj·RMSNorm(y)     (LatentMoE; the norm if present)
 //	out (+)= y + GLU_shared(x)
+//
+// Every product of x — the router's, the latent down-projection, the
+// shared experts' gate and up — is one Linears (x read once: one stacked
+// GEMV on the GPU), the shared experts' activation inside their down
+// projection (LinearGLU), which joins the latent up-projection when both
+// add into out (LinearNormedGLU).
 func MoEBlock(b Backend, out, x Tensor, T int, w *MoE, a *MoEArgs, accum bool) {
 	if f, ok := b.(MoEer); ok && f.MoE(out, x, T, w, a, accum) {
 		return
 	}
-	s := a.S
+	s, sh := a.S, w.SharedExperts
 	ps := &s.ps
-	*ps = [2]Product{{Out: s.Logits, X: x, W: w.Gate}, {Out: s.Z, X: x, W: w.RoutedExpertDownProj}}
+	*ps = [4]Product{{Out: s.Logits, X: x, W: w.Gate}, {Out: s.Z, X: x, W: w.RoutedExpertDownProj}}
+	if sh != nil {
+		ps[2], ps[3] = Product{Out: s.SharedGate, X: x, W: sh.GateProj}, Product{Out: s.SharedUp, X: x, W: sh.UpProj}
+	}
 	Linears(b, T, ps[:])
 	logits, z := ps[0].Out, ps[1].Out
 	if w.RoutedExpertDownProj == nil {
 		z = x
 	}
-	b.Route(s.Rt, logits, T, w.EScoreCorrectionBias, a.Router)
 	switch {
 	case w.RoutedExpertUpProj == nil:
-		b.Experts(out, z, T, w.Experts, s.Rt, a.Act, accum)
+		RoutedExperts(b, out, z, T, w.Experts, logits, w.EScoreCorrectionBias, a.Router, s.Rt, a.Act, accum)
 	case w.RoutedExpertNorm != nil && accum:
-		b.Experts(s.Acc, z, T, w.Experts, s.Rt, a.Act, false)
+		RoutedExperts(b, s.Acc, z, T, w.Experts, logits, w.EScoreCorrectionBias, a.Router, s.Rt, a.Act, false)
+		if sh != nil {
+			LinearNormedGLU(b, out, true, s.Acc, T, w.RoutedExpertUpProj, w.RoutedExpertNorm, a.Eps, ps[2].Out, ps[3].Out, sh.DownProj, a.Act, s.Tmp)
+			return
+		}
 		LinearNormed(b, out, true, s.Acc, T, w.RoutedExpertUpProj, w.RoutedExpertNorm, a.Eps, s.Tmp)
 	default:
-		b.Experts(s.Acc, z, T, w.Experts, s.Rt, a.Act, false)
+		RoutedExperts(b, s.Acc, z, T, w.Experts, logits, w.EScoreCorrectionBias, a.Router, s.Rt, a.Act, false)
 		if w.RoutedExpertNorm != nil {
 			b.RMSNorm(s.Acc, s.Acc, T, w.RoutedExpertNorm, a.Eps)
 		}
 		Project(b, out, s.Acc, T, w.RoutedExpertUpProj, accum, s.Tmp)
 	}
-	if w.SharedExperts != nil {
-		b.GLU(out, x, T, w.SharedExperts, a.Act, true)
+	if sh != nil {
+		LinearGLU(b, out, true, ps[2].Out, ps[3].Out, T, sh.DownProj, a.Act, s.Tmp)
 	}
 }
 

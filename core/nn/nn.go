@@ -97,6 +97,8 @@ type Backend interface {
 	// GLU: out[t] = Down·act(Gate·x[t], Up·x[t]) (architecture.md §3.1),
 	// or out[t] += … when accum.
 	GLU(out, x Tensor, T int, w *GLU, act ref.Act, accum bool)
+	// GLUAct: gate[t] ← act(gate[t], up[t]) (ref.Act.GLU), in place.
+	GLUAct(gate, up Tensor, T int, act ref.Act)
 	// Route selects, per token, r.TopK experts from logits [T, E] (bias
 	// for the selection only) and their weights (architecture.md §3.2–3.3)
 	// into rt.

@@ -34,7 +34,9 @@ type State interface {
 // them in place. Names are the checkpoint names, for errors.
 type Uploader interface {
 	// Mats declares matrices that multiply the same input: a backend may
-	// stack them for LinearBatch (nil entries skipped).
+	// stack them for LinearBatch (nil entries skipped); or matrices whose
+	// products of different inputs one fused op adds into one output
+	// (LinearNormedGLU): a backend may keep them side by side.
 	Mats(names []string, ms ...*tensor.Mat)
 	// Vecs declares vectors a fused kernel may read together (stored
 	// contiguously in this order; nil entries skipped).

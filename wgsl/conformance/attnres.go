@@ -73,7 +73,7 @@ func attnresCases(add adder) {
 	resCase := func(dt tensor.DType, s resShape) {
 		add("AttnResLinear", dt.String(), fmt.Sprintf("srcs=%d d=%d rows=%d groups=%d read-first=%v", s.nsrc, s.d, s.rows, s.groups, s.readFirst), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			nsrc, n, rows := s.nsrc, s.d, s.rows
-			defer g.D.FoldAttnRes(true, s.groups)()
+			defer g.D.SetRepeatFusions(true, s.groups)()
 			src := RandVec(r, nsrc*n, 3)
 			w, gm, nw := RandVec(r, n, 1), RandVec(r, n, 1), RandVec(r, n, 1)
 			W := RandMat(r, rows, n, dt, 1)

@@ -93,6 +93,14 @@ func blockCases(add adder) {
 			check(g, g.D.LinearNormed(out, true, g.Up(x), g.Mat(W), g.Up(nu), 1e-5))
 			return g.Read(out, rows), want
 		})
+		for _, act := range []ref.Act{{}, {SiTU: true, Beta: 4, BetaLin: 25}} {
+			add("LinearGLU/"+actName(act), dt.String(), fmt.Sprintf("65x%d accum=true", cn), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runLinearGLU(g, r, 65, cn, dt, act, true)
+			})
+			add("LinearNormedGLU/"+actName(act), dt.String(), fmt.Sprintf("65x(%d+%d) accum=true", cn, c0), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+				return runLinearNormedGLU(g, r, 65, cn, c0, dt, act, true)
+			})
+		}
 		add("LinearGatedNorm/SiLU", dt.String(), "33x256 dk=64 accum=true", 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
 			rows, H, dk := 33, 4, 64
 			n := H * dk
@@ -124,17 +132,14 @@ func blockCases(add adder) {
 				return g.Read(out, len(raw)), want
 			})
 		}
-		// Routed experts (decode per slot, prefill grouped with 9 tokens on
-		// 4 experts: tiles of 8 slots and a remainder) and a dense block.
+		// Routed experts (decode per slot, with the router inside gate/up,
+		// prefill grouped with 9 tokens on 4 experts: tiles of 8 slots and
+		// a remainder) and a dense block.
 		for _, s := range [][3]int{{c0, cols[1], 1}, {cn, c0, 9}} {
 			in, I, T := s[0], s[1], s[2]
-			for _, grouped := range []bool{false, true} {
-				name := "MoE/SiLU"
-				if grouped {
-					name = "MoEGrouped/SiLU"
-				}
-				add(name, dt.String(), fmt.Sprintf("E=4 K=2 in=%d I=%d T=%d", in, I, T), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
-					return runMoE(g, r, 4, 2, in, I, T, dt, ref.Act{}, grouped)
+			for _, mode := range moeModes {
+				add("MoE"+mode.String()+"/SiLU", dt.String(), fmt.Sprintf("E=4 K=2 in=%d I=%d T=%d", in, I, T), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					return runMoE(g, r, 4, 2, in, I, T, dt, ref.Act{}, mode)
 				})
 			}
 		}

@@ -9,10 +9,11 @@ import (
 	"slices"
 
 	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tensor"
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
-// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
+// linearCases are the conformance cases of Linear, LinearAccum and the fused projections (LinearNormed, LinearGated, LinearGatedNorm, LinearGLU, LinearNormedGLU, LinearKDAGate) (linear.wgsl, wgsl/linear.go).
 func linearCases(add adder) {
 	// Linear: GEMV (T=1) and GEMM (T>1, tiles of 8 tokens); shapes straddle
 	// the 64-thread column stride, odd columns (half-word padding), token
@@ -105,6 +106,32 @@ func linearCases(add adder) {
 			})
 		}
 	}
+	// LinearGLU: out (+)= act(g, u)·Wᵀ in one GEMV equals GLU then Linear /
+	// LinearAccum (both activations, odd columns, g and u in one buffer as
+	// a stacked projection leaves them, and apart).
+	for _, dt := range dtypes {
+		for _, s := range [][3]int{{5, 7, 0}, {65, 129, 1}, {130, 256, 1}, {33, 2048, 0}} {
+			rows, cols, accum := s[0], s[1], s[2] == 1
+			for _, act := range []ref.Act{{}, {SiTU: true, Beta: 4, BetaLin: 25}} {
+				add("LinearGLU/"+actName(act), dt.String(), fmt.Sprintf("%dx%d accum=%v", rows, cols, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					return runLinearGLU(g, r, rows, cols, dt, act, accum)
+				})
+			}
+		}
+	}
+	// LinearNormedGLU: out (+)= RMSNorm(x)·Wᵀ + act(g, u)·W2ᵀ in one GEMV
+	// equals LinearNormed then LinearGLU (odd widths, W2 wider and
+	// narrower than W, the widest pair taken).
+	for _, dt := range dtypes {
+		for _, s := range [][4]int{{5, 7, 3, 0}, {65, 129, 64, 1}, {130, 256, 512, 1}, {33, 1536, 512, 0}} {
+			rows, c1, c2, accum := s[0], s[1], s[2], s[3] == 1
+			for _, act := range []ref.Act{{}, {SiTU: true, Beta: 4, BetaLin: 25}} {
+				add("LinearNormedGLU/"+actName(act), dt.String(), fmt.Sprintf("%dx(%d+%d) accum=%v", rows, c1, c2, accum), 1e-10, func(g *GPU, r *rand.Rand) ([]float32, []float32) {
+					return runLinearNormedGLU(g, r, rows, c1, c2, dt, act, accum)
+				})
+			}
+		}
+	}
 	// LinearGatedNorm: (+)= RMSNormGated(x; g)·Wᵀ in one GEMV equals
 	// RMSNormGated then Linear / LinearAccum (both gate functions, heads of
 	// 16 and 64, odd rows).
@@ -169,4 +196,70 @@ func linearCases(add adder) {
 			}
 		}
 	}
+}
+
+// actName names a GLU activation in a case's op name.
+func actName(act ref.Act) string {
+	if act.SiTU {
+		return "SiTU"
+	}
+	return "SiLU"
+}
+
+// runLinearGLU runs LinearGLU on a random rows×cols W of dt (out starting
+// from random values when accum; g and u in one buffer when accum, else
+// apart) and the reference, GLU then Linear: g and u must be left as they
+// are.
+func runLinearGLU(g *GPU, r *rand.Rand, rows, cols int, dt tensor.DType, act ref.Act, accum bool) ([]float32, []float32) {
+	W := RandMat(r, rows, cols, dt, 1)
+	gu, res := RandVec(r, 2*cols, 2), RandVec(r, rows, 2)
+	h := make([]float32, cols)
+	act.GLU(h, gu[:cols], gu[cols:])
+	want := make([]float32, rows)
+	ref.Linear(nil, want, h, 1, oracle(W))
+	if accum {
+		ref.Axpy(1, res, want)
+	}
+	var gv, uv wgsl.View
+	if accum {
+		b := g.Up(gu)
+		gv, uv = b, wgsl.View{Buf: b.Buf, Off: b.Off + cols}
+	} else {
+		gv, uv = g.Up(gu[:cols]), g.Up(gu[cols:])
+	}
+	out := g.Up(res)
+	check(g, g.D.LinearGLU(out, accum, gv, uv, g.Mat(W), act))
+	if got := append(g.Read(gv, cols), g.Read(uv, cols)...); !slices.Equal(got, gu) {
+		return got, gu
+	}
+	return g.Read(out, rows), want
+}
+
+// runLinearNormedGLU runs LinearNormedGLU on random W [rows, c1] and W2
+// [rows, c2] of dt, packed into one buffer as the runner's upload puts
+// them (g and u in one buffer), and the reference: LinearNormed, then
+// GLU and Linear added.
+func runLinearNormedGLU(g *GPU, r *rand.Rand, rows, c1, c2 int, dt tensor.DType, act ref.Act, accum bool) ([]float32, []float32) {
+	W, W2 := RandMat(r, rows, c1, dt, 1), RandMat(r, rows, c2, dt, 1)
+	x, nu, gu, res := RandVec(r, c1, 3), RandVec(r, c1, 1), RandVec(r, 2*c2, 2), RandVec(r, rows, 2)
+	xn, h := make([]float32, c1), make([]float32, c2)
+	ref.RMSNorm(xn, x, nu, 1e-5)
+	act.GLU(h, gu[:c2], gu[c2:])
+	want, y := make([]float32, rows), make([]float32, rows)
+	ref.Linear(nil, want, xn, 1, oracle(W))
+	ref.Linear(nil, y, h, 1, oracle(W2))
+	ref.Axpy(1, y, want)
+	if accum {
+		ref.Axpy(1, res, want)
+	}
+	buf, err := g.D.UploadU32(append(wgsl.PackMat(W), wgsl.PackMat(W2)...))
+	check(g, err)
+	g.bufs = append(g.bufs, buf)
+	n1 := wgsl.MatWords(rows, c1, dt)
+	w1 := &wgsl.Mat{View: buf.At(0), Rows: rows, Cols: c1, DType: dt, Stride: n1 / rows}
+	w2 := &wgsl.Mat{View: buf.At(n1), Rows: rows, Cols: c2, DType: dt, Stride: wgsl.MatWords(rows, c2, dt) / rows}
+	b := g.Up(gu)
+	out := g.Up(res)
+	check(g, g.D.LinearNormedGLU(out, accum, g.Up(x), w1, g.Up(nu), 1e-5, b, wgsl.View{Buf: b.Buf, Off: b.Off + c2}, w2, act))
+	return g.Read(out, rows), want
 }
