@@ -15,18 +15,19 @@ import (
 // iteration (one command buffer, one 4-byte readback), after a 32-token
 // prefill: "off" plain, "live" with the live routing/state view attached
 // (routing, KDA norm partials and the token read back together: what the
-// desktop and the page pay for it), "folded" with the AttnRes reads inside
-// the GEMVs that read them, as a GPU runs them (Device.SetRepeatFusions). The model is a random preset
+// desktop and the page pay for it), "repeating" with the decode fusions
+// that repeat work per workgroup on, as a GPU runs them
+// (Device.SetRepeatFusions; software adapters skip them by default). The model is a random preset
 // built in memory: TESSERA_BENCH_PRESET (default k3-nano; k3-mini on a
 // real GPU) in TESSERA_BENCH_DTYPE (default BF16). Reports tokens/s and
 // dispatches/token.
 func BenchmarkRunnerDecode(b *testing.B) {
 	d := device(b)
 	name, dt, m := benchModel(b)
-	for _, mode := range []string{"off", "live", "folded"} {
+	for _, mode := range []string{"off", "live", "repeating"} {
 		live := mode == "live"
 		b.Run(mode, func(b *testing.B) {
-			if mode == "folded" { // AttnRes reads inside their GEMVs, as on a GPU
+			if mode == "repeating" { // the repeating fusions on, as on a GPU
 				defer d.SetRepeatFusions(true, 0)()
 			}
 			ctx := 32 + b.N + 1
