@@ -43,6 +43,7 @@ func runConformance(perOp int) (any, error) {
 		jsDev.Call("destroy")
 		return nil, err
 	}
+	d.SetAdapter(info.adapterInfo())
 	defer d.Close()
 	all := conformance.Cases()
 	cs := all

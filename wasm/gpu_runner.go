@@ -250,6 +250,7 @@ func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, 
 		jsDev.Call("destroy")
 		return info, err
 	}
+	d.SetAdapter(info.adapterInfo()) // what the device's by-adapter choices read (SetRepeatFusions)
 	var r *wgsl.Runner
 	err = scoped(jsDev, "model upload", func() (err error) {
 		r, err = wgsl.NewRunner(d, e.Model, budget.Options(wgsl.RunnerOptions{MaxChunk: 64}))
