@@ -54,7 +54,7 @@ type repeatFusions struct {
 // router inside the experts' gate/up kernel (RouteGateUp). groups is the
 // workgroups a gemv_res runs: 0 gives each 8 rows, as gemv; n > 0 gives n
 // workgroups the rows between them (fewer repeats of the read). Until it
-// is called the device chooses by adapter: on a GPU, where a dispatch
+// is called the device chooses by adapter (SetAdapter): on a GPU, where a dispatch
 // costs more than the repeated work, they are on with 8 rows per
 // workgroup; on a software adapter (lavapipe, SwiftShader), where every
 // workgroup's repeat is CPU time, they are off: each measured slower there
@@ -67,12 +67,14 @@ func (d *Device) SetRepeatFusions(on bool, groups int) (restore func()) {
 	return func() { d.repeat = old }
 }
 
-// repeatFusions reports whether the repeating fusions are on.
+// repeatFusions reports whether the repeating fusions are on: by adapter
+// unless set, and off on a device with no adapter description (one the
+// platform code did not describe could be a software adapter).
 func (d *Device) repeatFusions() bool {
 	if d.repeat.set {
 		return d.repeat.on
 	}
-	return d.adapter.Software() == ""
+	return d.adapter != (AdapterInfo{}) && d.adapter.Software() == ""
 }
 
 // resGroups is the workgroups a gemv_res of rows rows runs.
