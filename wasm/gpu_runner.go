@@ -330,7 +330,7 @@ func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, 
 		return gpuEncoder{t: tower, dev: jsDev}, nil, nil
 	}
 	e.Backend = "gpu (webgpu" + map[bool]string{true: ", software adapter", false: ""}[info.Fallback] + ")"
-	e.ExpertStats, e.CPUFallback = r.ExpertStats, fallback
+	e.ExpertStats, e.GPUStep, e.CPUFallback = r.ExpertStats, r.Stats, fallback
 	e.GPUMemory = func() *engine.GPUMemoryUse { return engine.GPUMemoryOf(r, e.Model) }
 	testDevice = jsDev
 	e.OnClose = func() {
@@ -339,7 +339,7 @@ func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, 
 		}
 		r.Close()
 		d.Close()
-		e.ExpertStats, e.GPUMemory = nil, nil
+		e.ExpertStats, e.GPUStep, e.GPUMemory = nil, nil, nil
 		testDevice = js.Undefined()
 		onLost.Release()
 	}

@@ -279,7 +279,11 @@ async function run(prompt, opts) {
   const s = engine.lastStats;
   if (s) {
     $('ttft').textContent = `${s.ttftMs.toFixed(0)} ms`;
-    if (s.tokens > 1) $('tps').textContent = `${s.decodeTokPerS.toFixed(1)} tok/s`;
+    if (s.tokens > 1) {
+      // on WebGPU, what a decoded token costs the device
+      const gpu = s.dispatchesPerToken ? ` (${s.dispatchesPerToken} dispatches, ${s.submitsPerToken} submit per token)` : '';
+      $('tps').textContent = `${s.decodeTokPerS.toFixed(1)} tok/s${gpu}`;
+    }
     if (s.images && s.images.length) {
       $('img-tok').textContent = s.images.map((im) => `${im.tokens} tok`).join(' + ') + ` (${s.encodeMs.toFixed(0)} ms)`;
       $('img-tok-wrap').hidden = false;

@@ -40,15 +40,50 @@ const (
 	wllamaDirName     = "wllama-3.8.1" // scripts/peers/fetch-wllama.sh
 )
 
-// benchVariant is one runtime on one path.
-type benchVariant struct{ Runtime, Backend string }
+// benchVariant is one runtime on one path: tessera's backend "gpu"
+// (forced WebGPU), "auto" (what its load chooses) or "cpu"; wllama's
+// default (WebGPU offload when ggml-webgpu takes the adapter) or "cpu"
+// (n_gpu_layers 0). Threads is wllama's n_threads; 0 leaves its default
+// (half of navigator.hardwareConcurrency, at least 1).
+type benchVariant struct {
+	Runtime, Backend string
+	Threads          int
+}
 
 func (v benchVariant) String() string {
-	path := map[string]string{"gpu": "WebGPU", "cpu": "wasm CPU"}[v.Backend]
+	path := map[string]string{"gpu": "WebGPU", "cpu": "wasm CPU", "auto": "auto"}[v.Backend]
 	if v.Runtime == "wllama" && v.Backend == "cpu" {
-		path += ", 1 thread"
+		switch v.Threads {
+		case 0:
+			path += ", default threads"
+		case 1:
+			path += ", 1 thread"
+		default:
+			path += fmt.Sprintf(", %d threads", v.Threads)
+		}
 	}
 	return v.Runtime + " " + path
+}
+
+// name is the variant's BENCH_ONLY name: runtime-backend, with -Nt for a
+// thread count set.
+func (v benchVariant) name() string {
+	if v.Threads > 0 {
+		return fmt.Sprintf("%s-%s-%dt", v.Runtime, v.Backend, v.Threads)
+	}
+	return v.Runtime + "-" + v.Backend
+}
+
+// benchVariants are the pages of one round: each runtime's WebGPU path
+// and wasm CPU path as a user gets them by default, tessera's auto, and
+// wllama's multi-threaded build on every core when there is more than one
+// (its default takes half of them).
+func benchVariants(cores int) []benchVariant {
+	vs := []benchVariant{{"tessera", "gpu", 0}, {"wllama", "gpu", 0}, {"tessera", "auto", 0}, {"tessera", "cpu", 0}, {"wllama", "cpu", 0}}
+	if cores > 1 {
+		vs = append(vs, benchVariant{"wllama", "cpu", cores})
+	}
+	return vs
 }
 
 // benchPage is what scripts/browser/bench/bench.js reports for one page load.
@@ -199,6 +234,7 @@ type benchRow struct {
 	Model       string  `json:"model"`
 	Runtime     string  `json:"runtime"`
 	Backend     string  `json:"backend"`
+	Threads     int     `json:"threads,omitempty"` // wllama's n_threads when set
 	RanOn       string  `json:"ranOn"`
 	Note        string  `json:"note,omitempty"`
 	LoadColdMs  float64 `json:"loadColdMs"`
@@ -273,13 +309,17 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	// load (no-cache + ETag), gzip -9 when the browser accepts it.
 	wllamaFiles := benchStatic(t, wllamaDir, "index.js", "wllama.wasm")
 
-	variants := []benchVariant{{"tessera", "gpu"}, {"wllama", "gpu"}, {"tessera", "cpu"}, {"wllama", "cpu"}}
+	variants := benchVariants(runtime.NumCPU())
 	if only := os.Getenv("BENCH_ONLY"); only != "" { // e.g. "wllama-cpu,tessera-cpu"
+		var names []string
+		for _, v := range variants {
+			names = append(names, v.name())
+		}
 		variants = slices.DeleteFunc(variants, func(v benchVariant) bool {
-			return !slices.Contains(strings.Split(only, ","), v.Runtime+"-"+v.Backend)
+			return !slices.Contains(strings.Split(only, ","), v.name())
 		})
 		if len(variants) == 0 {
-			t.Fatalf("BENCH_ONLY=%q selects nothing: use runtime-backend names such as tessera-gpu,wllama-cpu", only)
+			t.Fatalf("BENCH_ONLY=%q selects nothing: use the names %s", only, strings.Join(names, ","))
 		}
 	}
 	var rows []benchRow
@@ -321,6 +361,9 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		load := func(b *browser, page string, v benchVariant, phase string) benchPhase {
 			t.Helper()
 			q := url.Values{"runtime": {v.Runtime}, "backend": {v.Backend}, "prompt": {prompt}, "max": {strconv.Itoa(genTok)}, "phase": {phase}}
+			if v.Threads > 0 {
+				q.Set("threads", strconv.Itoa(v.Threads))
+			}
 			return site.load(t, b, page, q, v.String()+" "+phase, 5*time.Minute)
 		}
 
@@ -342,7 +385,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 
 		// tessera's ids equal native ids; wllama's are compared with them.
 		for _, v := range variants {
-			row := benchRow{Model: filepath.Base(modelDir), Runtime: v.Runtime, Backend: v.Backend, Runs: runs[v]}
+			row := benchRow{Model: filepath.Base(modelDir), Runtime: v.Runtime, Backend: v.Backend, Threads: v.Threads, Runs: runs[v]}
 			var cold, warm, ttft, prefill, decode, rss []float64
 			var bcold, bwarm []float64
 			row.IDsMatch = "same as native"
@@ -397,8 +440,8 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 
 	env.finish(root, loadBefore)
 	env.Rounds, env.Prompt, env.PromptTokens, env.GenTokens = rounds, prompt, promptTok, genTok
-	env.Settings = "greedy (temperature 0); tessera: Tessera.load backend cpu|gpu, default make wasm bundle; " +
-		"wllama 3.8.1: F16 GGUF from tessera export, n_threads 1, n_ctx 1024, n_gpu_layers 0 on the CPU path (its default on WebGPU), " +
+	env.Settings = "greedy (temperature 0); tessera: Tessera.load backend gpu|auto|cpu, default make wasm bundle; " +
+		"wllama 3.8.1: F16 GGUF from tessera export, n_threads its default (half the cores) or as the row says, n_ctx 1024, n_gpu_layers 0 on the CPU path (its default on WebGPU), " +
 		"logprobs 1 (its stream carries the ids only with them), other settings its defaults; pages cross-origin isolated (COOP/COEP) unless BENCH_ISOLATE=0"
 	doc := struct {
 		Env  benchEnv   `json:"env"`
@@ -503,12 +546,12 @@ func benchTable(env benchEnv, rows []benchRow) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %.2f s | %.2f s | %.0f ms | %.0f | %.1f | %s | %s / %s | %s |\n", r.Model,
-			benchVariant{r.Runtime, r.Backend}, r.RanOn, r.LoadColdMs/1000, r.LoadWarmMs/1000, r.TTFTMs, r.PrefillTokS, r.DecodeTokS,
+			benchVariant{r.Runtime, r.Backend, r.Threads}, r.RanOn, r.LoadColdMs/1000, r.LoadWarmMs/1000, r.TTFTMs, r.PrefillTokS, r.DecodeTokS,
 			bytesStr(r.PeakRSS), bytesStr(r.BytesCold), bytesStr(r.BytesWarm), r.IDsMatch)
 	}
 	for _, r := range rows {
 		if r.Note != "" {
-			fmt.Fprintf(&b, "\n- %s %s: %s", r.Model, benchVariant{r.Runtime, r.Backend}, r.Note)
+			fmt.Fprintf(&b, "\n- %s %s: %s", r.Model, benchVariant{r.Runtime, r.Backend, r.Threads}, r.Note)
 		}
 	}
 	b.WriteString("\n")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -98,21 +99,12 @@ type testReport struct {
 		Controlled bool `json:"controlled"`
 	} `json:"shell"`
 	Info struct {
-		Vision       bool   `json:"vision"`
-		Backend      string `json:"backend"`
-		CPUKernels   string `json:"cpuKernels"`
-		ParamsTotal  int64  `json:"paramsTotal"`
-		ParamsActive int64  `json:"paramsActive"`
-		Adapter      struct {
-			Available    bool     `json:"available"`
-			Reason       string   `json:"reason"`
-			Vendor       string   `json:"vendor"`
-			Architecture string   `json:"architecture"`
-			Device       string   `json:"device"`
-			Description  string   `json:"description"`
-			Fallback     bool     `json:"fallback"`
-			Features     []string `json:"features"`
-		} `json:"adapter"`
+		Vision       bool       `json:"vision"`
+		Backend      string     `json:"backend"`
+		CPUKernels   string     `json:"cpuKernels"`
+		ParamsTotal  int64      `json:"paramsTotal"`
+		ParamsActive int64      `json:"paramsActive"`
+		Adapter      e2eAdapter `json:"adapter"`
 	} `json:"info"`
 	Stats struct {
 		Tokens       int     `json:"tokens"`
@@ -162,8 +154,10 @@ type testReport struct {
 			Errors []string `json:"errors"`
 		} `json:"adapter"`
 		Stats struct {
-			TTFTMs     float64 `json:"ttftMs"`
-			DecodeTokS float64 `json:"decodeTokPerS"`
+			TTFTMs             float64 `json:"ttftMs"`
+			DecodeTokS         float64 `json:"decodeTokPerS"`
+			DispatchesPerToken int     `json:"dispatchesPerToken"`
+			SubmitsPerToken    int     `json:"submitsPerToken"`
 		} `json:"stats"`
 	} `json:"gpu"`
 	Conformance *struct {
@@ -191,6 +185,18 @@ type testReport struct {
 		Stopped string `json:"stopped"`
 	} `json:"abort"`
 	Vision *visionReport `json:"vision"`
+}
+
+// e2eAdapter is the WebGPU adapter a page reports (info().adapter).
+type e2eAdapter struct {
+	Available    bool     `json:"available"`
+	Reason       string   `json:"reason"`
+	Vendor       string   `json:"vendor"`
+	Architecture string   `json:"architecture"`
+	Device       string   `json:"device"`
+	Description  string   `json:"description"`
+	Fallback     bool     `json:"fallback"`
+	Features     []string `json:"features"`
 }
 
 // ggufReport is what the page's ggufCheck posts: greedy runs of GGUF
@@ -771,6 +777,7 @@ func TestBrowserE2E(t *testing.T) {
 		t.Errorf("WebGPU backend in the browser: %+v, want backend gpu and ids %v", g, native)
 	} else {
 		t.Logf("WebGPU backend (%s): ids match native; TTFT %.0f ms, decode %.1f tok/s", g.Backend, g.Stats.TTFTMs, g.Stats.DecodeTokS)
+		e2eCheckPageDispatches(t, modelDir, prompt, maxTok, r1.Info.Adapter, g.Stats.DispatchesPerToken, g.Stats.SubmitsPerToken)
 		// seeded sampling on the GPU gives native CPU sampling's ids; the
 		// weights went to the GPU without the whole model in the wasm heap
 		if !slices.Equal(g.SampledIDs, nativeSampled) {
@@ -1366,5 +1373,43 @@ func (b *browser) close() {
 	select {
 	case <-b.died:
 	case <-time.After(10 * time.Second):
+	}
+}
+
+// e2eCheckPageDispatches requires the page's decode step on WebGPU to be
+// one submission of the dispatches the native runner records for the
+// same generation (live view on) with the fusions the page's adapter calls for (the
+// repeating ones off on a software adapter such as SwiftShader): a page
+// device that took the wrong class of adapter, or a step the page
+// records differently, shows here.
+func e2eCheckPageDispatches(t *testing.T, modelDir, prompt string, maxTok int, a e2eAdapter, dispatches, submits int) {
+	t.Helper()
+	if submits != 1 || dispatches <= 0 {
+		t.Errorf("page on WebGPU: %d dispatches in %d submissions per decoded token, want one submission", dispatches, submits)
+	}
+	e, err := engine.Open(modelDir, engine.OpenOptions{Backend: "gpu", Quiet: true})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no native GPU to count the page's dispatches against: %v", err)
+		}
+		t.Logf("note: no native GPU to count the page's dispatches against: %v", err)
+		return
+	}
+	defer e.Close()
+	info := wgsl.AdapterInfo{Vendor: a.Vendor, Architecture: a.Architecture, Name: a.Device, Description: a.Description, Fallback: a.Fallback}
+	repeat := info.Software() == ""
+	defer e.Dev.SetRepeatFusions(repeat, 0)()
+	// the page's generation draws the live view (onLive), which reads the
+	// routing and state back: so does this one
+	live := engine.NewLiveView(e.Cfg, 64, 64)
+	st, err := e.Generate(context.Background(), engine.Options{Prompt: prompt, MaxTokens: maxTok, Live: live}, func(engine.Piece) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dispatches != st.DispatchesPerToken || submits != st.SubmitsPerToken {
+		t.Errorf("page on WebGPU (%s %s): %d dispatches in %d submissions per decoded token; natively (%s, repeating fusions %v) %d in %d",
+			a.Vendor, a.Architecture, dispatches, submits, e.Dev.Info(), repeat, st.DispatchesPerToken, st.SubmitsPerToken)
+	} else {
+		t.Logf("page on WebGPU: %d dispatches in one submission per decoded token, as natively (repeating fusions %v)", dispatches, repeat)
 	}
 }

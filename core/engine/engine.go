@@ -81,6 +81,9 @@ type Engine struct {
 	// GPUMemory, when the model runs on a GPU runner, reports what it
 	// holds there (Info.GPUMemory; GPUMemoryOf); nil on the CPU.
 	GPUMemory func() *GPUMemoryUse
+	// GPUStep, when the model runs on a GPU runner, describes its last
+	// step (Stats.DispatchesPerToken); nil on the CPU.
+	GPUStep func() wgsl.RunnerStats
 	// CPUFallback: a GPU step that fails mid-generation (a device out of
 	// memory while uploading experts, a lost device) moves the engine to
 	// the CPU and the generation goes on there, keeping the tokens

@@ -115,6 +115,11 @@ type Stats struct {
 	// expert-major and hit differently.
 	ExpertCache       *ExpertCacheStats `json:"expertCache,omitempty"`
 	DecodeExpertCache *ExpertCacheStats `json:"decodeExpertCache,omitempty"`
+	// DispatchesPerToken and SubmitsPerToken: the compute dispatches and
+	// queue submissions of the last decode step, when the generation
+	// decoded on a GPU runner.
+	DispatchesPerToken int `json:"dispatchesPerToken,omitempty"`
+	SubmitsPerToken    int `json:"submitsPerToken,omitempty"`
 }
 
 // ExpertCacheStats describe the GPU's routed-expert cache (expert
@@ -596,6 +601,11 @@ gen:
 	st.TotalMs = ms(end.Sub(t0))
 	if st.Tokens > 1 {
 		st.DecodeTokS = float64(st.Tokens-1) / end.Sub(tFirst).Seconds()
+		if e.GPUStep != nil {
+			if g := e.GPUStep(); g.Tokens == 1 {
+				st.DispatchesPerToken, st.SubmitsPerToken = g.Dispatches, g.Submits
+			}
+		}
 	}
 	s := model.ComputeStats(e.Cfg)
 	st.StateBytes = s.KDAStateBytes + s.CacheBytesPerTok*int64(sess.State().Pos())

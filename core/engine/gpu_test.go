@@ -111,3 +111,36 @@ func TestLiveViewGPU(t *testing.T) {
 		t.Errorf("last step: GPU %+v, CPU %+v", g.Last, c.Last)
 	}
 }
+
+// A generation decoded on the GPU reports its decode step's dispatches in
+// one queue submission (Stats.DispatchesPerToken, SubmitsPerToken): the
+// runner's count, with fewer dispatches when the repeating fusions are
+// on; one that never decoded (a single token) reports none.
+func TestGPUStatsDispatches(t *testing.T) {
+	e := openMicroGPU(t, 0)
+	gen := func(n int) Stats {
+		t.Helper()
+		st, err := e.Generate(context.Background(), Options{Prompt: "And God said", MaxTokens: n}, func(Piece) bool { return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	counts := map[bool]int{}
+	for _, on := range []bool{false, true} {
+		restore := e.Dev.SetRepeatFusions(on, 0)
+		st := gen(4)
+		restore()
+		if st.Tokens != 4 || st.SubmitsPerToken != 1 || st.DispatchesPerToken != e.GPU.Stats().Dispatches || st.DispatchesPerToken < e.Cfg.NumHiddenLayers {
+			t.Fatalf("repeating fusions %v: %+v, runner %+v; want one submission of the runner's dispatches", on, st, e.GPU.Stats())
+		}
+		counts[on] = st.DispatchesPerToken
+	}
+	if counts[true] >= counts[false] {
+		t.Errorf("dispatches per token: %d with the repeating fusions, %d without", counts[true], counts[false])
+	}
+	t.Logf("k3-micro decode: %d dispatches per token (%d with the repeating fusions)", counts[false], counts[true])
+	if st := gen(1); st.DispatchesPerToken != 0 || st.SubmitsPerToken != 0 {
+		t.Errorf("one token (no decode step): %+v", st)
+	}
+}

@@ -217,7 +217,7 @@ func (e *Engine) useNativeGPU(o OpenOptions) error {
 // holds one sequence) with images encoded by the GPU vision tower.
 func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 	e.GPU, e.Dev = r, d
-	e.ExpertStats = r.ExpertStats
+	e.ExpertStats, e.GPUStep = r.ExpertStats, r.Stats
 	e.GPUMemory = func() *GPUMemoryUse { return GPUMemoryOf(r, e.Model) }
 	e.SetParallel(1)
 	e.Backend = "gpu (" + d.Info() + ")"
@@ -247,7 +247,7 @@ func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 		}
 		r.Close()
 		d.Close()
-		e.GPU, e.Dev, e.ExpertStats, e.GPUMemory = nil, nil, nil, nil
+		e.GPU, e.Dev, e.ExpertStats, e.GPUStep, e.GPUMemory = nil, nil, nil, nil, nil
 	}
 }
 

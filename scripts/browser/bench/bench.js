@@ -66,7 +66,7 @@ async function runTessera() {
   const st = engine.lastStats || {};
   const r = {
     loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: st.promptTokens,
-    ranOn: info.backend, engine: { ttftMs: st.ttftMs, decodeTokPerS: st.decodeTokPerS, stopped: st.stopped, load: engine.loadStats },
+    ranOn: info.backend, engine: { ttftMs: st.ttftMs, decodeTokPerS: st.decodeTokPerS, dispatchesPerToken: st.dispatchesPerToken, submitsPerToken: st.submitsPerToken, stopped: st.stopped, load: engine.loadStats },
     // what the GPU holds (info().gpuMemory) and, when experts stream, the
     // expert cache over the generation and over its decode steps
     gpuMemory: info.gpuMemory, weightBytes: info.weightBytes, weightsDeferred: info.weightsDeferred,
@@ -96,7 +96,10 @@ async function runWllama() {
   const keep = (...a) => lines.push(a.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))).join(' '));
   const logger = { debug: keep, log: keep, warn: keep, error: keep };
   const w = new Wllama({ default: '/wllama/wllama.wasm' }, { logger });
-  const params = { n_threads: 1, n_ctx: 1024 };
+  // n_threads: threads= when the row sets it, else wllama's default (half
+  // of navigator.hardwareConcurrency)
+  const params = { n_ctx: 1024 };
+  if (q.get('threads')) params.n_threads = parseInt(q.get('threads'), 10);
   if (backend === 'cpu') params.n_gpu_layers = 0; // else wllama's default: every layer on WebGPU when it can
   const t0 = performance.now();
   await w.loadModelFromUrl(new URL('/gguf/model.gguf', location.href).href, params);
@@ -128,7 +131,7 @@ async function runWllama() {
   const onGPU = (offload.layers !== null && offload.layers[0] > 0) || offload.buffers.some((b) => !b.startsWith('CPU'));
   const r = {
     loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: promptN,
-    ranOn: onGPU ? `gpu (WebGPU; model buffers: ${offload.buffers.join(', ')})` : `cpu (wasm, 1 thread; model buffers: ${offload.buffers.join(', ')})`,
+    ranOn: onGPU ? `gpu (WebGPU; model buffers: ${offload.buffers.join(', ')})` : `cpu (wasm, ${w.getNumThreads()} thread${w.getNumThreads() === 1 ? '' : 's'}; model buffers: ${offload.buffers.join(', ')})`,
     engine: {
       threads: w.getNumThreads(), multithread: w.isMultithread(), offload, timings, logLines: lines.length,
       version: typeof Wllama.getLibllamaVersion === 'function' ? Wllama.getLibllamaVersion() : '',
