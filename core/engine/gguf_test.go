@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
@@ -135,4 +137,23 @@ func TestOpenExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Int8KernelsEnv picks the CPU's integer kernel set for the process, and
+// an unknown name is refused with the sets this CPU has.
+func TestOpenInt8KernelsEnv(t *testing.T) {
+	prev, err := ref.SetInt8Kernels(ref.Int8Kernels()[0])
+	require.NoError(t, err)
+	defer ref.SetInt8Kernels(prev)
+	t.Setenv(Int8KernelsEnv, "go")
+	e, err := Open(microDir, OpenOptions{})
+	require.NoError(t, err)
+	e.Close()
+	now, _ := ref.SetInt8Kernels(prev)
+	require.Equal(t, "go", now)
+
+	t.Setenv(Int8KernelsEnv, "nope")
+	_, err = Open(microDir, OpenOptions{})
+	require.ErrorContains(t, err, Int8KernelsEnv+"=nope")
+	require.ErrorContains(t, err, "this CPU has")
 }

@@ -63,6 +63,12 @@ type OpenOptions struct {
 // ExactEnv set to 1 turns OpenOptions.Exact on for every engine.
 const ExactEnv = "TESSERA_EXACT"
 
+// Int8KernelsEnv names the CPU's integer-path kernel set for every engine
+// (ref.Int8Kernels: "vnni", "avx2", "go"; the fastest by default). The
+// sets give the same integer sums and differ in the order of the float32
+// additions: "go" gives the bits of the browser's CPU path.
+const Int8KernelsEnv = "TESSERA_INT8_KERNELS"
+
 // SetExact turns exact products (OpenOptions.Exact) on for the process:
 // the CPU then multiplies block-format weights in float32 as the GPU does
 // (ref.SetInt8Activations(false)). It is not turned off again.
@@ -89,6 +95,11 @@ func Open(dir string, o OpenOptions) (*Engine, error) {
 	}
 	if o.Exact || os.Getenv(ExactEnv) == "1" {
 		SetExact()
+	}
+	if k := os.Getenv(Int8KernelsEnv); k != "" {
+		if _, err := ref.SetInt8Kernels(k); err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", Int8KernelsEnv, k, err)
+		}
 	}
 	if err := CheckBackend(o.Backend); err != nil {
 		return nil, err
