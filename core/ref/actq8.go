@@ -91,6 +91,11 @@ type actQ8 struct {
 	// both tokens' products with one int64 product per weight.
 	q2     []int64
 	paired bool
+	// xt and xu hold, when amx is set, the tokens laid out for the AMX
+	// tiles (amxTiles, amd64).
+	xt  []int8
+	xu  []float32
+	amx bool
 }
 
 // metaWords is the size of the metadata of an act32 pair or an act256
@@ -139,7 +144,7 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 // scratch for workers quantizing rows at once (quantizeRows).
 func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.kind, a.n, a.T = kind, n, T
-	a.paired = false
+	a.paired, a.amx = false, false
 	bl := 32
 	if kind == act256 {
 		bl = 256
@@ -522,6 +527,7 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	if T > 1 && genericInt8(W.DType) {
 		a.pairUp()
 	}
+	prepareTiles(W, a)
 	j := &p.q8
 	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
 	grain := 1 + 32768/max(1, W.Cols*T)
