@@ -3,16 +3,18 @@
 package ref
 
 import (
+	"math"
 	"os"
 	"unsafe"
 
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
-// AMX (Advanced Matrix Extensions) tiles for the prefill of Q4_K
-// matrices: kernel set "amx" (Int8Kernels) is "vnni" with the products of
-// a Q4_K matrix with amxMinTokens or more tokens taken by amxQ4K, 16
-// weight rows × 16 tokens per int8 tile product (TDPBUSD). It gives each
+// AMX (Advanced Matrix Extensions) tiles for prefill: kernel set "amx"
+// (Int8Kernels) is "vnni" with the products of a Q4_K, Q8_0, Q4_0 or
+// MXFP4 matrix with amxMinTokens or more tokens taken by amxQ4K or the
+// 32-value kernels (amxQ80, amxQ40, amxMXFP4), 16 weight rows × 16 tokens
+// per int8 tile product (TDPBUSD, TDPBSSD). It gives each
 // (row, token) rowDotQ8's bits (decode's VNNI kernels differ from them in
 // the order of their float32 additions). It runs where the CPU has
 // AMX-TILE and AMX-INT8 and the OS lets this process use the tile data
@@ -23,6 +25,21 @@ import (
 //
 //go:noescape
 func amxQ4K(w *byte, ldw, nb int, xt *int8, u *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last int)
+
+//go:noescape
+func amxQ80(w *byte, ldw, nb int, xt *int8, tab *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last, bstride int)
+
+//go:noescape
+func amxQ40(w *byte, ldw, nb int, xt *int8, tab *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last, bstride int)
+
+//go:noescape
+func amxMXFP4(w *byte, ldw, nb int, xt *int8, tab *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last, bstride int)
+
+// amx32 holds the kernels of the 32-value formats with one, by dtype.
+var amx32 = func() (k [tensor.Q5_1 + 1]func(w *byte, ldw, nb int, xt *int8, tab *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last, bstride int)) {
+	k[tensor.Q8_0], k[tensor.Q4_0], k[tensor.MXFP4] = amxQ80, amxQ40, amxMXFP4
+	return k
+}()
 
 // useAMX reports whether the AMX kernels may run.
 var useAMX = useVNNI && os.Getenv("TESSERA_CPU_NO_AMX") != "1" && detectAMX()
@@ -49,10 +66,18 @@ const (
 	amxGroups  = 4
 )
 
-// amxCfg is the tile configuration of amxQ4K for m rows: palette 1,
-// tiles 0-4 of 64 bytes a row (C lo, C hi, A lo, A hi: m rows; B: 16).
-func amxCfg(m int) (c [64]byte) {
+// amxCfg is the tile configuration of amxQ4K (k256) or the 32-value
+// kernels for m rows: palette 1; amxQ4K tiles 0-4 of 64 bytes a row (C
+// lo, C hi, A lo, A hi: m rows; B: 16 rows), the others tiles 0 (C: m
+// rows), 2 (A: m rows of 32 bytes) and 4 (B: 8 rows).
+func amxCfg(m int, k256 bool) (c [64]byte) {
 	c[0] = 1
+	if !k256 {
+		c[16], c[48] = 64, byte(m)
+		c[16+4], c[48+2] = 32, byte(m)
+		c[16+8], c[48+4] = 64, 8
+		return c
+	}
 	for t := range 5 {
 		c[16+2*t] = 64
 		c[48+t] = byte(m)
@@ -111,39 +136,82 @@ func (a *actQ8) amxTiles() {
 }
 
 // amxTakes reports whether a product of W with T tokens runs on AMX
-// tiles: kernel set "amx", a Q4_K W, T ≥ amxMinTokens.
+// tiles: kernel set "amx", a Q4_K, Q8_0, Q4_0 or MXFP4 W, T ≥
+// amxMinTokens.
 func amxTakes(W *tensor.Mat, T int) bool {
-	return int8Kern == kernAMX && W.DType == tensor.Q4K && T >= amxMinTokens && int8Blocks
+	return int8Kern == kernAMX && (W.DType == tensor.Q4K || amx32[W.DType] != nil) && T >= amxMinTokens && int8Blocks
+}
+
+// amxTiles32 lays out a's tokens (act32) for the 32-value kernels, in
+// groups of 16 tokens g (the last padded with zero tokens): per (block b,
+// g), at (b·G + g)·576 bytes of a.xt (G groups), a B tile of 8 rows k4 ×
+// 16 tokens × 4 bytes (values 4·k4 … 4·k4+3 of block b in their natural
+// order), then the 16 tokens' dx.
+func (a *actQ8) amxTiles32() {
+	n, nb := a.n, a.blocks()
+	ng := (a.T + 15) / 16
+	a.xt = grow(a.xt, nb*ng*576)
+	clear(a.xt)
+	xt := unsafe.Slice((*uint32)(unsafe.Pointer(&a.xt[0])), nb*ng*144)
+	q := unsafe.Slice((*uint32)(unsafe.Pointer(&a.q[0])), a.T*n/4)
+	for tok := range a.T {
+		g, t := tok/16, tok%16
+		row := q[tok*n/4 : (tok+1)*n/4]
+		for b := range nb {
+			rec := xt[(b*ng+g)*144:]
+			for k := range 8 {
+				// Dword k of block b in the pair layout (actQ8).
+				i := 8*b + k
+				if p, h := b/2, b%2; p < nb/2 {
+					i = 16*p + 4*h + k%4 + 8*(k/4)
+				}
+				rec[16*k+t] = row[i]
+			}
+			rec[128+t] = math.Float32bits(a.d[tok*nb+b])
+		}
+	}
+	a.amx = true
 }
 
 // prepareTiles makes a's AMX layout (amxTiles) where the product of W
 // with a runs on AMX tiles.
 func prepareTiles(W *tensor.Mat, a *actQ8) {
-	if amxTakes(W, a.T) {
+	switch {
+	case !amxTakes(W, a.T):
+	case W.DType == tensor.Q4K:
 		a.amxTiles()
+	default:
+		a.amxTiles32()
 	}
 }
 
 // prefillAMX sets out[t·W.Rows + o] to rowDotQ8 of row o with every token
-// t of a for lo ≤ o < hi with amxQ4K: groups of 16 rows, then the rest as
-// one group (where the rows are cut does not change any row's bits).
+// t of a for lo ≤ o < hi with amxQ4K or the 32-value kernels: groups of 16
+// rows, then the rest as one group (where the rows are cut does not change
+// any row's bits).
 func prefillAMX(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
 	N, nb := W.Rows, a.blocks()
 	rb := W.DType.RowBytes(W.Cols)
 	ng := (a.T + 15) / 16
+	k256 := W.DType == tensor.Q4K
 	var scr [amxScratch]byte
 	_ = out[a.T*N-1]
-	full := amxCfg(16)
+	full := amxCfg(16, k256)
 	for o := lo; o < hi; o += 16 {
 		m, cfg := min(16, hi-o), full
 		if m < 16 {
-			cfg = amxCfg(m)
+			cfg = amxCfg(m, k256)
 		}
 		for g0 := 0; g0 < ng; g0 += amxGroups {
 			n := min(amxGroups, ng-g0)
 			last := a.T - 16*(g0+n-1)
-			amxQ4K(&W.Q[o*rb], rb, nb, &a.xt[g0*nb*4096], &a.xu[g0*nb*144], n,
-				&out[16*g0*N+o], 4*N, &scr[0], &cfg[0], m, last)
+			if k256 {
+				amxQ4K(&W.Q[o*rb], rb, nb, &a.xt[g0*nb*4096], &a.xu[g0*nb*144], n,
+					&out[16*g0*N+o], 4*N, &scr[0], &cfg[0], m, last)
+				continue
+			}
+			amx32[W.DType](&W.Q[o*rb], rb, nb, &a.xt[g0*576], &e8m0Half[0], n,
+				&out[16*g0*N+o], 4*N, &scr[0], &cfg[0], m, last, ng*576)
 		}
 	}
 }

@@ -205,23 +205,30 @@ amxq4kgroup:""" % ACC)
 	DECQ CX
 	JNZ  amxq4ksb""")
     e(tilerelease())
+    w += out_tail("amxq4k", ACC, 88, 80)
+    return "\n".join(w) + "\n"
+
+
+def out_tail(lbl, acc, lastoff, moff):
+    w = []
+    e = w.append
     e(f"""	// Out: each group's 16 × 16 accumulators transposed (rows × tokens →
 	// tokens × rows), token t's m values to out + t·ldo.
 	MOVQ out+48(FP), AX
 	MOVQ ldo+56(FP), BX
-	LEAQ {ACC}(R9), R8
+	LEAQ {acc}(R9), R8
 	MOVQ ng+40(FP), R12
 	MOVQ $1, DI
-	MOVQ m+80(FP), CX
+	MOVQ m+{moff}(FP), CX
 	SHLQ CX, DI
 	DECQ DI
 	KMOVW DI, K1
-amxq4kout:
+{lbl}out:
 	MOVQ $16, CX
 	CMPQ R12, $1
-	JNE  amxq4kfull
-	MOVQ last+88(FP), CX
-amxq4kfull:""")
+	JNE  {lbl}full
+	MOVQ last+{lastoff}(FP), CX
+{lbl}full:""")
     for r in range(16):
         e(f"\tVMOVUPS {64 * r}(R8), Z{r}")
     for i in range(8):
@@ -249,18 +256,130 @@ amxq4kfull:""")
     e("\tMOVQ AX, SI")
     for c in range(16):
         if c > 0:
-            e(f"\tCMPQ CX, ${c}\n\tJLE  amxq4knext\n\tADDQ BX, SI")
+            e(f"\tCMPQ CX, ${c}\n\tJLE  {lbl}next\n\tADDQ BX, SI")
         e(f"\tVMOVUPS Z{c}, K1, (SI)")
-    e("""amxq4knext:
+    e(f"""{lbl}next:
 	MOVQ BX, SI
 	SHLQ $4, SI
 	ADDQ SI, AX
 	ADDQ $1024, R8
 	DECQ R12
-	JNZ  amxq4kout
+	JNZ  {lbl}out
 	VZEROUPPER
 	RET""")
+    return w
+
+
+def tdpbssd(c, a, b):  # c += a (signed bytes) · b (signed bytes)
+    return amx(f"TDPBSSD TMM{c}, TMM{a}, TMM{b}", vex(3, b, 0x5E, 0xC0 | c << 3 | a))
+
+
+# 32-value formats: block bytes, the offset of the values, the value
+# table (nibble formats), f16 scale (else E8M0 through tab).
+FMT32 = {"Q8_0": (34, 2, None, True), "Q4_0": (18, 2, "lutq40", True), "MXFP4": (17, 1, "lutmxfp4", False)}
+LUTS = {"lutq40": list(range(-8, 8)), "lutmxfp4": [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]}
+RSH = RS + 64  # the 16 rows' f16 scales
+
+
+def luts():
+    s = ""
+    for name, v in LUTS.items():
+        for i in range(2):
+            x = sum((v[8 * i + k] & 255) << (8 * k) for k in range(8))
+            s += f"DATA {name}<>+{8 * i}(SB)/8, $0x{x:016x}\n"
+        s += f"GLOBL {name}<>(SB), RODATA|NOPTR, $16\n"
+    return s + "DATA nib4<>+0(SB)/4, $0x0f0f0f0f\nGLOBL nib4<>(SB), RODATA|NOPTR, $4\n"
+
+
+def kernel32(dt):
+    bb, off, lut, f16 = FMT32[dt]
+    name = "amx" + dt.replace("_", "")
+    lbl = name.lower()
+    w = []
+    e = w.append
+    e(f"""
+// func {name}(w *byte, ldw, nb int, xt *int8, tab *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last, bstride int)
+//
+// m ≤ 16 {dt} weight rows (ldw bytes apart, nb blocks; cfg: tiles of m
+// rows) against ng groups of 16 activation tokens (amxTiles32 in
+// quant_amx_amd64.go: per block and group a B tile of the int8 values and
+// the 16 tokens' dx; bstride bytes from block to block), per block b:
+//
+//	acc += (s_b·dx_b)·float32(Σ_k v_k·q_k)   (TDPBSSD)
+//
+// — rowDotQ8's operations in its order{" (tab: the halved E8M0 scales)" if not f16 else ""}.
+// A block's 16 rows are unpacked to int8 once for all groups. The
+// accumulators are transposed to out[t·ldo/4 + r] as amxQ4K's.
+TEXT ·{name}(SB), NOSPLIT, $0-104
+	MOVQ cfg+72(FP), AX""")
+    e(ldtilecfg("AX"))
+    e(f"""	MOVQ scr+64(FP), R9
+	MOVQ ng+40(FP), CX
+	SHLQ $4, CX
+	VPXORD Z0, Z0, Z0
+	LEAQ {ACC}(R9), AX
+{lbl}zero:
+	VMOVUPS Z0, (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  {lbl}zero""")
+    if lut:
+        e(f"\tVPBROADCASTD nib4<>(SB), Y15\n\tVBROADCASTI128 {lut}<>(SB), Y14")
+    e(f"""	MOVQ w+0(FP), SI
+	MOVQ ldw+8(FP), R8
+	MOVQ nb+16(FP), R12
+	MOVQ xt+24(FP), R10
+	MOVQ tab+32(FP), R14
+	MOVQ bstride+96(FP), R15
+	MOVQ $64, DX
+	MOVQ $32, CX
+{lbl}blk:
+	// The block's m rows: int8 values and scales.
+	MOVQ SI, DI""")
+    for r in range(16):
+        if r > 0:
+            e(f"\tCMPQ m+80(FP), ${r}\n\tJLE  {lbl}packed\n\tADDQ R8, DI")
+        if lut is None:
+            e(f"\tVMOVDQU {off}(DI), Y0")
+        else:
+            e(f"\tVMOVDQU {off}(DI), X0\n\tVPSRLW $4, X0, X1\n\tVINSERTI128 $1, X1, Y0, Y0\n\tVPAND Y15, Y0, Y0\n\tVPSHUFB Y0, Y14, Y0")
+        e(f"\tVMOVDQU Y0, {APK + 32 * r}(R9)")
+        if f16:
+            e(f"\tMOVWLZX (DI), BX\n\tMOVW BX, {RSH + 2 * r}(R9)")
+        else:
+            e(f"\tMOVBLZX (DI), BX\n\tMOVL (R14)(BX*4), BX\n\tMOVL BX, {RS + 4 * r}(R9)")
+    e(f"{lbl}packed:")
+    if f16:
+        e(f"\tVCVTPH2PS {RSH}(R9), Z1\n\tVMOVUPS Z1, {RS}(R9)")
+    e(f"\tMOVQ R9, AX")
+    e(tileloadd(2, "AX", "CX"))
+    e(f"""	MOVQ ng+40(FP), R13
+	MOVQ R10, BX
+	LEAQ {ACC}(R9), R11
+	LEAQ {CLO}(R9), DI
+{lbl}group:""")
+    e(tileloadd(4, "BX", "DX"))
+    e(tilezero(0))
+    e(tdpbssd(0, 2, 4))
+    e(tilestored(0, "DI", "DX"))
+    e("\tVMOVUPS 512(BX), Z16")
+    for r in range(16):
+        e(f"""	VCVTDQ2PS {CLO + 64 * r}(R9), Z0
+	VMULPS.BCST {RS + 4 * r}(R9), Z16, Z1
+	VMULPS Z1, Z0, Z0
+	VADDPS {64 * r}(R11), Z0, Z0
+	VMOVUPS Z0, {64 * r}(R11)""")
+    e(f"""	ADDQ $576, BX
+	ADDQ $1024, R11
+	DECQ R13
+	JNZ  {lbl}group
+	ADDQ ${bb}, SI
+	ADDQ R15, R10
+	DECQ R12
+	JNZ  {lbl}blk""")
+    e(tilerelease())
+    w += out_tail(lbl, ACC, 88, 80)
     return "\n".join(w) + "\n"
 
 
-sys.stdout.write(HEADER + kernel())
+sys.stdout.write(HEADER + luts() + kernel() + "".join(kernel32(dt) for dt in FMT32))
