@@ -261,14 +261,14 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	}
 }
 
-// BenchmarkLinearBlocked times decode (T = 1) and a 64-token prefill of
+// BenchmarkLinearBlocked times decode (T = 1) and a 16- and 64-token prefill of
 // a 1024×1024 block-format matrix on the integer and float32 paths
 // (bytes/s: weight bytes read).
 func BenchmarkLinearBlocked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(15, 10))
 	for _, dt := range []tensor.DType{tensor.Q4K, tensor.Q6K, tensor.MXFP4, tensor.Q4_0, tensor.Q8_0} {
 		W, _ := randomBlocked(rng, dt, 1024, 1024)
-		for _, T := range []int{1, 64} {
+		for _, T := range []int{1, 16, 64} {
 			x := make([]float32, T*W.Cols)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())

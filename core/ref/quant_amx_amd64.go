@@ -55,9 +55,11 @@ func detectAMX() bool {
 	return xcr0&(xtilecfg|xtiledata) == xtilecfg|xtiledata
 }
 
-// amxMinTokens is the fewest tokens of a product amxQ4K takes (a group of
-// 16 tokens is one tile; fewer tokens are padded with zeros).
-const amxMinTokens = 16
+// amxMinTokens is the fewest tokens of a product the AMX kernels take (a
+// group of 16 tokens is one tile, the last padded with zero tokens): from
+// 12 on they beat the VNNI tiles on a 1024×1024 matrix (Q4_K, Q8_0,
+// MXFP4; BenchmarkLinearBlocked), at 8 and fewer they do not.
+const amxMinTokens = 12
 
 // Scratch of one amxQ4K call (scripts/gen/quant_amx.py's layout), up to
 // amxGroups token groups per call.

@@ -34,7 +34,7 @@ func TestAMXKernels(t *testing.T) {
 				cols := dt.BlockLen() * blocks
 				for _, rows := range []int{16, 17, 33, 70} {
 					W, F := randomBlocked(rng, dt, rows, cols)
-					for _, T := range []int{16, 17, 31, 64, 65, 81} {
+					for _, T := range []int{12, 16, 17, 31, 64, 65, 81} {
 						name := fmt.Sprintf("%v/%dx%d/T%d/%d workers", dt, rows, cols, T, workers)
 						x := make([]float32, T*cols)
 						for i := range x {
