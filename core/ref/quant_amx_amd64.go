@@ -159,17 +159,24 @@ func (a *actQ8) amxTiles32() {
 	for tok := range a.T {
 		g, t := tok/16, tok%16
 		row := q[tok*n/4 : (tok+1)*n/4]
-		for b := range nb {
+		// A pair's 16 dwords: b0[0:16] b1[0:16] b0[16:32] b1[16:32].
+		for p := range nb / 2 {
+			src := (*[16]uint32)(row[16*p:])
+			r0, r1 := xt[(2*p*ng+g)*144:], xt[((2*p+1)*ng+g)*144:]
+			for k := range 4 {
+				r0[16*k+t], r1[16*k+t] = src[k], src[4+k]
+				r0[64+16*k+t], r1[64+16*k+t] = src[8+k], src[12+k]
+			}
+		}
+		if nb%2 == 1 {
+			b := nb - 1
 			rec := xt[(b*ng+g)*144:]
 			for k := range 8 {
-				// Dword k of block b in the pair layout (actQ8).
-				i := 8*b + k
-				if p, h := b/2, b%2; p < nb/2 {
-					i = 16*p + 4*h + k%4 + 8*(k/4)
-				}
-				rec[16*k+t] = row[i]
+				rec[16*k+t] = row[8*b+k]
 			}
-			rec[128+t] = math.Float32bits(a.d[tok*nb+b])
+		}
+		for b := range nb {
+			xt[(b*ng+g)*144+128+t] = math.Float32bits(a.d[tok*nb+b])
 		}
 	}
 	a.amx = true
