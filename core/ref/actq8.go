@@ -19,12 +19,13 @@ import (
 // Go version (actq8_generic.go: pure Go, purego and js/wasm builds, amd64
 // without AVX2; rowDotQ8's bits) and SIMD versions cross-checked against
 // it (amd64: AVX-512 VNNI, and AVX2 kernels that give the VNNI kernels'
-// bits): all compute the same integer sums and differ only in the order
-// of the float32 additions.
+// bits; AMX tiles for prefill, quant_amx_amd64.go, with rowDotQ8's bits):
+// all compute the same integer sums and differ only in the order of the
+// float32 additions.
 //
 // The choice (int8Blocks): every product with these formats takes this
 // path on every CPU — decode and prefill alike, so prefill gives each
-// token decode's bits. It rounds the activations (relative error ≤ 1/254 of
+// token decode's bits (but on AMX tiles, amxTakes: rowDotQ8's bits). It rounds the activations (relative error ≤ 1/254 of
 // each block's largest value), as llama.cpp's kernels do: k3-micro's
 // held-out perplexity stays within 0.6 % of llama.cpp's on every such
 // file, with the SIMD kernels and with the generic ones alike
@@ -459,8 +460,9 @@ func SetInt8Activations(on bool) (was bool) {
 }
 
 // Int8Kernels lists the sets of integer-path kernels this build and CPU
-// can run, fastest first: "vnni" (AVX-512 VNNI), "avx2" (amd64), "go"
-// (the generic kernels, everywhere). The default is the first.
+// can run, fastest first: "amx" ("vnni" with AMX tiles for prefill),
+// "vnni" (AVX-512 VNNI), "avx2" (amd64), "go" (the generic kernels,
+// everywhere). The default is the first.
 func Int8Kernels() []string { return int8KernelSets() }
 
 // SetInt8Kernels makes the integer path run the kernel set name (one of
