@@ -11,9 +11,9 @@ import (
 )
 
 // AMX (Advanced Matrix Extensions) tiles for prefill: kernel set "amx"
-// (Int8Kernels) is "vnni" with the products of a Q4_K, Q8_0, Q4_0 or
-// MXFP4 matrix with amxMinTokens or more tokens taken by amxQ4K or the
-// 32-value kernels (amxQ80, amxQ40, amxMXFP4), 16 weight rows × 16 tokens
+// (Int8Kernels) is "vnni" with the products of a Q4_K, Q6_K, Q8_0, Q4_0
+// or MXFP4 matrix with amxMinTokens or more tokens taken by amxQ4K,
+// amxQ6K or the 32-value kernels (amxQ80, amxQ40, amxMXFP4), 16 weight rows × 16 tokens
 // per int8 tile product (TDPBUSD, TDPBSSD). It gives each
 // (row, token) rowDotQ8's bits (decode's VNNI kernels differ from them in
 // the order of their float32 additions). It runs where the CPU has
@@ -25,6 +25,9 @@ import (
 //
 //go:noescape
 func amxQ4K(w *byte, ldw, nb int, xt *int8, u *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last int)
+
+//go:noescape
+func amxQ6K(w *byte, ldw, nb int, xt *int8, u *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last int)
 
 //go:noescape
 func amxQ80(w *byte, ldw, nb int, xt *int8, tab *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last, bstride int)
@@ -138,10 +141,10 @@ func (a *actQ8) amxTiles() {
 }
 
 // amxTakes reports whether a product of W with T tokens runs on AMX
-// tiles: kernel set "amx", a Q4_K, Q8_0, Q4_0 or MXFP4 W, T ≥
+// tiles: kernel set "amx", a Q4_K, Q6_K, Q8_0, Q4_0 or MXFP4 W, T ≥
 // amxMinTokens.
 func amxTakes(W *tensor.Mat, T int) bool {
-	return int8Kern == kernAMX && (W.DType == tensor.Q4K || amx32[W.DType] != nil) && T >= amxMinTokens && int8Blocks
+	return int8Kern == kernAMX && (actKindOf(W.DType) == act256 || amx32[W.DType] != nil) && T >= amxMinTokens && int8Blocks
 }
 
 // amxTiles32 lays out a's tokens (act32) for the 32-value kernels, in
@@ -187,7 +190,7 @@ func (a *actQ8) amxTiles32() {
 func prepareTiles(W *tensor.Mat, a *actQ8) {
 	switch {
 	case !amxTakes(W, a.T):
-	case W.DType == tensor.Q4K:
+	case a.kind == act256:
 		a.amxTiles()
 	default:
 		a.amxTiles32()
@@ -202,7 +205,11 @@ func prefillAMX(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
 	N, nb := W.Rows, a.blocks()
 	rb := W.DType.RowBytes(W.Cols)
 	ng := (a.T + 15) / 16
-	k256 := W.DType == tensor.Q4K
+	k256 := a.kind == act256
+	q4k := amxQ4K
+	if W.DType == tensor.Q6K {
+		q4k = amxQ6K
+	}
 	var scr [amxScratch]byte
 	_ = out[a.T*N-1]
 	full := amxCfg(16, k256)
@@ -215,7 +222,7 @@ func prefillAMX(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
 			n := min(amxGroups, ng-g0)
 			last := a.T - 16*(g0+n-1)
 			if k256 {
-				amxQ4K(&W.Q[o*rb], rb, nb, &a.xt[g0*nb*4096], &a.xu[g0*nb*144], n,
+				q4k(&W.Q[o*rb], rb, nb, &a.xt[g0*nb*4096], &a.xu[g0*nb*144], n,
 					&out[16*g0*N+o], 4*N, &scr[0], &cfg[0], m, last)
 				continue
 			}

@@ -13,7 +13,8 @@ import (
 	"github.com/tessera-llm/tessera/core/tensor"
 )
 
-// TestAMXKernels runs prefill on the AMX tiles (Q4_K, Q8_0, Q4_0, MXFP4)
+// TestAMXKernels runs prefill on the AMX tiles (Q4_K, Q6_K, Q8_0, Q4_0,
+// MXFP4)
 // and requires rowDotQ8's bits for every (row, token) — rows around the
 // 16-row groups, however the workers cut them, tokens around the 16-token
 // groups and the four groups of one kernel call, one block to several
@@ -29,7 +30,7 @@ func TestAMXKernels(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		p := NewPool(workers)
 		defer p.Close()
-		for _, dt := range []tensor.DType{tensor.Q4K, tensor.Q8_0, tensor.Q4_0, tensor.MXFP4} {
+		for _, dt := range []tensor.DType{tensor.Q4K, tensor.Q6K, tensor.Q8_0, tensor.Q4_0, tensor.MXFP4} {
 			for _, blocks := range []int{1, 2, 5, 8} {
 				cols := dt.BlockLen() * blocks
 				for _, rows := range []int{16, 17, 33, 70} {
@@ -66,7 +67,7 @@ func TestAMXKernels(t *testing.T) {
 	}
 	require.NotZero(t, ran)
 	withInt8Kern(kernAMX, func() {
-		for _, dt := range []tensor.DType{tensor.Q5_0, tensor.Q6K} {
+		for _, dt := range []tensor.DType{tensor.Q5_0, tensor.Q5K} {
 			require.False(t, amxTakes(&tensor.Mat{DType: dt}, 64), "%v has no AMX kernel", dt)
 		}
 	})

@@ -1,4 +1,5 @@
-# AMX (Advanced Matrix Extensions) int8 tile kernel for Q4_K prefill:
+# AMX (Advanced Matrix Extensions) int8 tile kernels for prefill (Q4_K, Q6_K,
+# Q8_0, Q4_0, MXFP4):
 # core/ref/quant_amx_amd64.s. Run as `python3 scripts/gen/quant_amx.py >
 # core/ref/quant_amx_amd64.s`. Go's assembler has no AMX mnemonics: the
 # tile instructions are emitted as bytes (amx() below), each with its
@@ -382,4 +383,141 @@ TEXT ·{name}(SB), NOSPLIT, $0-104
     return "\n".join(w) + "\n"
 
 
-sys.stdout.write(HEADER + luts() + kernel() + "".join(kernel32(dt) for dt in FMT32))
+def q6k_idx():
+    # VPERMW indices of the scales of step p: first half a (groups 4p,
+    # 4p+1), second b (4p+2, 4p+3), 16 words each.
+    s = ""
+    for p in range(4):
+        for half in range(2):
+            g = 4 * p + 2 * half
+            words = [g] * 16 + [g + 1] * 16
+            for i in range(8):
+                x = sum(words[4 * i + k] << (16 * k) for k in range(4))
+                s += f"DATA q6kidx<>+{512 * 0 + 128 * p + 64 * half + 8 * i}(SB)/8, $0x{x:016x}\n"
+    return s + "GLOBL q6kidx<>(SB), RODATA|NOPTR, $512\n"
+
+
+def kernel_q6k():
+    w = []
+    e = w.append
+    e("""
+// func amxQ6K(w *byte, ldw, nb int, xt *int8, u *float32, ng int, out *float32, ldo int, scr, cfg *byte, m, last int)
+//
+// amxQ4K for Q6_K rows (210-byte super-blocks, the activations laid out
+// the same): per super-block
+//
+//	I = Σ_k (sc_g(k)·(v_k − 32))·q_k = C_lo + 256·C_hi
+//	acc += (d·dx)·float32(I)
+//
+// with the products w = sc·(v − 32) (−4096 … 4096) split into an unsigned
+// low byte (TDPBUSD) and a signed high byte (TDPBSSD) — rowDotQ8's
+// operations in its order.
+TEXT ·amxQ6K(SB), NOSPLIT, $0-96
+	MOVQ cfg+72(FP), AX""")
+    e(ldtilecfg("AX"))
+    e(f"""	MOVQ scr+64(FP), R9
+	MOVQ ng+40(FP), CX
+	SHLQ $4, CX
+	VPXORD Z0, Z0, Z0
+	LEAQ {ACC}(R9), AX
+amxq6kzero:
+	VMOVUPS Z0, (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  amxq6kzero
+	MOVL $0x000f000f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x00300030, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x00200020, AX
+	VPBROADCASTD AX, Z29""")
+    for i in range(8):
+        e(f"\tVMOVDQU64 q6kidx<>+{64 * i}(SB), Z{20 + i}")
+    e(f"""	MOVQ w+0(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVQ xt+24(FP), R10
+	MOVQ u+32(FP), R11
+	MOVQ CX, R15
+	SHLQ $12, R15
+	IMUL3Q $576, CX, R14
+	MOVQ $64, DX
+amxq6ksb:
+	MOVQ SI, DI
+	MOVQ ldw+8(FP), R8
+	LEAQ {RS}(R9), BX
+	MOVQ R9, AX
+	MOVQ m+80(FP), R13
+amxq6krow:
+	VPBROADCASTW 208(DI), X0
+	VCVTPH2PS X0, X0
+	VMOVSS X0, (BX)
+	VPMOVSXBW 192(DI), Y2""")
+    for n in range(2):
+        e(f"""	VPMOVZXBW {64 * n}(DI), Z3
+	VPMOVZXBW {64 * n + 32}(DI), Z4
+	VPMOVZXBW {128 + 32 * n}(DI), Z5""")
+        for h in range(2):
+            p = 2 * n + h
+            L = []
+            # a: values 0-31 of the step, b: 32-63.
+            L += ["VPANDD Z31, Z3, Z6" if h == 0 else "VPSRLW $4, Z3, Z6"]
+            L += ["VPSLLW $4, Z5, Z7" if h == 0 else "VMOVDQA64 Z5, Z7", "VPANDD Z30, Z7, Z7",
+                  "VPORD Z7, Z6, Z6", "VPSUBW Z29, Z6, Z6"]
+            L += ["VPANDD Z31, Z4, Z8" if h == 0 else "VPSRLW $4, Z4, Z8"]
+            L += ["VPSLLW $2, Z5, Z9" if h == 0 else "VPSRLW $2, Z5, Z9", "VPANDD Z30, Z9, Z9",
+                  "VPORD Z9, Z8, Z8", "VPSUBW Z29, Z8, Z8"]
+            L += [f"VPERMW Z2, Z{20 + 2 * p}, Z10", "VPMULLW Z10, Z6, Z6",
+                  f"VPERMW Z2, Z{21 + 2 * p}, Z11", "VPMULLW Z11, Z8, Z8",
+                  f"VPMOVWB Z6, {APK + 2048 * p}(AX)", f"VPMOVWB Z8, {APK + 2048 * p + 32}(AX)",
+                  "VPSRAW $8, Z6, Z6", "VPSRAW $8, Z8, Z8",
+                  f"VPMOVWB Z6, {APK + 2048 * p + 1024}(AX)", f"VPMOVWB Z8, {APK + 2048 * p + 1056}(AX)"]
+            w += ["\t" + l for l in L]
+    e("""	ADDQ R8, DI
+	ADDQ $64, BX
+	ADDQ $64, AX
+	DECQ R13
+	JNZ  amxq6krow
+	MOVQ ng+40(FP), R12
+	MOVQ R10, BX
+	MOVQ R11, R13
+	LEAQ %d(R9), R8
+amxq6kgroup:""" % ACC)
+    e(tilezero(0))
+    e(tilezero(1))
+    e("\tMOVQ R9, AX\n\tLEAQ 1024(R9), DI")
+    for p in range(4):
+        e(tileloadd(2, "AX", "DX"))
+        e(tileloadd(3, "DI", "DX"))
+        e(tileloadd(4, "BX", "DX"))
+        e(tdpbusd(0, 2, 4))
+        e(tdpbssd(1, 3, 4))
+        e("\tADDQ $2048, AX\n\tADDQ $2048, DI\n\tADDQ $1024, BX")
+    e(f"\tLEAQ {CLO}(R9), AX\n\tLEAQ {CHI}(R9), DI")
+    e(tilestored(0, "AX", "DX"))
+    e(tilestored(1, "DI", "DX"))
+    e("\tVMOVUPS (R13), Z16")
+    for r in range(16):
+        e(f"""	VMOVDQU32 {CHI + 64 * r}(R9), Z0
+	VPSLLD $8, Z0, Z0
+	VPADDD {CLO + 64 * r}(R9), Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS.BCST {RS + 64 * r}(R9), Z16, Z1
+	VMULPS Z1, Z0, Z0
+	VADDPS {64 * r}(R8), Z0, Z0
+	VMOVUPS Z0, {64 * r}(R8)""")
+    e("""	LEAQ -4096(BX)(R15*1), BX
+	ADDQ R14, R13
+	ADDQ $1024, R8
+	DECQ R12
+	JNZ  amxq6kgroup
+	ADDQ $210, SI
+	ADDQ $4096, R10
+	ADDQ $576, R11
+	DECQ CX
+	JNZ  amxq6ksb""")
+    e(tilerelease())
+    w += out_tail("amxq6k", ACC, 88, 80)
+    return "\n".join(w) + "\n"
+
+
+sys.stdout.write(HEADER + luts() + q6k_idx() + kernel() + kernel_q6k() + "".join(kernel32(dt) for dt in FMT32))
