@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +73,24 @@ func TestAMXKernels(t *testing.T) {
 			require.False(t, amxTakes(&tensor.Mat{DType: dt}, 64), "%v has no AMX kernel", dt)
 		}
 	})
+}
+
+// TestNoAMXEnv: TESSERA_CPU_NO_AMX=1 takes the AMX set away (VNNI is then
+// the default), checked in a child process of this test binary.
+func TestNoAMXEnv(t *testing.T) {
+	if os.Getenv("TESSERA_CPU_NO_AMX") == "1" {
+		require.False(t, useAMX)
+		require.NotContains(t, Int8Kernels(), "amx")
+		require.Equal(t, useVNNI, Int8Kernels()[0] == "vnni")
+		return
+	}
+	if !useAMX {
+		t.Skip("no AMX on this CPU")
+	}
+	require.Equal(t, "amx", Int8Kernels()[0], "AMX is the default where the CPU has it")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNoAMXEnv$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TESSERA_CPU_NO_AMX=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestNoAMXEnv", "%s", out)
 }
