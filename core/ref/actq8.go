@@ -19,12 +19,13 @@ import (
 // Go version (actq8_generic.go: pure Go, purego and js/wasm builds, amd64
 // without AVX2; rowDotQ8's bits) and SIMD versions cross-checked against
 // it (amd64: AVX-512 VNNI, and AVX2 kernels that give the VNNI kernels'
-// bits): all compute the same integer sums and differ only in the order
-// of the float32 additions.
+// bits; AMX tiles for prefill, quant_amx_amd64.go, with rowDotQ8's bits):
+// all compute the same integer sums and differ only in the order of the
+// float32 additions.
 //
 // The choice (int8Blocks): every product with these formats takes this
 // path on every CPU — decode and prefill alike, so prefill gives each
-// token decode's bits. It rounds the activations (relative error ≤ 1/254 of
+// token decode's bits (but on AMX tiles, amxTakes: rowDotQ8's bits). It rounds the activations (relative error ≤ 1/254 of
 // each block's largest value), as llama.cpp's kernels do: k3-micro's
 // held-out perplexity stays within 0.6 % of llama.cpp's on every such
 // file, with the SIMD kernels and with the generic ones alike
@@ -91,6 +92,11 @@ type actQ8 struct {
 	// both tokens' products with one int64 product per weight.
 	q2     []int64
 	paired bool
+	// xt and xu hold, when amx is set, the tokens laid out for the AMX
+	// tiles (amxTiles, amd64).
+	xt  []int8
+	xu  []float32
+	amx bool
 }
 
 // metaWords is the size of the metadata of an act32 pair or an act256
@@ -139,7 +145,7 @@ func (a *actQ8) quantize(kind actKind, x []float32, n, T int) {
 // scratch for workers quantizing rows at once (quantizeRows).
 func (a *actQ8) prepare(kind actKind, n, T, workers int) {
 	a.kind, a.n, a.T = kind, n, T
-	a.paired = false
+	a.paired, a.amx = false, false
 	bl := 32
 	if kind == act256 {
 		bl = 256
@@ -454,8 +460,9 @@ func SetInt8Activations(on bool) (was bool) {
 }
 
 // Int8Kernels lists the sets of integer-path kernels this build and CPU
-// can run, fastest first: "vnni" (AVX-512 VNNI), "avx2" (amd64), "go"
-// (the generic kernels, everywhere). The default is the first.
+// can run, fastest first: "amx" ("vnni" with AMX tiles for prefill),
+// "vnni" (AVX-512 VNNI), "avx2" (amd64), "go" (the generic kernels,
+// everywhere). The default is the first.
 func Int8Kernels() []string { return int8KernelSets() }
 
 // SetInt8Kernels makes the integer path run the kernel set name (one of
@@ -522,6 +529,7 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	if T > 1 && genericInt8(W.DType) {
 		a.pairUp()
 	}
+	prepareTiles(W, a)
 	j := &p.q8
 	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
 	grain := 1 + 32768/max(1, W.Cols*T)

@@ -218,7 +218,8 @@ func TestInt8GenericMatchesRowDotQ8(t *testing.T) {
 // TestInt8LinearTokensMatchDecode: a prefill of T tokens through the
 // integer path (its activations quantized by one worker, or in parallel
 // from quantParallelT tokens on) gives each token the bits of decoding it
-// alone, for any number of workers.
+// alone, for any number of workers — but on AMX tiles (amxTakes), which
+// give rowDotQ8's bits, decode's within the float32 rounding.
 func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 8))
 	for _, workers := range []int{1, 2, 3} {
@@ -226,7 +227,8 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 		defer p.Close()
 		for _, dt := range int8Formats {
 			rows, cols, T := 37, 3*dt.BlockLen(), 7+workers*quantParallelT
-			W, _ := randomBlocked(rng, dt, rows, cols)
+			kind := actKindOf(dt)
+			W, F := randomBlocked(rng, dt, rows, cols)
 			x := make([]float32, T*cols)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())
@@ -234,24 +236,39 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 			withInt8Blocks(true, func() {
 				all := make([]float32, T*rows)
 				Linear(p, all, x, T, W)
+				var a actQ8
+				a.quantize(kind, x, cols, T)
 				for tt := range T {
 					one := make([]float32, rows)
 					Linear(p, one, x[tt*cols:(tt+1)*cols], 1, W)
-					require.Equal(t, one, all[tt*rows:(tt+1)*rows], "%v token %d, %d workers", dt, tt, workers)
+					if !amxTakes(W, T) {
+						require.Equal(t, one, all[tt*rows:(tt+1)*rows], "%v token %d, %d workers", dt, tt, workers)
+						continue
+					}
+					// AMX tiles: rowDotQ8's bits, decode's within rounding.
+					for o := range rows {
+						want := rowDotQ8(W, o, &a, tt, 0, a.blocks())
+						require.Equal(t, want, all[tt*rows+o], "%v token %d row %d, %d workers: AMX", dt, tt, o, workers)
+						var mag float64
+						for i := range cols {
+							mag += math.Abs(float64(F.F32[o*cols+i] * x[tt*cols+i]))
+						}
+						require.InDelta(t, one[o], want, 2e-6*(1+mag), "%v token %d row %d: AMX vs decode", dt, tt, o)
+					}
 				}
 			})
 		}
 	}
 }
 
-// BenchmarkLinearBlocked times decode (T = 1) and a 64-token prefill of
+// BenchmarkLinearBlocked times decode (T = 1) and a 16- and 64-token prefill of
 // a 1024×1024 block-format matrix on the integer and float32 paths
 // (bytes/s: weight bytes read).
 func BenchmarkLinearBlocked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(15, 10))
 	for _, dt := range []tensor.DType{tensor.Q4K, tensor.Q6K, tensor.MXFP4, tensor.Q4_0, tensor.Q8_0} {
 		W, _ := randomBlocked(rng, dt, 1024, 1024)
-		for _, T := range []int{1, 64} {
+		for _, T := range []int{1, 16, 64} {
 			x := make([]float32, T*W.Cols)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())

@@ -70,12 +70,14 @@ func init() {
 	avx2Kernels[tensor.Q6K], avx2Tiles[tensor.Q6K], avx2TileTokens[tensor.Q6K] = gemv2Q6KAVX2, gemm1x2Q6KAVX2, 2
 }
 
-// int8Kern is the kernels of the integer path on this CPU: VNNI, else
-// AVX2, else the generic ones (actq8_generic.go); each set takes every
+// int8Kern is the kernels of the integer path on this CPU: AMX (VNNI
+// with AMX tiles for Q4_K prefill), else VNNI, else AVX2, else the generic ones (actq8_generic.go); each set takes every
 // format of actKindOf. Tests switch it to run each set on any CPU that
 // has it.
 var int8Kern = func() int8Kernels {
 	switch {
+	case useAMX:
+		return kernAMX
 	case useVNNI:
 		return kernVNNI
 	case useAVX2:
@@ -91,10 +93,11 @@ const (
 	kernGo int8Kernels = iota
 	kernAVX2
 	kernVNNI
+	kernAMX
 )
 
 // int8KernelNames names the kernel sets for Int8Kernels.
-var int8KernelNames = [...]string{kernGo: "go", kernAVX2: "avx2", kernVNNI: "vnni"}
+var int8KernelNames = [...]string{kernGo: "go", kernAVX2: "avx2", kernVNNI: "vnni", kernAMX: "amx"}
 
 // int8KernelSets lists the sets this CPU has, fastest first.
 func int8KernelSets() []string {
@@ -104,6 +107,9 @@ func int8KernelSets() []string {
 	}
 	if useVNNI {
 		l = append([]string{"vnni"}, l...)
+	}
+	if useAMX {
+		l = append([]string{"amx"}, l...)
 	}
 	return l
 }

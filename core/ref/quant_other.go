@@ -36,6 +36,12 @@ func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
 	prefillGeneric(W, lo, hi, a, out)
 }
 
+// prepareTiles does nothing: no AMX kernels in this build.
+func prepareTiles(W *tensor.Mat, a *actQ8) {}
+
+// amxTakes is false: no AMX kernels in this build.
+func amxTakes(W *tensor.Mat, T int) bool { return false }
+
 // quantBlocks is quantBlocksGeneric.
 func quantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) {
 	quantBlocksGeneric(x, bl, q, d, s16)

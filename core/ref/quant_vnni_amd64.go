@@ -200,10 +200,15 @@ func gemv4Q8(W *tensor.Mat, o, ldwRows, ng int, a *actQ8, t int, s []float32) {
 // with token t of a (T > 1) for lo ≤ o < hi: 2×8 tiles (32-value formats)
 // or 2×4 (K-quants), 2×N for the last N < 4 tokens, the last row on its
 // own, each (row, token) with the operations of decode; with the generic
-// kernels where they take W's format.
+// kernels where they take W's format; on AMX tiles where a is laid out
+// for them (prepareTiles; rowDotQ8's bits).
 func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
 	if genericInt8(W.DType) {
 		prefillGeneric(W, lo, hi, a, out)
+		return
+	}
+	if a.amx {
+		prefillAMX(W, lo, hi, a, out)
 		return
 	}
 	N, nb, kb := W.Rows, a.blocks(), a.kernelBlocks()
