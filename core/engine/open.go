@@ -64,7 +64,7 @@ type OpenOptions struct {
 const ExactEnv = "TESSERA_EXACT"
 
 // Int8KernelsEnv names the CPU's integer-path kernel set for every engine
-// (ref.Int8Kernels: "vnni", "avx2", "go"; the fastest by default). The
+// (ref.Int8Kernels: "amx", "vnni", "avx2", "go"; the fastest by default). The
 // sets give the same integer sums and differ in the order of the float32
 // additions: "go" gives the bits of the browser's CPU path.
 const Int8KernelsEnv = "TESSERA_INT8_KERNELS"
