@@ -27,12 +27,13 @@ var simd128 struct {
 	ok              bool
 	reason          string
 	rows, gemm, kda js.Value
+	qrows           js.Value
 }
 
 // simd128Params is the parameter block the kernels read (kernels.wat).
 // js/wasm runs one goroutine at a time and nothing between filling it and
 // the call can switch goroutines, so one block serves every caller.
-var simd128Params [9]int32
+var simd128Params [15]int32
 
 // SIMD128 reports whether matrix-vector products run in the WebAssembly
 // SIMD128 kernel module, and if not, why.
@@ -75,6 +76,7 @@ func simd128Init() {
 	simd128.rows = ki.Get("exports").Get("rows").Call("bind", js.Null(), p)
 	simd128.gemm = ki.Get("exports").Get("gemm").Call("bind", js.Null(), p)
 	simd128.kda = ki.Get("exports").Get("kda").Call("bind", js.Null(), p)
+	simd128.qrows = ki.Get("exports").Get("qrows").Call("bind", js.Null(), p)
 	simd128.ok, simd128.reason = true, "WebAssembly SIMD128 kernels"
 }
 
@@ -175,5 +177,55 @@ func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool {
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(v)
 	runtime.KeepAlive(o)
+	return true
+}
+
+// simdQ8Format is the module's number of each block format with an
+// integer kernel (kernels.wat, qrows).
+var simdQ8Format = map[tensor.DType]int32{
+	tensor.Q8_0: 0, tensor.Q4_0: 1, tensor.Q5_0: 2, tensor.MXFP4: 3, tensor.Q4K: 4, tensor.Q6K: 5,
+}
+
+// useSIMDQ8 reports whether the integer path of dt runs in the SIMD128
+// module.
+func useSIMDQ8(dt tensor.DType) bool {
+	if ok, _ := SIMD128(); !ok || !simdQ8On {
+		return false
+	}
+	_, ok := simdQ8Format[dt]
+	return ok
+}
+
+// simdQ8 is q8Generic in the SIMD128 module for rows [lo, hi) of W and
+// tokens t0 … t0+T−1 of a: out[u·ldo + o−lo] = rowDotQ8(W, o, a, t0+u, 0,
+// a.kernelBlocks()), with the generic kernels' bits. False (and nothing
+// done) where the module is unavailable or has no kernel for W.
+func simdQ8(W *tensor.Mat, lo, hi int, a *actQ8, t0, T int, out []float32, ldo int) bool {
+	if hi <= lo || T < 1 || !useSIMDQ8(W.DType) {
+		return false
+	}
+	units := a.units
+	if a.kind == act32 {
+		units = a.kernelBlocks() / 2
+	}
+	if units == 0 { // one 32-value block: all of it is the odd one
+		for u := range T {
+			clear(out[u*ldo : u*ldo+hi-lo])
+		}
+		return true
+	}
+	n, nb, rb := a.n, a.blocks(), W.DType.RowBytes(W.Cols)
+	w := W.Q[lo*rb : hi*rb]
+	q, d, m := a.q[t0*n:(t0+T)*n], a.d[t0*nb:(t0+T)*nb], a.m[t0*a.lm:(t0+T)*a.lm]
+	out = out[:(T-1)*ldo+hi-lo]
+	p := &simd128Params
+	p[0], p[1], p[2], p[3] = simdQ8Format[W.DType], addr32(unsafe.Pointer(&w[0])), int32(rb), int32(hi-lo)
+	p[4], p[5], p[6], p[7] = addr32(unsafe.Pointer(&q[0])), int32(n), addr32(unsafe.Pointer(&d[0])), int32(4*nb)
+	p[8], p[9], p[10], p[11] = addr32(unsafe.Pointer(&m[0])), int32(4*a.lm), int32(units), int32(T)
+	p[12], p[13], p[14] = addr32(unsafe.Pointer(&out[0])), int32(ldo), addr32(unsafe.Pointer(&e8m0Half[0]))
+	simd128.qrows.Invoke()
+	runtime.KeepAlive(W)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(out)
 	return true
 }

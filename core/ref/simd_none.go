@@ -23,3 +23,11 @@ func useSIMD128(W *tensor.Mat) bool { return false }
 
 // simdKDAStep has no SIMD128 module to run in this build.
 func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool { return false }
+
+// useSIMDQ8 is false: no SIMD128 module in this build.
+func useSIMDQ8(dt tensor.DType) bool { return false }
+
+// simdQ8 has no SIMD128 module to run in this build.
+func simdQ8(W *tensor.Mat, lo, hi int, a *actQ8, t0, T int, out []float32, ldo int) bool {
+	return false
+}
