@@ -76,7 +76,8 @@ func TestQuantizeAct(t *testing.T) {
 	}
 }
 
-// TestQuantBlocksMatchGeneric: the SIMD quantizer gives quantBlock's bits.
+// TestQuantBlocksMatchGeneric: the SIMD quantizer (AVX-512, or the
+// browser's SIMD128 module under js/wasm) gives quantBlock's bits.
 func TestQuantBlocksMatchGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 9))
 	for _, bl := range []int{32, 256} {

@@ -65,7 +65,11 @@ func prefillQ8(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
 	prefillGeneric(W, lo, hi, a, out)
 }
 
-// quantBlocks is quantBlocksGeneric.
+// quantBlocks is quantBlocksGeneric, in the browser's SIMD128 module where
+// it runs.
 func quantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) {
+	if simdQuantBlocks(x, bl, q, d, s16) {
+		return
+	}
 	quantBlocksGeneric(x, bl, q, d, s16)
 }

@@ -27,7 +27,7 @@ var simd128 struct {
 	ok              bool
 	reason          string
 	rows, gemm, kda js.Value
-	qrows           js.Value
+	qrows, quant    js.Value
 }
 
 // simd128Params is the parameter block the kernels read (kernels.wat).
@@ -77,6 +77,7 @@ func simd128Init() {
 	simd128.gemm = ki.Get("exports").Get("gemm").Call("bind", js.Null(), p)
 	simd128.kda = ki.Get("exports").Get("kda").Call("bind", js.Null(), p)
 	simd128.qrows = ki.Get("exports").Get("qrows").Call("bind", js.Null(), p)
+	simd128.quant = ki.Get("exports").Get("quant").Call("bind", js.Null(), p)
 	simd128.ok, simd128.reason = true, "WebAssembly SIMD128 kernels"
 }
 
@@ -227,5 +228,28 @@ func simdQ8(W *tensor.Mat, lo, hi int, a *actQ8, t0, T int, out []float32, ldo i
 	runtime.KeepAlive(W)
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(out)
+	return true
+}
+
+// simdQuantBlocks is quantBlocksGeneric in the SIMD128 module (its bits
+// for finite x); false where the module is unavailable or x holds no
+// block.
+func simdQuantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) bool {
+	nb := len(x) / bl
+	if nb == 0 || bl%16 != 0 || !simdQ8On {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	q, d, s16 = q[:nb*bl], d[:nb], s16[:nb*bl/16]
+	p := &simd128Params
+	p[0], p[1], p[2] = addr32(unsafe.Pointer(&x[0])), int32(nb), int32(bl)
+	p[3], p[4], p[5] = addr32(unsafe.Pointer(&q[0])), addr32(unsafe.Pointer(&d[0])), addr32(unsafe.Pointer(&s16[0]))
+	simd128.quant.Invoke()
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(s16)
 	return true
 }

@@ -31,3 +31,6 @@ func useSIMDQ8(dt tensor.DType) bool { return false }
 func simdQ8(W *tensor.Mat, lo, hi int, a *actQ8, t0, T int, out []float32, ldo int) bool {
 	return false
 }
+
+// simdQuantBlocks has no SIMD128 module to run in this build.
+func simdQuantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) bool { return false }

@@ -38,6 +38,7 @@
 ;;        out[t·ldo + r] = rowDotQ8(row r, token t) over the units: the
 ;;        integer sums are exact, and the f32 operations are the generic
 ;;        Go kernels' (actq8_generic.go), in their order, so their bits.
+;; quant: the activations' int8 blocks (quantBlocksGeneric's bits), below.
 ;;
 ;; Every output, whichever kernel and tile computes it, is summed in one
 ;; order: per 16 columns, four f32x4 products added one after the other to
@@ -1468,4 +1469,60 @@
       (call $qrows_q4_k (local.get $p)) (return))
       (call $qrows_q6_k (local.get $p)) (return))
     (unreachable))
+
+  ;; quant: the activations' int8 blocks (core/ref/actq8.go, quantBlocks).
+  ;; Parameter block: x, blocks, bl, q, d, s16 (i32 each, from p).
+  (func (export "quant") (param $p i32)
+    (local $x i32) (local $nb i32) (local $bl i32) (local $q i32) (local $d i32) (local $s16 i32)
+    (local $b i32) (local $xp i32) (local $xe i32) (local $qp i32) (local $qe i32) (local $v v128) (local $id v128) (local $amax f32)
+    (local.set $x (i32.load offset=0 (local.get $p)))
+    (local.set $nb (i32.load offset=4 (local.get $p)))
+    (local.set $bl (i32.load offset=8 (local.get $p)))
+    (local.set $q (i32.load offset=12 (local.get $p)))
+    (local.set $d (i32.load offset=16 (local.get $p)))
+    (local.set $s16 (i32.load offset=20 (local.get $p)))
+    (local.set $qp (local.get $q))
+    (block $bdone
+      (loop $blk
+        (br_if $bdone (i32.ge_u (local.get $b) (local.get $nb)))
+        (local.set $xe (i32.add (local.get $x) (i32.shl (local.get $bl) (i32.const 2))))
+        (local.set $v (v128.const i32x4 0 0 0 0))
+        (local.set $xp (local.get $x))
+        (block $mdone
+          (loop $max
+            (br_if $mdone (i32.ge_u (local.get $xp) (local.get $xe)))
+            (local.set $v (f32x4.max (local.get $v) (f32x4.abs (v128.load (local.get $xp)))))
+            (local.set $xp (i32.add (local.get $xp) (i32.const 16)))
+            (br $max)))
+        (local.set $amax (f32.max (f32.max (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
+          (f32.max (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
+        (local.set $id (f32x4.splat (f32.div (f32.const 127) (local.get $amax))))
+        (if (f32.eq (local.get $amax) (f32.const 0))
+          (then (local.set $id (v128.const i32x4 0 0 0 0))))
+        (f32.store (local.get $d) (f32.div (local.get $amax) (f32.const 127)))
+        (local.set $xp (local.get $x))
+        (block $qdone
+          (loop $qv
+            (br_if $qdone (i32.ge_u (local.get $xp) (local.get $xe)))
+            (v128.store (local.get $qp) (i8x16.narrow_i16x8_s
+              (i16x8.narrow_i32x4_s (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=0 (local.get $xp)) (local.get $id)))) (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=16 (local.get $xp)) (local.get $id)))))
+              (i16x8.narrow_i32x4_s (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=32 (local.get $xp)) (local.get $id)))) (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (v128.load offset=48 (local.get $xp)) (local.get $id)))))))
+            (local.set $xp (i32.add (local.get $xp) (i32.const 64)))
+            (local.set $qp (i32.add (local.get $qp) (i32.const 16)))
+            (br $qv)))
+        (local.set $x (local.get $xe))
+        (local.set $d (i32.add (local.get $d) (i32.const 4)))
+        (local.set $b (i32.add (local.get $b) (i32.const 1)))
+        (br $blk)))
+    ;; the sums per 16 values
+    (local.set $qe (local.get $qp))
+    (local.set $qp (local.get $q))
+    (block $sdone
+      (loop $sum
+        (br_if $sdone (i32.ge_u (local.get $qp) (local.get $qe)))
+        (local.set $v (i32x4.extadd_pairwise_i16x8_s (i16x8.extadd_pairwise_i8x16_s (v128.load (local.get $qp)))))
+        (i32.store (local.get $s16) (i32.add (i32.add (i32x4.extract_lane 0 (local.get $v)) (i32x4.extract_lane 1 (local.get $v))) (i32.add (i32x4.extract_lane 2 (local.get $v)) (i32x4.extract_lane 3 (local.get $v)))))
+        (local.set $qp (i32.add (local.get $qp) (i32.const 16)))
+        (local.set $s16 (i32.add (local.get $s16) (i32.const 4)))
+        (br $sum))))
 )
