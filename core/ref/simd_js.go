@@ -28,6 +28,8 @@ var simd128 struct {
 	reason          string
 	rows, gemm, kda js.Value
 	qrows, quant    js.Value
+	// the chunked KDA's row-block helpers
+	axpyRows, mulRows, dotRows js.Value
 }
 
 // simd128Params is the parameter block the kernels read (kernels.wat).
@@ -78,6 +80,9 @@ func simd128Init() {
 	simd128.kda = ki.Get("exports").Get("kda").Call("bind", js.Null(), p)
 	simd128.qrows = ki.Get("exports").Get("qrows").Call("bind", js.Null(), p)
 	simd128.quant = ki.Get("exports").Get("quant").Call("bind", js.Null(), p)
+	simd128.axpyRows = ki.Get("exports").Get("axpyrows").Call("bind", js.Null(), p)
+	simd128.mulRows = ki.Get("exports").Get("mulrows").Call("bind", js.Null(), p)
+	simd128.dotRows = ki.Get("exports").Get("dotrows").Call("bind", js.Null(), p)
 	simd128.ok, simd128.reason = true, "WebAssembly SIMD128 kernels"
 }
 
@@ -252,4 +257,55 @@ func simdQuantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) bo
 	runtime.KeepAlive(d)
 	runtime.KeepAlive(s16)
 	return true
+}
+
+// simdRowsMin is the fewest values (rows × columns) a row-block helper
+// takes to the module: below it the call costs more than it saves.
+const simdRowsMin = 256
+
+// simdRowsCall runs the module's row-block helper f on dst (or out), c (or
+// x, or v), R with row stride ld, rows rows of d values; false where the
+// module is unavailable or the block is small.
+func simdRowsCall(f *js.Value, dst, c, R []float32, ld, rows, d int) bool {
+	if rows*d < simdRowsMin || d == 0 {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	p := &simd128Params
+	p[0], p[1] = addr32(unsafe.Pointer(&dst[0])), addr32(unsafe.Pointer(&c[0]))
+	p[2], p[3], p[4], p[5] = addr32(unsafe.Pointer(&R[0])), int32(ld), int32(rows), int32(d)
+	f.Invoke()
+	runtime.KeepAlive(dst)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(R)
+	return true
+}
+
+// simdAxpyRows is axpyRowsGeneric in the module (its bits).
+func simdAxpyRows(dst, c, R []float32, ld int) bool {
+	d, rows := len(dst), len(c)
+	if rows == 0 || d == 0 {
+		return false
+	}
+	return simdRowsCall(&simd128.axpyRows, dst, c, R[:(rows-1)*ld+d], ld, rows, d)
+}
+
+// simdMulRows is mulRowsGeneric in the module (its bits).
+func simdMulRows(dst, v []float32) bool {
+	d := len(v)
+	if d == 0 || len(dst) < d {
+		return false
+	}
+	return simdRowsCall(&simd128.mulRows, dst, v, dst, d, len(dst)/d, d)
+}
+
+// simdDotRows is dotRowsGeneric in the module (its bits).
+func simdDotRows(out, x, R []float32, ld int) bool {
+	d, rows := len(x), len(out)
+	if rows == 0 || d == 0 {
+		return false
+	}
+	return simdRowsCall(&simd128.dotRows, out, x, R[:(rows-1)*ld+d], ld, rows, d)
 }

@@ -260,3 +260,47 @@ func requireBits(t *testing.T, want, got []float32, name string) {
 		}
 	}
 }
+
+// TestSIMD128RowKernelsExact: the module's row-block helpers of the
+// chunked KDA give their generic forms' bits, over widths around the
+// vector steps (tails included) and row counts from one.
+func TestSIMD128RowKernelsExact(t *testing.T) {
+	requireSIMD128(t)
+	r := rand.New(rand.NewPCG(31, 43))
+	for _, d := range []int{1, 3, 4, 7, 8, 9, 15, 16, 17, 64, 100, 256, 300} {
+		for _, rows := range []int{1, 2, 5, 64, 300} {
+			big := rows*d >= simdRowsMin // smaller blocks stay in Go
+			name := fmt.Sprintf("d=%d rows=%d", d, rows)
+			ld := d + r.IntN(3)
+			R := randVec(r, rows*ld, 1)
+			c := randVec(r, rows, 1)
+			got := randVec(r, d, 1)
+			want := append([]float32(nil), got...)
+			if !simdAxpyRows(got, c, R, ld) {
+				require.False(t, big, name)
+				axpyRowsGeneric(got, c, R, ld)
+			}
+			axpyRowsGeneric(want, c, R, ld)
+			requireBits(t, want, got, "axpyRows "+name)
+
+			m1 := randVec(r, rows*d+d/2, 1)
+			m2 := append([]float32(nil), m1...)
+			v := randVec(r, d, 1)
+			if !simdMulRows(m1, v) {
+				require.False(t, big, name)
+				mulRowsGeneric(m1, v)
+			}
+			mulRowsGeneric(m2, v)
+			requireBits(t, m2, m1, "mulRows "+name)
+
+			x := randVec(r, d, 1)
+			o1, o2 := make([]float32, rows), make([]float32, rows)
+			if !simdDotRows(o1, x, R, ld) {
+				require.False(t, big, name)
+				dotRowsGeneric(o1, x, R, ld)
+			}
+			dotRowsGeneric(o2, x, R, ld)
+			requireBits(t, o2, o1, "dotRows "+name)
+		}
+	}
+}

@@ -34,3 +34,12 @@ func simdQ8(W *tensor.Mat, lo, hi int, a *actQ8, t0, T int, out []float32, ldo i
 
 // simdQuantBlocks has no SIMD128 module to run in this build.
 func simdQuantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) bool { return false }
+
+// simdAxpyRows has no SIMD128 module to run in this build.
+func simdAxpyRows(dst, c, R []float32, ld int) bool { return false }
+
+// simdMulRows has no SIMD128 module to run in this build.
+func simdMulRows(dst, v []float32) bool { return false }
+
+// simdDotRows has no SIMD128 module to run in this build.
+func simdDotRows(out, x, R []float32, ld int) bool { return false }

@@ -39,6 +39,8 @@
 ;;        integer sums are exact, and the f32 operations are the generic
 ;;        Go kernels' (actq8_generic.go), in their order, so their bits.
 ;; quant: the activations' int8 blocks (quantBlocksGeneric's bits), below.
+;; axpyrows, mulrows, dotrows: the chunked KDA's row-block helpers
+;;        (core/ref/rows.go; the generic forms' bits), below.
 ;;
 ;; Every output, whichever kernel and tile computes it, is summed in one
 ;; order: per 16 columns, four f32x4 products added one after the other to
@@ -1525,4 +1527,119 @@
         (local.set $qp (i32.add (local.get $qp) (i32.const 16)))
         (local.set $s16 (i32.add (local.get $s16) (i32.const 4)))
         (br $sum))))
+
+  ;; axpyrows: dst[k] += c[r]·R[r·ld + k] for r < rows in order, k < d.
+  (func (export "axpyrows") (param $p i32)
+    (local $dst i32) (local $c i32) (local $R i32) (local $ld i32) (local $rows i32) (local $d i32) (local $k i32) (local $r i32) (local $rp i32) (local $a v128) (local $s f32) (local $d4 i32)
+    (local.set $dst (i32.load offset=0 (local.get $p)))
+    (local.set $c (i32.load offset=4 (local.get $p)))
+    (local.set $R (i32.load offset=8 (local.get $p)))
+    (local.set $ld (i32.load offset=12 (local.get $p)))
+    (local.set $rows (i32.load offset=16 (local.get $p)))
+    (local.set $d (i32.load offset=20 (local.get $p)))
+    (local.set $ld (i32.shl (local.get $ld) (i32.const 2)))
+    (local.set $d4 (i32.and (local.get $d) (i32.const -4)))
+    (block $vdone (loop $vec
+      (br_if $vdone (i32.ge_u (local.get $k) (local.get $d4)))
+      (local.set $a (v128.load (i32.add (local.get $dst) (i32.shl (local.get $k) (i32.const 2)))))
+      (local.set $rp (i32.add (local.get $R) (i32.shl (local.get $k) (i32.const 2))))
+      (local.set $r (i32.const 0))
+      (block $rdone (loop $row
+        (br_if $rdone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $a (f32x4.add (local.get $a) (f32x4.mul
+          (v128.load32_splat (i32.add (local.get $c) (i32.shl (local.get $r) (i32.const 2)))) (v128.load (local.get $rp)))))
+        (local.set $rp (i32.add (local.get $rp) (local.get $ld)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row)))
+      (v128.store (i32.add (local.get $dst) (i32.shl (local.get $k) (i32.const 2))) (local.get $a))
+      (local.set $k (i32.add (local.get $k) (i32.const 4)))
+      (br $vec)))
+    (block $tdone (loop $tail
+      (br_if $tdone (i32.ge_u (local.get $k) (local.get $d)))
+      (local.set $s (f32.load (i32.add (local.get $dst) (i32.shl (local.get $k) (i32.const 2)))))
+      (local.set $rp (i32.add (local.get $R) (i32.shl (local.get $k) (i32.const 2))))
+      (local.set $r (i32.const 0))
+      (block $rdone (loop $row
+        (br_if $rdone (i32.ge_u (local.get $r) (local.get $rows)))
+        (local.set $s (f32.add (local.get $s) (f32.mul
+          (f32.load (i32.add (local.get $c) (i32.shl (local.get $r) (i32.const 2)))) (f32.load (local.get $rp)))))
+        (local.set $rp (i32.add (local.get $rp) (local.get $ld)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $row)))
+      (f32.store (i32.add (local.get $dst) (i32.shl (local.get $k) (i32.const 2))) (local.get $s))
+      (local.set $k (i32.add (local.get $k) (i32.const 1)))
+      (br $tail))))
+
+  ;; mulrows: dst[r·d + k] *= v[k] for r < rows, k < d (v at c).
+  (func (export "mulrows") (param $p i32)
+    (local $dst i32) (local $c i32) (local $R i32) (local $ld i32) (local $rows i32) (local $d i32) (local $k i32) (local $r i32) (local $rp i32) (local $d4 i32)
+    (local.set $dst (i32.load offset=0 (local.get $p)))
+    (local.set $c (i32.load offset=4 (local.get $p)))
+    (local.set $R (i32.load offset=8 (local.get $p)))
+    (local.set $ld (i32.load offset=12 (local.get $p)))
+    (local.set $rows (i32.load offset=16 (local.get $p)))
+    (local.set $d (i32.load offset=20 (local.get $p)))
+    (local.set $d4 (i32.and (local.get $d) (i32.const -4)))
+    (local.set $rp (local.get $dst))
+    (block $rdone (loop $row
+      (br_if $rdone (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $k (i32.const 0))
+      (block $vdone (loop $vec
+        (br_if $vdone (i32.ge_u (local.get $k) (local.get $d4)))
+        (v128.store (i32.add (local.get $rp) (i32.shl (local.get $k) (i32.const 2)))
+          (f32x4.mul (v128.load (i32.add (local.get $rp) (i32.shl (local.get $k) (i32.const 2))))
+            (v128.load (i32.add (local.get $c) (i32.shl (local.get $k) (i32.const 2))))))
+        (local.set $k (i32.add (local.get $k) (i32.const 4)))
+        (br $vec)))
+      (block $tdone (loop $tail
+        (br_if $tdone (i32.ge_u (local.get $k) (local.get $d)))
+        (f32.store (i32.add (local.get $rp) (i32.shl (local.get $k) (i32.const 2)))
+          (f32.mul (f32.load (i32.add (local.get $rp) (i32.shl (local.get $k) (i32.const 2))))
+            (f32.load (i32.add (local.get $c) (i32.shl (local.get $k) (i32.const 2))))))
+        (local.set $k (i32.add (local.get $k) (i32.const 1)))
+        (br $tail)))
+      (local.set $rp (i32.add (local.get $rp) (i32.shl (local.get $d) (i32.const 2))))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $row))))
+
+  ;; dotrows: out[r] = R[r·ld:]·x over d values (x at c), summed as
+  ;; dotGeneric sums: lanes l < 4 take the products l and l+4 of each 8
+  ;; columns (their sum added to the lane), the tail goes to lane 0, then
+  ;; (lane0+lane1)+(lane2+lane3).
+  (func (export "dotrows") (param $p i32)
+    (local $dst i32) (local $c i32) (local $R i32) (local $ld i32) (local $rows i32) (local $d i32) (local $k i32) (local $r i32) (local $rp i32) (local $xp i32) (local $d8 i32) (local $a v128) (local $s f32)
+    (local.set $dst (i32.load offset=0 (local.get $p)))
+    (local.set $c (i32.load offset=4 (local.get $p)))
+    (local.set $R (i32.load offset=8 (local.get $p)))
+    (local.set $ld (i32.load offset=12 (local.get $p)))
+    (local.set $rows (i32.load offset=16 (local.get $p)))
+    (local.set $d (i32.load offset=20 (local.get $p)))
+    (local.set $ld (i32.shl (local.get $ld) (i32.const 2)))
+    (local.set $d8 (i32.and (local.get $d) (i32.const -8)))
+    (local.set $rp (local.get $R))
+    (block $rdone (loop $row
+      (br_if $rdone (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $a (v128.const i32x4 0 0 0 0))
+      (local.set $k (i32.const 0))
+      (block $vdone (loop $vec
+        (br_if $vdone (i32.ge_u (local.get $k) (local.get $d8)))
+        (local.set $xp (i32.shl (local.get $k) (i32.const 2)))
+        (local.set $a (f32x4.add (local.get $a) (f32x4.add
+          (f32x4.mul (v128.load (i32.add (local.get $rp) (local.get $xp))) (v128.load (i32.add (local.get $c) (local.get $xp))))
+          (f32x4.mul (v128.load offset=16 (i32.add (local.get $rp) (local.get $xp))) (v128.load offset=16 (i32.add (local.get $c) (local.get $xp)))))))
+        (local.set $k (i32.add (local.get $k) (i32.const 8)))
+        (br $vec)))
+      (local.set $s (f32x4.extract_lane 0 (local.get $a)))
+      (block $tdone (loop $tail
+        (br_if $tdone (i32.ge_u (local.get $k) (local.get $d)))
+        (local.set $xp (i32.shl (local.get $k) (i32.const 2)))
+        (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (i32.add (local.get $rp) (local.get $xp))) (f32.load (i32.add (local.get $c) (local.get $xp))))))
+        (local.set $k (i32.add (local.get $k) (i32.const 1)))
+        (br $tail)))
+      (f32.store (i32.add (local.get $dst) (i32.shl (local.get $r) (i32.const 2)))
+        (f32.add (f32.add (local.get $s) (f32x4.extract_lane 1 (local.get $a)))
+          (f32.add (f32x4.extract_lane 2 (local.get $a)) (f32x4.extract_lane 3 (local.get $a)))))
+      (local.set $rp (i32.add (local.get $rp) (local.get $ld)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $row))))
 )
