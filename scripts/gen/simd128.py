@@ -428,12 +428,20 @@ def i8splat(v):
     return f"(v128.const i8x16 {' '.join([str(v)] * 16)})"
 
 
-def idot(w, q, off):
-    """i32x4 of the products of the 16 int8 weights in local w with the 16
-    int8 activations at q+off, summed in pairs (exact)."""
+def idot(wl, wh, q, off):
+    """i32x4 of the products of 16 int8 weights, widened to i16 in locals
+    wl (0-7) and wh (8-15), with the 16 int8 activations at q+off, summed in
+    pairs (exact)."""
     return (f"(i32x4.add"
-            f" (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get {w})) (v128.load8x8_s offset={off} (local.get {q})))"
-            f" (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get {w})) (v128.load8x8_s offset={off + 8} (local.get {q}))))")
+            f" (i32x4.dot_i16x8_s (local.get {wl}) (v128.load8x8_s offset={off} (local.get {q})))"
+            f" (i32x4.dot_i16x8_s (local.get {wh}) (v128.load8x8_s offset={off + 8} (local.get {q}))))")
+
+
+def widen(v):
+    """Sets $wl and $wh to the int8 lanes of v as i16."""
+    return [f"(local.set $wv {v})",
+            "(local.set $wl (i16x8.extend_low_i8x16_s (local.get $wv)))",
+            "(local.set $wh (i16x8.extend_high_i8x16_s (local.get $wv)))"]
 
 
 def hsum(v):
@@ -474,53 +482,95 @@ def unpack32(fmt, b):
         f16at(f"(local.get {b})")
 
 
-QLOCALS = ("(local $s f32) (local $u i32) (local $m v128) (local $lo v128) (local $hi v128) (local $qs v128) (local $qh v128)"
-           " (local $acc v128) (local $acc1 v128) (local $wv v128)")
+# Tokens per weight decode in prefill (qrows): a row's blocks are unpacked
+# and widened once for KT tokens; the tokens left over run one at a time.
+KT = 4
 
 
-def qdot32(fmt):
-    """rowDotQ8 over the pairs of 32-value blocks: per pair (b0, b1) in
-    order, s += (scale_b·d_b)·f32(Σ v·q) for b0 then b1 (pairsGeneric)."""
-    bb = QBYTES[fmt]
-    u0, s0 = unpack32(fmt, "$w")
-    u1, s1 = unpack32(fmt, "$w1")
+def qsig(K):
+    """A qdot's parameters and its per-token locals for K tokens: token k's
+    activations at $q + k·$qst (so $d, $m0), its sum $s<k>, stored to
+    $o + k·$ldo at the end."""
+    loc = " ".join(f"(local $s{k} f32) (local $q{k} i32) (local $d{k} i32) (local $m{k} i32) (local $acc{k} v128) (local $acc1{k} v128)"
+                   for k in range(K))
+    init = []
+    for k in range(K):
+        init.append(f"(local.set $q{k} (i32.add (local.get $q) (i32.mul (i32.const {k}) (local.get $qst))))")
+        init.append(f"(local.set $d{k} (i32.add (local.get $d) (i32.mul (i32.const {k}) (local.get $dst))))")
+        init.append(f"(local.set $m{k} (i32.add (local.get $mb) (i32.mul (i32.const {k}) (local.get $mst))))")
+    store = [f"(f32.store (i32.add (local.get $o) (i32.mul (i32.const {k}) (local.get $ldo))) (local.get $s{k}))" for k in range(K)]
+    params = ("(param $w i32) (param $q i32) (param $qst i32) (param $d i32) (param $dst i32) (param $mb i32) (param $mst i32)"
+              " (param $units i32) (param $tab i32) (param $o i32) (param $ldo i32)")
+    return params, loc, init, store
+
+
+QLOCALS = ("(local $u i32) (local $m v128) (local $lo v128) (local $hi v128) (local $qs v128) (local $qh v128)"
+           " (local $wv v128) (local $wl v128) (local $wh v128) (local $wl2 v128) (local $wh2 v128) (local $f f32) (local $f2 f32)")
+
+
+def advance(K, wb, qb, db, mb):
+    out = [incr('$w', f'(i32.const {wb})')]
+    for k in range(K):
+        out.append(incr(f'$q{k}', f'(i32.const {qb})'))
+        out.append(incr(f'$d{k}', f'(i32.const {db})'))
+        if mb:
+            out.append(incr(f'$m{k}', f'(i32.const {mb})'))
+    return out + [incr('$u', '(i32.const 1)')]
+
+
+def qfunc(name, K, extra, body, adv):
+    params, loc, init, store = qsig(K)
     ind = "\n        "
     return f"""
-  (func $qdot_{fmt} (param $w i32) (param $q i32) (param $d i32) (param $m0 i32) (param $units i32) (param $tab i32) (result f32)
-    {QLOCALS} (local $w1 i32)
+  (func ${name}_{K} {params}
+    {QLOCALS} {loc}{extra}
+    {(chr(10) + '    ').join(init)}
     (block $done
-      (loop $pair
+      (loop $blk
         (br_if $done (i32.ge_u (local.get $u) (local.get $units)))
-        (local.set $w1 (i32.add (local.get $w) (i32.const {bb})))
-        {ind.join(u0)}
-        (local.set $acc (i32x4.add {idot('$lo', '$q', 0)} {idot('$hi', '$q', 32)}))
-        {ind.join(u1)}
-        (local.set $acc1 (i32x4.add {idot('$lo', '$q', 16)} {idot('$hi', '$q', 48)}))
-        (local.set $s (f32.add (local.get $s) (f32.mul (f32.mul {s0} (f32.load (local.get $d))) (f32.convert_i32_s {hsum('$acc')}))))
-        (local.set $s (f32.add (local.get $s) (f32.mul (f32.mul {s1} (f32.load offset=4 (local.get $d))) (f32.convert_i32_s {hsum('$acc1')}))))
-        {incr('$w', f'(i32.const {2 * bb})')}
-        {incr('$q', '(i32.const 64)')}
-        {incr('$d', '(i32.const 8)')}
-        {incr('$u', '(i32.const 1)')}
-        (br $pair)))
-    (local.get $s))"""
+        {ind.join(body + adv)}
+        (br $blk)))
+    {(chr(10) + '    ').join(store)})"""
 
 
-def qdot_q4k():
-    """rowDotQ8 of Q4_K: per block, isum = Σ_j sc_j·Σ v·q, imin = Σ_j m_j·Σ q
-    (the activations' sums per 32 values from their metadata), then
-    s += (d·f32(isum) − dmin·f32(imin))·d_b."""
-    sc = []
+def qdot32(fmt, K):
+    """rowDotQ8 over the pairs of 32-value blocks for K tokens: per pair
+    (b0, b1) in order, s += (scale_b·d_b)·f32(Σ v·q) for b0 then b1
+    (pairsGeneric)."""
+    bb = QBYTES[fmt]
+    body = ["(local.set $w1 (i32.add (local.get $w) (i32.const %d)))" % bb]
+    for blk, (b, qoff) in enumerate([("$w", 0), ("$w1", 16)]):
+        u, sc = unpack32(fmt, b)
+        body += u
+        body.append(f"(local.set $f {sc})")
+        body += widen("(local.get $lo)")
+        body += ["(local.set $wl2 (local.get $wl))", "(local.set $wh2 (local.get $wh))"]
+        body += widen("(local.get $hi)")
+        for k in range(K):
+            body.append(f"(local.set $acc{k} (i32x4.add {idot('$wl2', '$wh2', f'$q{k}', qoff)} {idot('$wl', '$wh', f'$q{k}', qoff + 32)}))")
+            body.append(f"(local.set $s{k} (f32.add (local.get $s{k}) (f32.mul (f32.mul (local.get $f) (f32.load offset={4 * blk} (local.get $d{k})))"
+                        f" (f32.convert_i32_s {hsum(f'$acc{k}')}))))")
+    return qfunc(f"qdot_{fmt}", K, " (local $w1 i32)", body, advance(K, 2 * bb, 64, 8, 0))
+
+
+def qdot_q4k(K):
+    """rowDotQ8 of Q4_K for K tokens: per block, isum = Σ_j sc_j·Σ v·q,
+    imin = Σ_j m_j·Σ q (the activations' sums per 32 values from their
+    metadata), then s += (d·f32(isum) − dmin·f32(imin))·d_b."""
+    body = []
     for j in range(8):
         if j < 4:
-            sc.append((f"(i32.and (i32.load8_u offset={4 + j} (local.get $w)) (i32.const 63))",
-                       f"(i32.and (i32.load8_u offset={8 + j} (local.get $w)) (i32.const 63))"))
+            sc = f"(i32.and (i32.load8_u offset={4 + j} (local.get $w)) (i32.const 63))"
+            mn = f"(i32.and (i32.load8_u offset={8 + j} (local.get $w)) (i32.const 63))"
         else:
-            sc.append((f"(i32.or (i32.and (i32.load8_u offset={8 + j} (local.get $w)) (i32.const 15))"
-                       f" (i32.shl (i32.shr_u (i32.load8_u offset={j} (local.get $w)) (i32.const 6)) (i32.const 4)))",
-                       f"(i32.or (i32.shr_u (i32.load8_u offset={8 + j} (local.get $w)) (i32.const 4))"
-                       f" (i32.shl (i32.shr_u (i32.load8_u offset={4 + j} (local.get $w)) (i32.const 6)) (i32.const 4)))"))
-    body = ["(local.set $acc (v128.const i32x4 0 0 0 0))"]
+            sc = (f"(i32.or (i32.and (i32.load8_u offset={8 + j} (local.get $w)) (i32.const 15))"
+                  f" (i32.shl (i32.shr_u (i32.load8_u offset={j} (local.get $w)) (i32.const 6)) (i32.const 4)))")
+            mn = (f"(i32.or (i32.shr_u (i32.load8_u offset={8 + j} (local.get $w)) (i32.const 4))"
+                  f" (i32.shl (i32.shr_u (i32.load8_u offset={4 + j} (local.get $w)) (i32.const 6)) (i32.const 4)))")
+        body.append(f"(local.set $sc{j} (i32x4.splat {sc}))")
+        body.append(f"(local.set $mn{j} {mn})")
+    for k in range(K):
+        body.append(f"(local.set $acc{k} (v128.const i32x4 0 0 0 0))")
     for p in range(4):
         body.append(f"(local.set $lo (v128.load offset={16 + 32 * p} (local.get $w)))")
         body.append(f"(local.set $hi (v128.load offset={32 + 32 * p} (local.get $w)))")
@@ -528,40 +578,31 @@ def qdot_q4k():
             j = 2 * p + h
             nib = (lambda v: f"(v128.and (local.get {v}) {i8splat(15)})") if h == 0 else \
                 (lambda v: f"(i8x16.shr_u (local.get {v}) (i32.const 4))")
-            body.append(f"(local.set $wv {nib('$lo')})")
-            body.append(f"(local.set $acc1 {idot('$wv', '$q', 64 * p + 32 * h)})")
-            body.append(f"(local.set $wv {nib('$hi')})")
-            body.append(f"(local.set $acc1 (i32x4.add (local.get $acc1) {idot('$wv', '$q', 64 * p + 32 * h + 16)}))")
-            body.append(f"(local.set $acc (i32x4.add (local.get $acc) (i32x4.mul (local.get $acc1) (i32x4.splat {sc[j][0]}))))")
-    imin = "(i32.const 0)"
-    for j in range(8):
-        imin = f"(i32.add {imin} (i32.mul {sc[j][1]} (i32.load16_s offset={16 + 2 * j} (local.get $m0))))"
-    body.append(f"(local.set $imin {imin})")
-    body.append(f"(local.set $s (f32.add (local.get $s) (f32.mul (f32.sub"
-                f" (f32.mul {f16at('(local.get $w)')} (f32.convert_i32_s {hsum('$acc')}))"
-                f" (f32.mul {f16at('(i32.add (local.get $w) (i32.const 2))')} (f32.convert_i32_s (local.get $imin))))"
-                f" (f32.load (local.get $d)))))")
-    ind = "\n        "
-    return f"""
-  (func $qdot_q4_k (param $w i32) (param $q i32) (param $d i32) (param $m0 i32) (param $units i32) (param $tab i32) (result f32)
-    {QLOCALS} (local $imin i32)
-    (block $done
-      (loop $blk
-        (br_if $done (i32.ge_u (local.get $u) (local.get $units)))
-        {ind.join(body)}
-        {incr('$w', '(i32.const 144)')}
-        {incr('$q', '(i32.const 256)')}
-        {incr('$d', '(i32.const 4)')}
-        {incr('$m0', '(i32.const 128)')}
-        {incr('$u', '(i32.const 1)')}
-        (br $blk)))
-    (local.get $s))"""
+            body += widen(nib('$lo'))
+            body += ["(local.set $wl2 (local.get $wl))", "(local.set $wh2 (local.get $wh))"]
+            body += widen(nib('$hi'))
+            for k in range(K):
+                body.append(f"(local.set $acc{k} (i32x4.add (local.get $acc{k}) (i32x4.mul (i32x4.add"
+                            f" {idot('$wl2', '$wh2', f'$q{k}', 64 * p + 32 * h)} {idot('$wl', '$wh', f'$q{k}', 64 * p + 32 * h + 16)})"
+                            f" (local.get $sc{j}))))")
+    body.append(f"(local.set $f {f16at('(local.get $w)')})")
+    body.append(f"(local.set $f2 {f16at('(i32.add (local.get $w) (i32.const 2))')})")
+    for k in range(K):
+        imin = "(i32.const 0)"
+        for j in range(8):
+            imin = f"(i32.add {imin} (i32.mul (local.get $mn{j}) (i32.load16_s offset={16 + 2 * j} (local.get $m{k}))))"
+        body.append(f"(local.set $s{k} (f32.add (local.get $s{k}) (f32.mul (f32.sub"
+                    f" (f32.mul (local.get $f) (f32.convert_i32_s {hsum(f'$acc{k}')}))"
+                    f" (f32.mul (local.get $f2) (f32.convert_i32_s {imin})))"
+                    f" (f32.load (local.get $d{k})))))")
+    extra = " " + " ".join(f"(local $sc{j} v128) (local $mn{j} i32)" for j in range(8))
+    return qfunc("qdot_q4_k", K, extra, body, advance(K, 144, 256, 4, 128))
 
 
-def qdot_q6k():
-    """rowDotQ8 of Q6_K: per block, isum = Σ_g sc_g·Σ (v − 32)·q over the
-    16-value groups g, then s += (d·d_b)·f32(isum)."""
-    body = ["(local.set $acc (v128.const i32x4 0 0 0 0))"]
+def qdot_q6k(K):
+    """rowDotQ8 of Q6_K for K tokens: per block, isum = Σ_g sc_g·Σ (v − 32)·q
+    over the 16-value groups g, then s += (d·d_b)·f32(isum)."""
+    body = [f"(local.set $acc{k} (v128.const i32x4 0 0 0 0))" for k in range(K)]
     m30 = i8splat(48)
     for n in range(2):
         for h in range(2):
@@ -574,31 +615,37 @@ def qdot_q6k():
                 f"(v128.or (i8x16.shr_u (local.get $lo) (i32.const 4)) (v128.and (local.get $qh) {m30}))",
                 f"(v128.or (i8x16.shr_u (local.get $hi) (i32.const 4)) (v128.and (i8x16.shr_u (local.get $qh) (i32.const 2)) {m30}))",
             ]
-            for k in range(4):
-                e, g = 128 * n + 32 * k + 16 * h, 8 * n + 2 * k + h
-                body.append(f"(local.set $wv (i8x16.sub {vals[k]} {i8splat(32)}))")
-                body.append(f"(local.set $acc (i32x4.add (local.get $acc) (i32x4.mul {idot('$wv', '$q', e)}"
-                            f" (i32x4.splat (i32.load8_s offset={192 + g} (local.get $w))))))")
-    body.append(f"(local.set $s (f32.add (local.get $s) (f32.mul (f32.mul {f16at('(i32.add (local.get $w) (i32.const 208))')}"
-                f" (f32.load (local.get $d))) (f32.convert_i32_s {hsum('$acc')}))))")
-    ind = "\n        "
-    return f"""
-  (func $qdot_q6_k (param $w i32) (param $q i32) (param $d i32) (param $m0 i32) (param $units i32) (param $tab i32) (result f32)
-    {QLOCALS}
-    (block $done
-      (loop $blk
-        (br_if $done (i32.ge_u (local.get $u) (local.get $units)))
-        {ind.join(body)}
-        {incr('$w', '(i32.const 210)')}
-        {incr('$q', '(i32.const 256)')}
-        {incr('$d', '(i32.const 4)')}
-        {incr('$u', '(i32.const 1)')}
-        (br $blk)))
-    (local.get $s))"""
+            for kk in range(4):
+                e, g = 128 * n + 32 * kk + 16 * h, 8 * n + 2 * kk + h
+                body += widen(f"(i8x16.sub {vals[kk]} {i8splat(32)})")
+                body.append(f"(local.set $qs (i32x4.splat (i32.load8_s offset={192 + g} (local.get $w))))")
+                for k in range(K):
+                    body.append(f"(local.set $acc{k} (i32x4.add (local.get $acc{k}) (i32x4.mul {idot('$wl', '$wh', f'$q{k}', e)}"
+                                f" (local.get $qs))))")
+    body.append(f"(local.set $f {f16at('(i32.add (local.get $w) (i32.const 208))')})")
+    for k in range(K):
+        body.append(f"(local.set $s{k} (f32.add (local.get $s{k}) (f32.mul (f32.mul (local.get $f)"
+                    f" (f32.load (local.get $d{k}))) (f32.convert_i32_s {hsum(f'$acc{k}')}))))")
+    return qfunc("qdot_q6_k", K, "", body, advance(K, 210, 256, 4, 0))
+
+
+def qdot(fmt, K):
+    if fmt == "q4_k":
+        return qdot_q4k(K)
+    if fmt == "q6_k":
+        return qdot_q6k(K)
+    return qdot32(fmt, K)
 
 
 def qrows(fmt):
-    """out[t·ldo + r] = qdot(row r, token t) for r < rows, t < T."""
+    """out[t·ldo + r] = qdot(row r, token t) for r < rows, t < T: KT tokens
+    per call of qdot_<fmt>_KT, the rest one at a time."""
+    def call(K):
+        return (f"(call $qdot_{fmt}_{K} (local.get $wr)"
+                f" (i32.add (local.get $q) (i32.mul (local.get $t) (local.get $qst))) (local.get $qst)"
+                f" (i32.add (local.get $d) (i32.mul (local.get $t) (local.get $dst))) (local.get $dst)"
+                f" (i32.add (local.get $m0) (i32.mul (local.get $t) (local.get $mst))) (local.get $mst)"
+                f" (local.get $units) (local.get $tab) (local.get $o) (local.get $ldo))")
     return f"""
   (func $qrows_{fmt} (param $p i32)
     (local $w i32) (local $rb i32) (local $rows i32) (local $q i32) (local $qst i32) (local $d i32) (local $dst i32)
@@ -625,16 +672,19 @@ def qrows(fmt):
         (local.set $o (i32.add (local.get $out) (i32.shl (local.get $r) (i32.const 2))))
         (local.set $t (i32.const 0))
         (block $tdone
-          (loop $tok
-            (br_if $tdone (i32.ge_u (local.get $t) (local.get $T)))
-            (f32.store (local.get $o) (call $qdot_{fmt} (local.get $wr)
-              (i32.add (local.get $q) (i32.mul (local.get $t) (local.get $qst)))
-              (i32.add (local.get $d) (i32.mul (local.get $t) (local.get $dst)))
-              (i32.add (local.get $m0) (i32.mul (local.get $t) (local.get $mst)))
-              (local.get $units) (local.get $tab)))
+          (loop $tiles
+            (br_if $tdone (i32.gt_u (i32.add (local.get $t) (i32.const {KT})) (local.get $T)))
+            {call(KT)}
+            {incr('$o', f'(i32.mul (i32.const {KT}) (local.get $ldo))')}
+            {incr('$t', f'(i32.const {KT})')}
+            (br $tiles)))
+        (block $odone
+          (loop $one
+            (br_if $odone (i32.ge_u (local.get $t) (local.get $T)))
+            {call(1)}
             {incr('$o', '(local.get $ldo)')}
             {incr('$t', '(i32.const 1)')}
-            (br $tok)))
+            (br $one)))
         {incr('$r', '(i32.const 1)')}
         (br $row))))"""
 
@@ -853,8 +903,7 @@ def main():
     parts.append(export("gemm", ["w", "x", "n", "out", "rows", "sc", "T", "ldo"]))
     parts.append(kda())
     for f in QFORMATS:
-        parts.append(qdot_q4k() if f == "q4_k" else qdot_q6k() if f == "q6_k" else qdot32(f))
-        parts.append(qrows(f))
+        parts += [qdot(f, 1), qdot(f, KT), qrows(f)]
     parts.append(qexport())
     parts.append(quant())
     parts.append(krows())
