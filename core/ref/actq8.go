@@ -19,8 +19,9 @@ import (
 // Go version (actq8_generic.go: pure Go, purego and js/wasm builds, amd64
 // without AVX2; rowDotQ8's bits) and SIMD versions cross-checked against
 // it (amd64: AVX-512 VNNI, and AVX2 kernels that give the VNNI kernels'
-// bits): all compute the same integer sums and differ only in the order
-// of the float32 additions.
+// bits; js/wasm: the browser's SIMD128 module, simd_js.go, with the
+// generic kernels' bits): all compute the same integer sums and differ
+// only in the order of the float32 additions.
 //
 // The choice (int8Blocks): every product with these formats takes this
 // path on every CPU — decode and prefill alike, so prefill gives each
