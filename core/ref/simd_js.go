@@ -19,16 +19,17 @@ import (
 //go:embed simd128/kernels.wasm
 var simd128Wasm []byte
 
-// simd128 holds the instantiated kernel module: rows, gemm and kda are its
-// exports bound to the address of simd128Params, so a call passes nothing
-// through JS.
+// simd128 holds the instantiated kernel module: its exports bound to the
+// address of simd128Params, so a call passes nothing through JS — rows,
+// gemm and kda (float products, the KDA decode step), qrows and quant
+// (the block formats' integer path) and the chunked KDA's row-block
+// helpers.
 var simd128 struct {
-	once            sync.Once
-	ok              bool
-	reason          string
-	rows, gemm, kda js.Value
-	qrows, quant    js.Value
-	// the chunked KDA's row-block helpers
+	once                       sync.Once
+	ok                         bool
+	reason                     string
+	rows, gemm, kda            js.Value
+	qrows, quant               js.Value
 	axpyRows, mulRows, dotRows js.Value
 }
 
