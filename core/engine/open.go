@@ -64,9 +64,10 @@ type OpenOptions struct {
 const ExactEnv = "TESSERA_EXACT"
 
 // Int8KernelsEnv names the CPU's integer-path kernel set for every engine
-// (ref.Int8Kernels: "amx", "vnni", "avx2", "go"; the fastest by default). The
-// sets give the same integer sums and differ in the order of the float32
-// additions: "go" gives the bits of the browser's CPU path.
+// (ref.Int8Kernels: "amx", "vnni", "avx2", "go"; under js/wasm "simd128",
+// "go"; the fastest by default). The sets give the same integer sums and
+// differ in the order of the float32 additions: "go" gives the bits of the
+// browser's CPU path (whose SIMD128 kernels give the "go" kernels' bits).
 const Int8KernelsEnv = "TESSERA_INT8_KERNELS"
 
 // SetExact turns exact products (OpenOptions.Exact) on for the process:

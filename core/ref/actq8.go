@@ -19,9 +19,10 @@ import (
 // Go version (actq8_generic.go: pure Go, purego and js/wasm builds, amd64
 // without AVX2; rowDotQ8's bits) and SIMD versions cross-checked against
 // it (amd64: AVX-512 VNNI, and AVX2 kernels that give the VNNI kernels'
-// bits; AMX tiles for prefill, quant_amx_amd64.go, with rowDotQ8's bits):
-// all compute the same integer sums and differ only in the order of the
-// float32 additions.
+// bits; AMX tiles for prefill, quant_amx_amd64.go, with rowDotQ8's bits;
+// js/wasm: the browser's SIMD128 module, simd_js.go, with the generic
+// kernels' bits): all compute the same integer sums and differ only in the
+// order of the float32 additions.
 //
 // The choice (int8Blocks): every product with these formats takes this
 // path on every CPU — decode and prefill alike, so prefill gives each
@@ -504,9 +505,20 @@ func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32) {
 		gemv4Q8(W, o, 0, 1, a, t, one[:])
 		out[o-lo] = one[0]
 	}
-	if nb, kb := a.blocks(), a.kernelBlocks(); kb < nb {
+	addOddBlock(W, lo, hi, a, t, t+1, out[:hi-lo], 0)
+}
+
+// addOddBlock adds rowDotQ8 of the odd last 32-value block (which the
+// kernels leave out, kernelBlocks) to out[(t−t0)·ldo + o−lo] for
+// lo ≤ o < hi and t0 ≤ t < t1; nothing where there is none.
+func addOddBlock(W *tensor.Mat, lo, hi int, a *actQ8, t0, t1 int, out []float32, ldo int) {
+	nb, kb := a.blocks(), a.kernelBlocks()
+	if kb == nb {
+		return
+	}
+	for t := t0; t < t1; t++ {
 		for o := lo; o < hi; o++ {
-			out[o-lo] += rowDotQ8(W, o, a, t, kb, nb)
+			out[(t-t0)*ldo+o-lo] += rowDotQ8(W, o, a, t, kb, nb)
 		}
 	}
 }
@@ -542,14 +554,12 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 // each row against genericTokens tokens at a time (their values stay in
 // cache), its blocks decoded once.
 func prefillGeneric(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {
-	N, nb, kb := W.Rows, a.blocks(), a.kernelBlocks()
+	N := W.Rows
 	for t0 := 0; t0 < a.T; t0 += genericTokens {
 		n := min(genericTokens, a.T-t0)
 		for o := lo; o < hi; o++ {
 			q8Generic(W, o, 1, 1, a, t0, n, out[t0*N+o:], N)
-			for t := t0; t < t0+n && kb < nb; t++ {
-				out[t*N+o] += rowDotQ8(W, o, a, t, kb, nb)
-			}
+			addOddBlock(W, o, o+1, a, t0, t0+n, out[t0*N+o:], N)
 		}
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 // The generic integer kernels: the integer path where no SIMD kernel
 // takes the format (every CPU but amd64 with AVX-512 VNNI or AVX2, the
-// purego build, js/wasm). Each weight block's integers are decoded once
+// purego build, js/wasm without the SIMD128 module, which gives these
+// kernels' bits). Each weight block's integers are decoded once
 // (blockInts32, q4kInts, q6kInts) and multiplied with every token of the
 // call in integer arithmetic (two prefill tokens per int64 product,
 // dots16x2); each (row, token) then gets rowDotQ8's float32 operations in

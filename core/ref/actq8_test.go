@@ -76,7 +76,8 @@ func TestQuantizeAct(t *testing.T) {
 	}
 }
 
-// TestQuantBlocksMatchGeneric: the SIMD quantizer gives quantBlock's bits.
+// TestQuantBlocksMatchGeneric: the SIMD quantizer (AVX-512, or the
+// browser's SIMD128 module under js/wasm) gives quantBlock's bits.
 func TestQuantBlocksMatchGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 9))
 	for _, bl := range []int{32, 256} {
@@ -261,9 +262,10 @@ func TestInt8LinearTokensMatchDecode(t *testing.T) {
 	}
 }
 
-// BenchmarkLinearBlocked times decode (T = 1) and a 16- and 64-token prefill of
-// a 1024×1024 block-format matrix on the integer and float32 paths
-// (bytes/s: weight bytes read).
+// BenchmarkLinearBlocked times decode (T = 1) and a 16- and 64-token
+// prefill of a 1024×1024 block-format matrix on the integer path, with each
+// kernel set (Int8Kernels), and on the float32 path (bytes/s: weight bytes
+// read).
 func BenchmarkLinearBlocked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(15, 10))
 	for _, dt := range []tensor.DType{tensor.Q4K, tensor.Q6K, tensor.MXFP4, tensor.Q4_0, tensor.Q8_0} {
@@ -274,11 +276,15 @@ func BenchmarkLinearBlocked(b *testing.B) {
 				x[i] = float32(rng.NormFloat64())
 			}
 			out := make([]float32, T*W.Rows)
-			for _, int8 := range []bool{true, false} {
-				b.Run(fmt.Sprintf("%v/T%d/int8=%v", dt, T, int8), func(b *testing.B) {
+			for _, set := range append(Int8Kernels(), "float32") {
+				b.Run(fmt.Sprintf("%v/T%d/%s", dt, T, set), func(b *testing.B) {
 					p := NewPool(1)
 					defer p.Close()
-					withInt8Blocks(int8, func() {
+					if set != "float32" {
+						prev, _ := SetInt8Kernels(set)
+						defer SetInt8Kernels(prev)
+					}
+					withInt8Blocks(set != "float32", func() {
 						b.SetBytes(int64(len(W.Q)))
 						for b.Loop() {
 							Linear(p, out, x, T, W)

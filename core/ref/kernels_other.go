@@ -56,9 +56,26 @@ func (j *linearJob) runTiles(lo, hi int, buf []float32) {
 	}
 }
 
-func axpyRows(dst, c, R []float32, ld int) { axpyRowsGeneric(dst, c, R, ld) }
-func mulRows(dst, v []float32)             { mulRowsGeneric(dst, v) }
-func dotRows(out, x, R []float32, ld int)  { dotRowsGeneric(out, x, R, ld) }
+// The chunked KDA's row-block helpers run in the browser's SIMD128 module
+// where it runs and the block is large enough.
+
+func axpyRows(dst, c, R []float32, ld int) {
+	if !simdAxpyRows(dst, c, R, ld) {
+		axpyRowsGeneric(dst, c, R, ld)
+	}
+}
+
+func mulRows(dst, v []float32) {
+	if !simdMulRows(dst, v) {
+		mulRowsGeneric(dst, v)
+	}
+}
+
+func dotRows(out, x, R []float32, ld int) {
+	if !simdDotRows(out, x, R, ld) {
+		dotRowsGeneric(out, x, R, ld)
+	}
+}
 
 func kdaStep(S, k, q, e, v, o []float32, beta float32) {
 	if simdKDAStep(S, k, q, e, v, o, beta) {

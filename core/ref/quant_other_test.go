@@ -2,6 +2,13 @@
 
 package ref
 
-// withInt8Generic runs f: the integer path is always on the generic
-// kernels in this build.
-func withInt8Generic(f func()) { f() }
+// withInt8Generic runs f with the integer path on the generic kernels
+// (not the browser's SIMD128 module).
+func withInt8Generic(f func()) {
+	prev, err := SetInt8Kernels("go")
+	if err != nil {
+		panic(err)
+	}
+	defer SetInt8Kernels(prev)
+	f()
+}

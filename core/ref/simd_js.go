@@ -19,20 +19,24 @@ import (
 //go:embed simd128/kernels.wasm
 var simd128Wasm []byte
 
-// simd128 holds the instantiated kernel module: rows, gemm and kda are its
-// exports bound to the address of simd128Params, so a call passes nothing
-// through JS.
+// simd128 holds the instantiated kernel module: its exports bound to the
+// address of simd128Params, so a call passes nothing through JS — rows,
+// gemm and kda (float products, the KDA decode step), qrows and quant
+// (the block formats' integer path) and the chunked KDA's row-block
+// helpers.
 var simd128 struct {
-	once            sync.Once
-	ok              bool
-	reason          string
-	rows, gemm, kda js.Value
+	once                       sync.Once
+	ok                         bool
+	reason                     string
+	rows, gemm, kda            js.Value
+	qrows, quant               js.Value
+	axpyRows, mulRows, dotRows js.Value
 }
 
 // simd128Params is the parameter block the kernels read (kernels.wat).
 // js/wasm runs one goroutine at a time and nothing between filling it and
 // the call can switch goroutines, so one block serves every caller.
-var simd128Params [9]int32
+var simd128Params [15]int32
 
 // SIMD128 reports whether matrix-vector products run in the WebAssembly
 // SIMD128 kernel module, and if not, why.
@@ -75,6 +79,11 @@ func simd128Init() {
 	simd128.rows = ki.Get("exports").Get("rows").Call("bind", js.Null(), p)
 	simd128.gemm = ki.Get("exports").Get("gemm").Call("bind", js.Null(), p)
 	simd128.kda = ki.Get("exports").Get("kda").Call("bind", js.Null(), p)
+	simd128.qrows = ki.Get("exports").Get("qrows").Call("bind", js.Null(), p)
+	simd128.quant = ki.Get("exports").Get("quant").Call("bind", js.Null(), p)
+	simd128.axpyRows = ki.Get("exports").Get("axpyrows").Call("bind", js.Null(), p)
+	simd128.mulRows = ki.Get("exports").Get("mulrows").Call("bind", js.Null(), p)
+	simd128.dotRows = ki.Get("exports").Get("dotrows").Call("bind", js.Null(), p)
 	simd128.ok, simd128.reason = true, "WebAssembly SIMD128 kernels"
 }
 
@@ -176,4 +185,128 @@ func simdKDAStep(S, k, q, e, v, o []float32, beta float32) bool {
 	runtime.KeepAlive(v)
 	runtime.KeepAlive(o)
 	return true
+}
+
+// simdQ8Format is the module's number of each block format with an
+// integer kernel (kernels.wat, qrows).
+var simdQ8Format = map[tensor.DType]int32{
+	tensor.Q8_0: 0, tensor.Q4_0: 1, tensor.Q5_0: 2, tensor.MXFP4: 3, tensor.Q4K: 4, tensor.Q6K: 5,
+}
+
+// useSIMDQ8 reports whether the integer path of dt runs in the SIMD128
+// module.
+func useSIMDQ8(dt tensor.DType) bool {
+	if ok, _ := SIMD128(); !ok || !simdQ8On {
+		return false
+	}
+	_, ok := simdQ8Format[dt]
+	return ok
+}
+
+// simdQ8 is q8Generic in the SIMD128 module for rows [lo, hi) of W and
+// tokens t0 … t0+T−1 of a: out[u·ldo + o−lo] = rowDotQ8(W, o, a, t0+u, 0,
+// a.kernelBlocks()), with the generic kernels' bits. False (and nothing
+// done) where the module is unavailable or has no kernel for W.
+func simdQ8(W *tensor.Mat, lo, hi int, a *actQ8, t0, T int, out []float32, ldo int) bool {
+	if hi <= lo || T < 1 || !useSIMDQ8(W.DType) {
+		return false
+	}
+	units := a.units
+	if a.kind == act32 {
+		units = a.kernelBlocks() / 2
+	}
+	if units == 0 { // one 32-value block: all of it is the odd one
+		for u := range T {
+			clear(out[u*ldo : u*ldo+hi-lo])
+		}
+		return true
+	}
+	n, nb, rb := a.n, a.blocks(), W.DType.RowBytes(W.Cols)
+	w := W.Q[lo*rb : hi*rb]
+	q, d, m := a.q[t0*n:(t0+T)*n], a.d[t0*nb:(t0+T)*nb], a.m[t0*a.lm:(t0+T)*a.lm]
+	out = out[:(T-1)*ldo+hi-lo]
+	p := &simd128Params
+	p[0], p[1], p[2], p[3] = simdQ8Format[W.DType], addr32(unsafe.Pointer(&w[0])), int32(rb), int32(hi-lo)
+	p[4], p[5], p[6], p[7] = addr32(unsafe.Pointer(&q[0])), int32(n), addr32(unsafe.Pointer(&d[0])), int32(4*nb)
+	p[8], p[9], p[10], p[11] = addr32(unsafe.Pointer(&m[0])), int32(4*a.lm), int32(units), int32(T)
+	p[12], p[13], p[14] = addr32(unsafe.Pointer(&out[0])), int32(ldo), addr32(unsafe.Pointer(&e8m0Half[0]))
+	simd128.qrows.Invoke()
+	runtime.KeepAlive(W)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(out)
+	return true
+}
+
+// simdQuantBlocks is quantBlocksGeneric in the SIMD128 module (its bits
+// for finite x); false where the module is unavailable or x holds no
+// block.
+func simdQuantBlocks(x []float32, bl int, q []int8, d []float32, s16 []int32) bool {
+	nb := len(x) / bl
+	if nb == 0 || bl%16 != 0 || !simdQ8On {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	q, d, s16 = q[:nb*bl], d[:nb], s16[:nb*bl/16]
+	p := &simd128Params
+	p[0], p[1], p[2] = addr32(unsafe.Pointer(&x[0])), int32(nb), int32(bl)
+	p[3], p[4], p[5] = addr32(unsafe.Pointer(&q[0])), addr32(unsafe.Pointer(&d[0])), addr32(unsafe.Pointer(&s16[0]))
+	simd128.quant.Invoke()
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(s16)
+	return true
+}
+
+// simdRowsMin is the fewest values (rows × columns) a row-block helper
+// takes to the module: below it the call costs more than it saves.
+const simdRowsMin = 256
+
+// simdRowsCall runs the module's row-block helper f on dst (or out), c (or
+// x, or v), R with row stride ld, rows rows of d values; false where the
+// module is unavailable or the block is small.
+func simdRowsCall(f *js.Value, dst, c, R []float32, ld, rows, d int) bool {
+	if rows*d < simdRowsMin || d == 0 {
+		return false
+	}
+	if ok, _ := SIMD128(); !ok {
+		return false
+	}
+	p := &simd128Params
+	p[0], p[1] = addr32(unsafe.Pointer(&dst[0])), addr32(unsafe.Pointer(&c[0]))
+	p[2], p[3], p[4], p[5] = addr32(unsafe.Pointer(&R[0])), int32(ld), int32(rows), int32(d)
+	f.Invoke()
+	runtime.KeepAlive(dst)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(R)
+	return true
+}
+
+// simdAxpyRows is axpyRowsGeneric in the module (its bits).
+func simdAxpyRows(dst, c, R []float32, ld int) bool {
+	d, rows := len(dst), len(c)
+	if rows == 0 || d == 0 {
+		return false
+	}
+	return simdRowsCall(&simd128.axpyRows, dst, c, R[:(rows-1)*ld+d], ld, rows, d)
+}
+
+// simdMulRows is mulRowsGeneric in the module (its bits).
+func simdMulRows(dst, v []float32) bool {
+	d := len(v)
+	if d == 0 || len(dst) < d {
+		return false
+	}
+	return simdRowsCall(&simd128.mulRows, dst, v, dst, d, len(dst)/d, d)
+}
+
+// simdDotRows is dotRowsGeneric in the module (its bits).
+func simdDotRows(out, x, R []float32, ld int) bool {
+	d, rows := len(x), len(out)
+	if rows == 0 || d == 0 {
+		return false
+	}
+	return simdRowsCall(&simd128.dotRows, out, x, R[:(rows-1)*ld+d], ld, rows, d)
 }

@@ -3,6 +3,7 @@
 package ref
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -154,4 +155,152 @@ func TestSIMD128KDAStepMatchesGeneric(t *testing.T) {
 		}
 	}
 	require.False(t, simdKDAStep(make([]float32, 6), make([]float32, 2), make([]float32, 2), make([]float32, 2), make([]float32, 3), make([]float32, 3), 1), "dv=3 is not the module's")
+}
+
+// TestSIMD128Int8MatchesGeneric: the module's integer kernels give the
+// generic Go kernels' bits (q8Generic, one token at a time and paired as
+// prefill pairs them) for every block format, one block to odd block
+// counts (the odd last 32-value block stays out of both), row ranges cut
+// anywhere, tokens from any first one; scales over the whole f16 range
+// below 2 (subnormals and zeros included) and a token of zeros. Linear on
+// the module then equals Linear on the generic kernels (decode and
+// prefill, the odd last block included).
+func TestSIMD128Int8MatchesGeneric(t *testing.T) {
+	requireSIMD128(t)
+	rng := rand.New(rand.NewPCG(31, 41))
+	for _, dt := range int8Formats {
+		kind := actKindOf(dt)
+		counts := []int{1, 2, 3, 4, 7}
+		if kind == act256 {
+			counts = []int{1, 2, 3}
+		}
+		for _, blocks := range counts {
+			cols := blocks * dt.BlockLen()
+			for _, rows := range []int{1, 3, 4, 5, 9} {
+				for _, wide := range []bool{false, true} {
+					W, _ := randomBlocked(rng, dt, rows, cols)
+					if wide {
+						wideScales(rng, W)
+					}
+					for _, T := range []int{1, 2, 3, 5, 34} {
+						name := fmt.Sprintf("%v/%dx%d/T%d/wide=%v", dt, rows, cols, T, wide)
+						x := make([]float32, T*cols)
+						for i := range x {
+							x[i] = float32(rng.NormFloat64()) * float32(1+i%7)
+						}
+						if T > 2 {
+							clear(x[cols : 2*cols])
+						}
+						var a actQ8
+						a.quantize(kind, x, cols, T)
+						want := make([]float32, T*rows)
+						q8Generic(W, 0, rows, 1, &a, 0, T, want, rows)
+						got := make([]float32, T*rows)
+						require.True(t, simdQ8(W, 0, rows, &a, 0, T, got, rows), name)
+						requireBits(t, want, got, name)
+						if T > 1 {
+							a.pairUp()
+							paired := make([]float32, T*rows)
+							q8Generic(W, 0, rows, 1, &a, 0, T, paired, rows)
+							requireBits(t, paired, got, name+" paired")
+						}
+						// rows [lo, hi) of tokens [1, T) into a strided output
+						if lo, hi := rows/3, rows-rows/4; T > 1 {
+							part := make([]float32, (T-1)*(rows+2))
+							require.True(t, simdQ8(W, lo, hi, &a, 1, T-1, part, rows+2), name)
+							for u := range T - 1 {
+								requireBits(t, want[(u+1)*rows+lo:(u+1)*rows+hi], part[u*(rows+2):u*(rows+2)+hi-lo], name+" part")
+							}
+						}
+						lin, gen := make([]float32, T*rows), make([]float32, T*rows)
+						withInt8Blocks(true, func() {
+							Linear(nil, lin, x, T, W)
+							withInt8Generic(func() { Linear(nil, gen, x, T, W) })
+						})
+						requireBits(t, gen, lin, name+" Linear")
+					}
+				}
+			}
+		}
+	}
+}
+
+// wideScales sets every f16 scale of W (MXFP4: every E8M0 exponent) to a
+// random value below 2: zeros, subnormals and normals.
+func wideScales(rng *rand.Rand, W *tensor.Mat) {
+	bb := W.DType.BlockBytes()
+	var halves []int
+	switch W.DType {
+	case tensor.Q4K:
+		halves = []int{0, 2}
+	case tensor.Q6K:
+		halves = []int{208}
+	case tensor.MXFP4:
+	default:
+		halves = []int{0}
+	}
+	for b := 0; b < len(W.Q)/bb; b++ {
+		blk := W.Q[b*bb : (b+1)*bb]
+		if W.DType == tensor.MXFP4 {
+			blk[0] = byte(rng.IntN(129))
+		}
+		for _, h := range halves {
+			blk[h], blk[h+1] = byte(rng.Uint32()), byte(rng.Uint32())&0xbb
+		}
+	}
+}
+
+// requireBits requires got to hold want's float32 bit patterns.
+func requireBits(t *testing.T, want, got []float32, name string) {
+	t.Helper()
+	require.Len(t, got, len(want), name)
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+			t.Fatalf("%s: [%d] got %v (%#08x), want %v (%#08x)", name, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// TestSIMD128RowKernelsExact: the module's row-block helpers of the
+// chunked KDA give their generic forms' bits, over widths around the
+// vector steps (tails included) and row counts from one.
+func TestSIMD128RowKernelsExact(t *testing.T) {
+	requireSIMD128(t)
+	r := rand.New(rand.NewPCG(31, 43))
+	for _, d := range []int{1, 3, 4, 7, 8, 9, 15, 16, 17, 64, 100, 256, 300} {
+		for _, rows := range []int{1, 2, 5, 64, 300} {
+			big := rows*d >= simdRowsMin // smaller blocks stay in Go
+			name := fmt.Sprintf("d=%d rows=%d", d, rows)
+			ld := d + r.IntN(3)
+			R := randVec(r, rows*ld, 1)
+			c := randVec(r, rows, 1)
+			got := randVec(r, d, 1)
+			want := append([]float32(nil), got...)
+			if !simdAxpyRows(got, c, R, ld) {
+				require.False(t, big, name)
+				axpyRowsGeneric(got, c, R, ld)
+			}
+			axpyRowsGeneric(want, c, R, ld)
+			requireBits(t, want, got, "axpyRows "+name)
+
+			m1 := randVec(r, rows*d+d/2, 1)
+			m2 := append([]float32(nil), m1...)
+			v := randVec(r, d, 1)
+			if !simdMulRows(m1, v) {
+				require.False(t, big, name)
+				mulRowsGeneric(m1, v)
+			}
+			mulRowsGeneric(m2, v)
+			requireBits(t, m2, m1, "mulRows "+name)
+
+			x := randVec(r, d, 1)
+			o1, o2 := make([]float32, rows), make([]float32, rows)
+			if !simdDotRows(o1, x, R, ld) {
+				require.False(t, big, name)
+				dotRowsGeneric(o1, x, R, ld)
+			}
+			dotRowsGeneric(o2, x, R, ld)
+			requireBits(t, o2, o1, "dotRows "+name)
+		}
+	}
 }
