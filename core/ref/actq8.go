@@ -462,7 +462,8 @@ func SetInt8Activations(on bool) (was bool) {
 
 // Int8Kernels lists the sets of integer-path kernels this build and CPU
 // can run, fastest first: "amx" ("vnni" with AMX tiles for prefill),
-// "vnni" (AVX-512 VNNI), "avx2" (amd64), "go" (the generic kernels,
+// "vnni" (AVX-512 VNNI), "avx2" (amd64), "simd128" (js/wasm with the
+// SIMD128 module, the generic kernels' bits), "go" (the generic kernels,
 // everywhere). The default is the first.
 func Int8Kernels() []string { return int8KernelSets() }
 
