@@ -49,6 +49,21 @@ def tilestored(t, base, idx):
     return amx(f"TILESTORED ({base})({idx}*1), TMM{t}", vex(2, 0, 0x4B, t << 3 | 4, REG[idx] << 3 | REG[base]))
 
 
+
+def ktiles(signed_high):
+    """A K-quant token group's integer tiles: the low-byte (tile 2) and
+    high-byte (tile 3) weight planes of 4 steps × 64 values against the
+    tokens' activations (tile 4), summed into tiles 0 and 1 and stored at
+    CLO and CHI. The high byte is unsigned for Q4_K (TDPBUSD) and signed for
+    Q6_K (TDPBSSD)."""
+    w = [tilezero(0), tilezero(1), "\tMOVQ R9, AX\n\tLEAQ 1024(R9), DI"]
+    for _ in range(4):
+        w += [tileloadd(2, "AX", "DX"), tileloadd(3, "DI", "DX"), tileloadd(4, "BX", "DX"),
+              tdpbusd(0, 2, 4), (tdpbssd if signed_high else tdpbusd)(1, 3, 4),
+              "\tADDQ $2048, AX\n\tADDQ $2048, DI\n\tADDQ $1024, BX"]
+    w += [f"\tLEAQ {CLO}(R9), AX\n\tLEAQ {CHI}(R9), DI", tilestored(0, "AX", "DX"), tilestored(1, "DI", "DX")]
+    return "\n".join(w)
+
 def tdpbusd(c, a, b):  # c += a (unsigned bytes) · b (signed bytes)
     return amx(f"TDPBUSD TMM{c}, TMM{a}, TMM{b}", vex(1, b, 0x5E, 0xC0 | c << 3 | a))
 
@@ -164,19 +179,7 @@ amxq4krow:
 	MOVQ R11, R13
 	LEAQ %d(R9), R8
 amxq4kgroup:""" % ACC)
-    e(tilezero(0))
-    e(tilezero(1))
-    e("\tMOVQ R9, AX\n\tLEAQ 1024(R9), DI")
-    for p in range(4):
-        e(tileloadd(2, "AX", "DX"))
-        e(tileloadd(3, "DI", "DX"))
-        e(tileloadd(4, "BX", "DX"))
-        e(tdpbusd(0, 2, 4))
-        e(tdpbusd(1, 3, 4))
-        e("\tADDQ $2048, AX\n\tADDQ $2048, DI\n\tADDQ $1024, BX")
-    e(f"\tLEAQ {CLO}(R9), AX\n\tLEAQ {CHI}(R9), DI")
-    e(tilestored(0, "AX", "DX"))
-    e(tilestored(1, "DI", "DX"))
+    e(ktiles(signed_high=False))
     e("\tVMOVUPS (R13), Z16")
     for s in range(8):
         e(f"\tVMOVUPS {64 * (s + 1)}(R13), Z{17 + s}")
@@ -482,19 +485,7 @@ amxq6krow:
 	MOVQ R11, R13
 	LEAQ %d(R9), R8
 amxq6kgroup:""" % ACC)
-    e(tilezero(0))
-    e(tilezero(1))
-    e("\tMOVQ R9, AX\n\tLEAQ 1024(R9), DI")
-    for p in range(4):
-        e(tileloadd(2, "AX", "DX"))
-        e(tileloadd(3, "DI", "DX"))
-        e(tileloadd(4, "BX", "DX"))
-        e(tdpbusd(0, 2, 4))
-        e(tdpbssd(1, 3, 4))
-        e("\tADDQ $2048, AX\n\tADDQ $2048, DI\n\tADDQ $1024, BX")
-    e(f"\tLEAQ {CLO}(R9), AX\n\tLEAQ {CHI}(R9), DI")
-    e(tilestored(0, "AX", "DX"))
-    e(tilestored(1, "DI", "DX"))
+    e(ktiles(signed_high=True))
     e("\tVMOVUPS (R13), Z16")
     for r in range(16):
         e(f"""	VMOVDQU32 {CHI + 64 * r}(R9), Z0
