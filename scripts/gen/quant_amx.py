@@ -49,7 +49,6 @@ def tilestored(t, base, idx):
     return amx(f"TILESTORED ({base})({idx}*1), TMM{t}", vex(2, 0, 0x4B, t << 3 | 4, REG[idx] << 3 | REG[base]))
 
 
-
 def ktiles(signed_high):
     """A K-quant token group's integer tiles: the low-byte (tile 2) and
     high-byte (tile 3) weight planes of 4 steps × 64 values against the
@@ -63,6 +62,7 @@ def ktiles(signed_high):
               "\tADDQ $2048, AX\n\tADDQ $2048, DI\n\tADDQ $1024, BX"]
     w += [f"\tLEAQ {CLO}(R9), AX\n\tLEAQ {CHI}(R9), DI", tilestored(0, "AX", "DX"), tilestored(1, "DI", "DX")]
     return "\n".join(w)
+
 
 def tdpbusd(c, a, b):  # c += a (unsigned bytes) · b (signed bytes)
     return amx(f"TDPBUSD TMM{c}, TMM{a}, TMM{b}", vex(1, b, 0x5E, 0xC0 | c << 3 | a))
