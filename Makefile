@@ -50,7 +50,8 @@ test-browser: setup
 	@scripts/setup.sh browser
 	$(GO) test -count=1 -run 'TestBrowserE2E$$|TestBrowserChatAPI$$' -v ./cmd/tessera
 
-# The browser bundle: bin/wasm/{tessera.wasm,tessera.wasm.gz,wasm_exec.js}.
+# The browser bundles: bin/wasm/{tessera.wasm,tessera-cpu.wasm} (with and
+# without the WebGPU runner), their .gz, and wasm_exec.js.
 wasm:
 	scripts/browser/build-wasm.sh bin/wasm
 

@@ -1,7 +1,7 @@
 // tessera Web Worker: runs the Go engine (tessera.wasm) off the page's main
 // thread. Started by tessera.js; speaks the message protocol below.
 //
-//   page → worker  {type: 'load', id, modelUrl, wasmUrl, execUrl, cacheName, backend, allowSoftwareAdapter, gpuMemory, exact, storageFreeForTest}
+//   page → worker  {type: 'load', id, modelUrl, wasmUrl, wasmFallbackUrl, execUrl, cacheName, backend, allowSoftwareAdapter, gpuMemory, exact, storageFreeForTest}
 //                  {type: 'generate', id, request, images, hashImages}
 //                  {type: 'chat', id, params}      (OpenAI chat completion)
 //                  {type: 'pixels', id, image}       {type: 'cancel'}
@@ -50,8 +50,26 @@ let started = null; // Promise: the Go program is running and exported tesseraWa
 
 function post(msg) { self.postMessage(msg); }
 
-// startGo loads wasm_exec.js and tessera.wasm and runs the Go program.
-function startGo(wasmUrl, execUrl) {
+// fetchWasm fetches the engine bundle wasmUrl, or fallbackUrl (if given)
+// when wasmUrl cannot be had: tessera.js asks for the CPU-only bundle for
+// backend 'cpu' and falls back to the full one a server may only have.
+async function fetchWasm(wasmUrl, fallbackUrl) {
+  let resp = null;
+  let why = '';
+  try {
+    resp = await fetch(wasmUrl);
+    why = `HTTP ${resp.status}`;
+  } catch (e) {
+    why = e.message;
+  }
+  if (resp && resp.ok) return resp;
+  if (fallbackUrl) return fetchWasm(fallbackUrl);
+  throw new Error(`could not fetch ${wasmUrl}: ${why} (build it with "make wasm")`);
+}
+
+// startGo loads wasm_exec.js and the engine bundle (wasmUrl, else
+// fallbackUrl) and runs the Go program.
+function startGo(wasmUrl, execUrl, fallbackUrl) {
   if (started) return started;
   started = (async () => {
     try {
@@ -61,10 +79,7 @@ function startGo(wasmUrl, execUrl) {
     }
     const go = new self.Go();
     const ready = new Promise((ok) => { self.__tesseraReady = ok; });
-    const resp = await fetch(wasmUrl);
-    if (!resp.ok) {
-      throw new Error(`could not fetch ${wasmUrl}: HTTP ${resp.status} (build it with "make wasm")`);
-    }
+    const resp = await fetchWasm(wasmUrl, fallbackUrl);
     let inst;
     if ((resp.headers.get('content-type') || '').startsWith('application/wasm')) {
       inst = await WebAssembly.instantiateStreaming(resp, go.importObject);
@@ -444,7 +459,7 @@ async function handle(msg) {
   switch (msg.type) {
     case 'load': {
       const t0 = performance.now();
-      const go = await startGo(msg.wasmUrl, msg.execUrl);
+      const go = await startGo(msg.wasmUrl, msg.execUrl, msg.wasmFallbackUrl);
       const t1 = performance.now();
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
       const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
@@ -524,7 +539,7 @@ async function handle(msg) {
     case 'conformance': {
       // The WGSL kernel conformance cases on this browser's WebGPU
       // (bundles built with -tags conformance); no model needed.
-      const go = await startGo(msg.wasmUrl, msg.execUrl);
+      const go = await startGo(msg.wasmUrl, msg.execUrl, msg.wasmFallbackUrl);
       return go.conformance(msg.perOp || 0);
     }
     case 'dispose':

@@ -101,7 +101,10 @@ export class Tessera {
    * in float32 as WebGPU does, where it would round activations to int8
    * for integer kernels — the same greedy tokens as `tessera run --exact`
    * and as the GPU;
-   * wasmUrl, execUrl (wasm_exec.js), workerUrl, cacheName (Cache Storage
+   * wasmUrl (default: tessera-cpu.wasm, the bundle without the WebGPU
+   * runner, for backend 'cpu', falling back to tessera.wasm where the
+   * server has no such file; tessera.wasm otherwise), execUrl
+   * (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
    * loads without being cached, with a console warning and
@@ -116,14 +119,19 @@ export class Tessera {
       throw new TesseraError('this browser has no Web Workers; tessera needs them to run the model off the page');
     }
     const t = new Tessera(options.workerUrl || here('tessera-worker.js'), options.onProgress);
+    const backend = options.backend || 'cpu';
+    // backend 'cpu' needs no WebGPU runner: the smaller CPU-only bundle,
+    // else (a server without it) the full one
+    const cpuBundle = !options.wasmUrl && backend === 'cpu';
     try {
       const r = await t.#call({
         type: 'load',
         modelUrl: new URL(modelUrl, location.href).href,
-        wasmUrl: options.wasmUrl || here('tessera.wasm'),
+        wasmUrl: options.wasmUrl || here(cpuBundle ? 'tessera-cpu.wasm' : 'tessera.wasm'),
+        wasmFallbackUrl: cpuBundle ? here('tessera.wasm') : undefined,
         execUrl: options.execUrl || here('wasm_exec.js'),
         cacheName: options.cacheName ?? 'tessera-models-v1',
-        backend: options.backend || 'cpu',
+        backend,
         allowSoftwareAdapter: !!options.allowSoftwareAdapter,
         gpuMemory: options.gpuMemory,
         exact: !!options.exact,

@@ -310,10 +310,11 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
 
-	// The bundle `make wasm` builds (WebGPU runner + CPU path): what the
-	// page serves.
+	// The bundles `make wasm` builds (with the WebGPU runner, and the
+	// CPU-only one backend 'cpu' loads): what the page serves.
 	wasmDir := filepath.Join(dir, "wasm")
 	e2eBuildBundle(t, wasmDir)
+	e2eBuildCPUBundle(t, wasmDir)
 
 	// wllama's files as tessera serve serves its own: revalidated on every
 	// load (no-cache + ETag), gzip -9 when the browser accepts it.

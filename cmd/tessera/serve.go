@@ -32,10 +32,14 @@ func init() {
 	register("serve", "serve the browser demo page, the wasm engine and a model (loopback only by default)", cmdServe)
 }
 
-// Names under the wasm directory (`make wasm` writes them).
+// Names under the wasm directory (`make wasm` writes them, each bundle
+// with NAME.gz beside it): the engine with the WebGPU runner, the
+// CPU-only engine a page loads for backend 'cpu' (tessera.js; without it
+// the page falls back to the full one), Go's loader.
 const (
 	wasmName     = "tessera.wasm"
-	wasmGzName   = "tessera.wasm.gz"
+	wasmGzName   = wasmName + ".gz"
+	wasmCPUName  = "tessera-cpu.wasm"
 	wasmExecName = "wasm_exec.js"
 )
 
@@ -73,9 +77,15 @@ type server struct {
 	execJS   []byte            // wasm_exec.js from GOROOT when the wasm dir has none
 	started  time.Time
 
-	gzMu  sync.Mutex
-	gzKey string // size/mtime of the wasm the cached gzip was made from
-	gz    []byte
+	gzMu sync.Mutex
+	gz   map[string]gzCopy // per bundle name: its gzip made in memory
+}
+
+// gzCopy is a bundle's gzip form made in memory, and the size/mtime of the
+// file it was made from.
+type gzCopy struct {
+	key  string
+	data []byte
 }
 
 // newServer opens the roots of cfg. It fails when the model directory does
@@ -110,7 +120,7 @@ func newServer(cfg serveConfig) (*server, error) {
 		if _, err := r.Stat(wasmName); err != nil {
 			fmt.Fprintf(cfg.Log, "tessera serve: warning: %s has no %s (run \"make wasm\"); the page cannot start the engine\n", cfg.WasmDir, wasmName)
 		} else if !rootHas(r, wasmGzName) {
-			go s.warmGzip() // compress once now rather than on the first request
+			go s.warmGzip(wasmName) // compress once now rather than on the first request
 		}
 	}
 	if s.wasm == nil || !rootHas(s.wasm, wasmExecName) {
@@ -283,8 +293,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(segs) == 0:
 		s.servePage(w, r, "index.html")
-	case len(segs) == 1 && segs[0] == wasmName:
-		s.serveWasm(w, r)
+	case len(segs) == 1 && (segs[0] == wasmName || segs[0] == wasmCPUName):
+		s.serveWasm(w, r, segs[0])
 	case len(segs) == 1 && segs[0] == wasmExecName:
 		s.serveExec(w, r)
 	case len(segs) == 1:
@@ -352,17 +362,17 @@ func (s *server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	http.ServeContent(w, r, name, mod, rs)
 }
 
-// serveWasm serves tessera.wasm, gzip-compressed when the client accepts
-// it: tessera.wasm.gz when it is at least as new, else a copy compressed
-// once in memory.
-func (s *server) serveWasm(w http.ResponseWriter, r *http.Request) {
+// serveWasm serves the engine bundle name (tessera.wasm or
+// tessera-cpu.wasm), gzip-compressed when the client accepts it: NAME.gz
+// when it is at least as new, else a copy compressed once in memory.
+func (s *server) serveWasm(w http.ResponseWriter, r *http.Request, name string) {
 	if s.wasm == nil {
 		http.Error(w, "no wasm directory: build the engine with \"make wasm\" and pass --wasm DIR", http.StatusNotFound)
 		return
 	}
-	f, st, ok := openRegular(s.wasm, wasmName)
+	f, st, ok := openRegular(s.wasm, name)
 	if !ok {
-		http.Error(w, wasmName+" not found: build it with \"make wasm\"", http.StatusNotFound)
+		http.Error(w, name+" not found: build it with \"make wasm\"", http.StatusNotFound)
 		return
 	}
 	defer f.Close()
@@ -372,28 +382,28 @@ func (s *server) serveWasm(w http.ResponseWriter, r *http.Request) {
 	h.Set("Vary", "Accept-Encoding")
 	tag := fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano())
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		if gz := s.wasmGzip(f, st, tag); gz != nil {
+		if gz := s.wasmGzip(name, f, st, tag); gz != nil {
 			h.Set("Content-Encoding", "gzip")
 			h.Set("ETag", `"`+tag+`-gz"`)
-			http.ServeContent(w, r, wasmName, st.ModTime(), gz)
+			http.ServeContent(w, r, name, st.ModTime(), gz)
 			return
 		}
 	}
 	h.Set("ETag", `"`+tag+`"`)
-	http.ServeContent(w, r, wasmName, st.ModTime(), f)
+	http.ServeContent(w, r, name, st.ModTime(), f)
 }
 
-// warmGzip fills the in-memory gzip copy of the wasm.
-func (s *server) warmGzip() {
-	if f, st, ok := openRegular(s.wasm, wasmName); ok {
-		s.wasmGzip(f, st, fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano()))
+// warmGzip fills the in-memory gzip copy of the bundle name.
+func (s *server) warmGzip(name string) {
+	if f, st, ok := openRegular(s.wasm, name); ok {
+		s.wasmGzip(name, f, st, fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano()))
 		f.Close()
 	}
 }
 
-// wasmGzip returns the gzip form of the wasm file f, or nil.
-func (s *server) wasmGzip(f *os.File, st fs.FileInfo, tag string) io.ReadSeeker {
-	if gf, gst, ok := openRegular(s.wasm, wasmGzName); ok {
+// wasmGzip returns the gzip form of the bundle name, open as f, or nil.
+func (s *server) wasmGzip(name string, f *os.File, st fs.FileInfo, tag string) io.ReadSeeker {
+	if gf, gst, ok := openRegular(s.wasm, name+".gz"); ok {
 		if !gst.ModTime().Before(st.ModTime()) {
 			b, err := io.ReadAll(gf)
 			gf.Close()
@@ -406,7 +416,7 @@ func (s *server) wasmGzip(f *os.File, st fs.FileInfo, tag string) io.ReadSeeker 
 	}
 	s.gzMu.Lock()
 	defer s.gzMu.Unlock()
-	if s.gzKey != tag {
+	if s.gz[name].key != tag {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // valid level: no error
 		if _, err := io.Copy(zw, f); err != nil {
@@ -418,9 +428,12 @@ func (s *server) wasmGzip(f *os.File, st fs.FileInfo, tag string) io.ReadSeeker 
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil
 		}
-		s.gz, s.gzKey = buf.Bytes(), tag
+		if s.gz == nil {
+			s.gz = map[string]gzCopy{}
+		}
+		s.gz[name] = gzCopy{tag, buf.Bytes()}
 	}
-	return bytes.NewReader(s.gz)
+	return bytes.NewReader(s.gz[name].data)
 }
 
 // acceptsGzip parses Accept-Encoding for gzip with a non-zero quality.

@@ -1078,10 +1078,20 @@ func rgbaDiff(a, b []byte) (n, worst int) {
 }
 
 // e2eBuildWasm builds the CPU-only bundle (-tags=cpuonly) into dir as make
-// wasm does: tessera.wasm, tessera.wasm.gz and wasm_exec.js.
+// wasm does with WASM_TAGS=cpuonly: tessera.wasm, tessera-cpu.wasm (the
+// same bundle), their gzips and wasm_exec.js.
 func e2eBuildWasm(t *testing.T, dir string) {
 	t.Helper()
 	e2eBuildBundle(t, dir, "-tags=cpuonly")
+	for _, ext := range []string{"", ".gz"} {
+		b, err := os.ReadFile(filepath.Join(dir, wasmName+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, wasmCPUName+ext), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // e2eBuildBundle builds the bundle into dir as make wasm does, with the go
@@ -1093,21 +1103,7 @@ func e2eBuildBundle(t *testing.T, dir string, flags ...string) {
 	}
 	goBin := e2eGo()
 	e2eGoBuild(t, filepath.Join(dir, wasmName), flags...)
-	// tessera.wasm.gz, as make wasm writes it.
-	raw, err := os.ReadFile(filepath.Join(dir, wasmName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	zw.Write(raw)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, wasmGzName), gz.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wasm: %d bytes, gzip -9 %d bytes", len(raw), gz.Len())
+	e2eGzip(t, filepath.Join(dir, wasmName))
 	out, err := exec.Command(goBin, "env", "GOROOT").Output()
 	if err != nil {
 		t.Fatalf("go env GOROOT: %v", err)
@@ -1119,6 +1115,34 @@ func e2eBuildBundle(t *testing.T, dir string, flags ...string) {
 	if err := os.WriteFile(filepath.Join(dir, wasmExecName), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// e2eBuildCPUBundle adds to dir the CPU-only bundle `make wasm` writes
+// beside tessera.wasm (tessera-cpu.wasm, -tags cpuonly, and its gzip),
+// which pages load for backend 'cpu'.
+func e2eBuildCPUBundle(t *testing.T, dir string) {
+	t.Helper()
+	e2eGoBuild(t, filepath.Join(dir, wasmCPUName), "-tags=cpuonly")
+	e2eGzip(t, filepath.Join(dir, wasmCPUName))
+}
+
+// e2eGzip writes path.gz (gzip -9), as make wasm does, and logs both sizes.
+func e2eGzip(t *testing.T, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".gz", gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d bytes, gzip -9 %d bytes", filepath.Base(path), len(raw), gz.Len())
 }
 
 // e2eGo is the go command of the toolchain running the test.

@@ -185,6 +185,27 @@ func TestServeFiles(t *testing.T) {
 	if w := get(s, "/tessera.wasm", "Accept-Encoding", "gzip;q=0"); w.Header().Get("Content-Encoding") != "" {
 		t.Errorf("gzip;q=0 still got gzip")
 	}
+	// The CPU-only bundle likewise, each with its own gzip copy; a wasm
+	// directory without it answers 404 (the page then loads tessera.wasm).
+	if w := get(s, "/"+wasmCPUName); w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "make wasm") {
+		t.Errorf("%s missing: %d %q", wasmCPUName, w.Code, w.Body.String())
+	}
+	cpuBytes := bytes.Repeat([]byte("\x00asm fake CPU-only module "), 2048)
+	if err := os.WriteFile(filepath.Join(f.wasm, wasmCPUName), cpuBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // alternating bundles each keep their own compressed copy
+		for name, want := range map[string][]byte{wasmCPUName: cpuBytes, wasmName: f.wasmBytes} {
+			w := get(s, "/"+name, "Accept-Encoding", "gzip")
+			zr, err := gzip.NewReader(w.Body)
+			if w.Code != 200 || w.Header().Get("Content-Type") != "application/wasm" || err != nil {
+				t.Fatalf("gzip %s: %d %v %v", name, w.Code, w.Header(), err)
+			}
+			if plain, _ := io.ReadAll(zr); !bytes.Equal(plain, want) {
+				t.Errorf("gzip %s does not decompress to it", name)
+			}
+		}
+	}
 	if w := get(s, "/wasm_exec.js"); w.Code != 200 || !strings.Contains(w.Body.String(), "stand-in") {
 		t.Errorf("wasm_exec.js: %d", w.Code)
 	}
