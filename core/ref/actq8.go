@@ -26,8 +26,9 @@ import (
 //
 // The choice (int8Blocks): every product with these formats takes this
 // path on every CPU — decode and prefill alike, so prefill gives each
-// token decode's bits (but on AMX tiles, amxTakes: rowDotQ8's bits). It rounds the activations (relative error ≤ 1/254 of
-// each block's largest value), as llama.cpp's kernels do: k3-micro's
+// token decode's bits (but on AMX tiles, amxTakes: rowDotQ8's bits). It
+// rounds the activations (relative error ≤ 1/254 of each block's largest
+// value), as llama.cpp's kernels do: k3-micro's
 // held-out perplexity stays within 0.6 % of llama.cpp's on every such
 // file, with the SIMD kernels and with the generic ones alike
 // (TestQuantizedPerplexityMatchesLlamaCpp requires 1 %).
@@ -94,7 +95,7 @@ type actQ8 struct {
 	q2     []int64
 	paired bool
 	// xt and xu hold, when amx is set, the tokens laid out for the AMX
-	// tiles (amxTiles, amd64).
+	// tiles (amxTiles, amxTiles32; amd64).
 	xt  []int8
 	xu  []float32
 	amx bool

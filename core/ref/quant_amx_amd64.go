@@ -71,7 +71,7 @@ const (
 	amxGroups  = 4
 )
 
-// amxCfg is the tile configuration of amxQ4K (k256) or the 32-value
+// amxCfg is the tile configuration of amxQ4K and amxQ6K (k256) or the 32-value
 // kernels for m rows: palette 1; amxQ4K tiles 0-4 of 64 bytes a row (C
 // lo, C hi, A lo, A hi: m rows; B: 16 rows), the others tiles 0 (C: m
 // rows), 2 (A: m rows of 32 bytes) and 4 (B: 8 rows).
@@ -185,7 +185,7 @@ func (a *actQ8) amxTiles32() {
 	a.amx = true
 }
 
-// prepareTiles makes a's AMX layout (amxTiles) where the product of W
+// prepareTiles makes a's AMX layout (amxTiles, amxTiles32) where the product of W
 // with a runs on AMX tiles.
 func prepareTiles(W *tensor.Mat, a *actQ8) {
 	switch {
@@ -198,7 +198,7 @@ func prepareTiles(W *tensor.Mat, a *actQ8) {
 }
 
 // prefillAMX sets out[t·W.Rows + o] to rowDotQ8 of row o with every token
-// t of a for lo ≤ o < hi with amxQ4K or the 32-value kernels: groups of 16
+// t of a for lo ≤ o < hi with amxQ4K, amxQ6K or the 32-value kernels: groups of 16
 // rows, then the rest as one group (where the rows are cut does not change
 // any row's bits).
 func prefillAMX(W *tensor.Mat, lo, hi int, a *actQ8, out []float32) {

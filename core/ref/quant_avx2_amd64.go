@@ -71,7 +71,8 @@ func init() {
 }
 
 // int8Kern is the kernels of the integer path on this CPU: AMX (VNNI
-// with AMX tiles for Q4_K prefill), else VNNI, else AVX2, else the generic ones (actq8_generic.go); each set takes every
+// with AMX tiles for prefill, amxTakes), else VNNI, else AVX2, else the
+// generic ones (actq8_generic.go); each set takes every
 // format of actKindOf. Tests switch it to run each set on any CPU that
 // has it.
 var int8Kern = func() int8Kernels {

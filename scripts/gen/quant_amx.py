@@ -49,6 +49,25 @@ def tilestored(t, base, idx):
     return amx(f"TILESTORED ({base})({idx}*1), TMM{t}", vex(2, 0, 0x4B, t << 3 | 4, REG[idx] << 3 | REG[base]))
 
 
+def prologue(label):
+    """A kernel's start: its tile configuration loaded (cfg), the scratch
+    base in R9 and the ng·16 rows of 64-byte accumulators at ACC zeroed
+    (loop label)."""
+    return "\n".join([
+        "\tMOVQ cfg+72(FP), AX",
+        ldtilecfg("AX"),
+        f"""	MOVQ scr+64(FP), R9
+	MOVQ ng+40(FP), CX
+	SHLQ $4, CX
+	VPXORD Z0, Z0, Z0
+	LEAQ {ACC}(R9), AX
+{label}:
+	VMOVUPS Z0, (AX)
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  {label}"""])
+
+
 def ktiles(signed_high):
     """A K-quant token group's integer tiles: the low-byte (tile 2) and
     high-byte (tile 3) weight planes of 4 steps × 64 values against the
@@ -106,20 +125,9 @@ def kernel():
 // A tiles of the products w = sc·v (0 … 945) split into bytes: lo = w & 255,
 // hi = w >> 8. The accumulators (rows × tokens) are transposed to
 // out[t·ldo/4 + r] (the last group's first last tokens).
-TEXT ·amxQ4K(SB), NOSPLIT, $0-96
-	MOVQ cfg+72(FP), AX""")
-    e(ldtilecfg("AX"))
-    e(f"""	MOVQ scr+64(FP), R9
-	MOVQ ng+40(FP), CX
-	SHLQ $4, CX
-	VPXORD Z0, Z0, Z0
-	LEAQ {ACC}(R9), AX
-amxq4kzero:
-	VMOVUPS Z0, (AX)
-	ADDQ $64, AX
-	DECQ CX
-	JNZ  amxq4kzero
-	MOVL $0x000f000f, AX
+TEXT ·amxQ4K(SB), NOSPLIT, $0-96""")
+    e(prologue("amxq4kzero"))
+    e(f"""	MOVL $0x000f000f, AX
 	VPBROADCASTD AX, Z31
 	MOVQ w+0(FP), SI
 	MOVQ nb+16(FP), CX
@@ -314,19 +322,8 @@ def kernel32(dt):
 // — rowDotQ8's operations in its order{" (tab: the halved E8M0 scales)" if not f16 else ""}.
 // A block's 16 rows are unpacked to int8 once for all groups. The
 // accumulators are transposed to out[t·ldo/4 + r] as amxQ4K's.
-TEXT ·{name}(SB), NOSPLIT, $0-104
-	MOVQ cfg+72(FP), AX""")
-    e(ldtilecfg("AX"))
-    e(f"""	MOVQ scr+64(FP), R9
-	MOVQ ng+40(FP), CX
-	SHLQ $4, CX
-	VPXORD Z0, Z0, Z0
-	LEAQ {ACC}(R9), AX
-{lbl}zero:
-	VMOVUPS Z0, (AX)
-	ADDQ $64, AX
-	DECQ CX
-	JNZ  {lbl}zero""")
+TEXT ·{name}(SB), NOSPLIT, $0-104""")
+    e(prologue(f"{lbl}zero"))
     if lut:
         e(f"\tVPBROADCASTD nib4<>(SB), Y15\n\tVBROADCASTI128 {lut}<>(SB), Y14")
     e(f"""	MOVQ w+0(FP), SI
@@ -415,20 +412,9 @@ def kernel_q6k():
 // with the products w = sc·(v − 32) (−4096 … 4096) split into an unsigned
 // low byte (TDPBUSD) and a signed high byte (TDPBSSD) — rowDotQ8's
 // operations in its order.
-TEXT ·amxQ6K(SB), NOSPLIT, $0-96
-	MOVQ cfg+72(FP), AX""")
-    e(ldtilecfg("AX"))
-    e(f"""	MOVQ scr+64(FP), R9
-	MOVQ ng+40(FP), CX
-	SHLQ $4, CX
-	VPXORD Z0, Z0, Z0
-	LEAQ {ACC}(R9), AX
-amxq6kzero:
-	VMOVUPS Z0, (AX)
-	ADDQ $64, AX
-	DECQ CX
-	JNZ  amxq6kzero
-	MOVL $0x000f000f, AX
+TEXT ·amxQ6K(SB), NOSPLIT, $0-96""")
+    e(prologue("amxq6kzero"))
+    e(f"""	MOVL $0x000f000f, AX
 	VPBROADCASTD AX, Z31
 	MOVL $0x00300030, AX
 	VPBROADCASTD AX, Z30
