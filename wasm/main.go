@@ -252,8 +252,11 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 				e.Backend = engine.CPUBackend + "; no WebGPU adapter: " + g.Reason
 				break
 			}
+			// auto decides in either bundle: the CPU-only one, which
+			// tessera.js loads for auto where no adapter but the fallback
+			// one is offered, gives the same reason for the same choice
 			var choice wgsl.AutoChoice
-			if backend == "auto" && haveGPURunner {
+			if backend == "auto" {
 				allow := opts.Get("allowSoftwareAdapter")
 				choice = wgsl.ChooseAuto(g.adapterInfo(), allow.Type() == js.TypeBoolean && allow.Bool())
 				if !choice.GPU {
@@ -725,7 +728,10 @@ func (h *host) infoValue() (any, error) {
 		// CPUKernels: what runs the CPU path's matrix products
 		// (core/ref's WebAssembly SIMD128 module, or pure Go and why).
 		CPUKernels string `json:"cpuKernels"`
-	}{e.Info(), h.gpu, chatTemplate, kernels})
+		// GPURunner: whether this bundle has the WebGPU runner
+		// (tessera.wasm) or is the CPU-only one (tessera-cpu.wasm).
+		GPURunner bool `json:"gpuRunner"`
+	}{e.Info(), h.gpu, chatTemplate, kernels, haveGPURunner})
 }
 
 // dispose() frees the model; generate then fails until load is called.

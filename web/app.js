@@ -118,6 +118,39 @@ function onProgress(p) {
   $('load-bytes').textContent = `${fmtBytes(p.loaded)} / ${fmtBytes(p.total)}`;
 }
 
+// kept resolves to the engine bundle the service worker keeps for offline
+// visits ('' when it keeps none): keepEngineOffline's promise.
+let kept = Promise.resolve('');
+
+// keepEngineOffline has the service worker store the engine bundle this
+// page runs (info.gpuRunner: tessera.wasm, else tessera-cpu.wasm), so the
+// next visit works offline: the worker's install leaves the bundles out (a
+// visit downloads only the one its backend needs), and the first visit's
+// engine fetched its bundle before the worker controlled the page. The
+// fetch goes through the worker, which stores it; the browser's HTTP cache
+// answers it (a revalidation, not a second download).
+async function keepEngineOffline(info) {
+  if (!(await offlineShell)) return '';
+  const sw = navigator.serviceWorker;
+  if (!sw.controller) {
+    await new Promise((ok) => {
+      sw.addEventListener('controllerchange', ok, { once: true });
+      setTimeout(ok, 10000);
+    });
+  }
+  if (!sw.controller) return '';
+  const name = info.gpuRunner ? 'tessera.wasm' : 'tessera-cpu.wasm';
+  try {
+    const r = await fetch(name);
+    if (!r.ok) return '';
+    await r.arrayBuffer();
+    return name;
+  } catch (e) {
+    console.warn(`tessera: ${name} is not kept for offline use: ${e.message}`);
+    return '';
+  }
+}
+
 async function load() {
   const modelUrl = params.get('model') || new URL('model/', location.href).href;
   if (!navigator.gpu) {
@@ -132,6 +165,7 @@ async function load() {
   $('load-progress').value = $('load-progress').max;
   showFacts(info);
   gpuNotice(info);
+  kept = keepEngineOffline(info);
   return info;
 }
 
@@ -573,7 +607,7 @@ async function testRun() {
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
     if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();
-    result.shell = { active: await offlineShell, controlled: Boolean(navigator.serviceWorker && navigator.serviceWorker.controller) };
+    result.shell = { active: await offlineShell, controlled: Boolean(navigator.serviceWorker && navigator.serviceWorker.controller), kept: await kept };
   } catch (e) {
     result.error = String(e && e.message || e);
   }

@@ -1,21 +1,25 @@
 // tessera's service worker: the page works offline after the first visit.
 //
-// The page shell (this page, its scripts and style, the worker, Go's
-// wasm_exec.js and tessera.wasm) is stored in Cache Storage when the
-// service worker installs and refreshed whenever the network serves a newer
-// copy. Shell requests go to the network first, so an online page is never
-// stale; when the network fails or answers with an error, the stored copy
-// is served. Model files are not handled here: the engine's worker keeps
+// The page shell (this page, its scripts and style, the worker and Go's
+// wasm_exec.js) is stored in Cache Storage when the service worker installs
+// and refreshed whenever the network serves a newer copy. The engine
+// bundles (tessera.wasm, tessera-cpu.wasm) are stored when they are fetched
+// through this worker, not at install: a visit downloads only the bundle
+// its backend runs, and the page fetches that one through the worker once
+// it controls the page (app.js keepEngineOffline). Shell requests go to the
+// network first, so an online page is never stale; when the network fails
+// or answers with an error, the stored copy is served. Model files are not handled here: the engine's worker keeps
 // them in its own cache (tessera-models-v1) and checks them against the
 // manifest. Everything else (the OpenAI API under /v1/, other paths) passes
 // through untouched.
 'use strict';
 
-const SHELL_CACHE = 'tessera-shell-v1';
+const SHELL_CACHE = 'tessera-shell-v2';
 // Relative to this script's URL (the page's directory).
 const SHELL = ['./', 'style.css', 'app.js', 'live.js', 'tessera.js', 'tessera-worker.js',
-  'favicon.svg', 'wasm_exec.js', 'tessera.wasm'];
-const shellURLs = new Set(SHELL.map((p) => new URL(p, self.location.href).href));
+  'favicon.svg', 'wasm_exec.js'];
+const BUNDLES = ['tessera.wasm', 'tessera-cpu.wasm'];
+const shellURLs = new Set([...SHELL, ...BUNDLES].map((p) => new URL(p, self.location.href).href));
 const indexURL = new URL('./', self.location.href).href;
 
 self.addEventListener('install', (event) => {

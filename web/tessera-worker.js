@@ -67,6 +67,20 @@ async function fetchWasm(wasmUrl, fallbackUrl) {
   throw new Error(`could not fetch ${wasmUrl}: ${why} (build it with "make wasm")`);
 }
 
+// autoCPUBundle says whether backend 'auto' can do with the CPU-only
+// bundle: the browser offers no WebGPU adapter, or only its fallback
+// adapter (SwiftShader) while allowSoftware is off. wgsl.ChooseAuto takes
+// the CPU there whatever else it knows, and the CPU-only bundle runs the
+// same ChooseAuto (the same reason in info().backend); on any other
+// adapter the full bundle loads and ChooseAuto decides.
+async function autoCPUBundle(allowSoftware) {
+  if (!self.navigator || !navigator.gpu) return true;
+  const ad = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null);
+  if (!ad) return true;
+  const fallback = (ad.info && ad.info.isFallbackAdapter === true) || ad.isFallbackAdapter === true;
+  return fallback && !allowSoftware;
+}
+
 // startGo loads wasm_exec.js and the engine bundle (wasmUrl, else
 // fallbackUrl) and runs the Go program.
 function startGo(wasmUrl, execUrl, fallbackUrl) {
@@ -459,7 +473,12 @@ async function handle(msg) {
   switch (msg.type) {
     case 'load': {
       const t0 = performance.now();
-      const go = await startGo(msg.wasmUrl, msg.execUrl, msg.wasmFallbackUrl);
+      let wasmUrl = msg.wasmUrl;
+      let fallbackUrl = msg.wasmFallbackUrl;
+      if (msg.autoCPUWasmUrl && !started && await autoCPUBundle(!!msg.allowSoftwareAdapter)) {
+        [wasmUrl, fallbackUrl] = [msg.autoCPUWasmUrl, msg.wasmUrl];
+      }
+      const go = await startGo(wasmUrl, msg.execUrl, fallbackUrl);
       const t1 = performance.now();
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
       const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
@@ -539,7 +558,12 @@ async function handle(msg) {
     case 'conformance': {
       // The WGSL kernel conformance cases on this browser's WebGPU
       // (bundles built with -tags conformance); no model needed.
-      const go = await startGo(msg.wasmUrl, msg.execUrl, msg.wasmFallbackUrl);
+      let wasmUrl = msg.wasmUrl;
+      let fallbackUrl = msg.wasmFallbackUrl;
+      if (msg.autoCPUWasmUrl && !started && await autoCPUBundle(!!msg.allowSoftwareAdapter)) {
+        [wasmUrl, fallbackUrl] = [msg.autoCPUWasmUrl, msg.wasmUrl];
+      }
+      const go = await startGo(wasmUrl, msg.execUrl, fallbackUrl);
       return go.conformance(msg.perOp || 0);
     }
     case 'dispose':

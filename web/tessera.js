@@ -102,8 +102,11 @@ export class Tessera {
    * for integer kernels — the same greedy tokens as `tessera run --exact`
    * and as the GPU;
    * wasmUrl (default: tessera-cpu.wasm, the bundle without the WebGPU
-   * runner, for backend 'cpu', falling back to tessera.wasm where the
-   * server has no such file; tessera.wasm otherwise), execUrl
+   * runner, for backend 'cpu', and for 'auto' where the browser offers no
+   * WebGPU adapter or only its fallback adapter (without
+   * allowSoftwareAdapter), where auto always takes the CPU; each falls back
+   * to tessera.wasm where the server has no such file; tessera.wasm
+   * otherwise; info().gpuRunner says which bundle runs), execUrl
    * (wasm_exec.js), workerUrl, cacheName (Cache Storage
    * bucket; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
@@ -121,14 +124,17 @@ export class Tessera {
     const t = new Tessera(options.workerUrl || here('tessera-worker.js'), options.onProgress);
     const backend = options.backend || 'cpu';
     // backend 'cpu' needs no WebGPU runner: the smaller CPU-only bundle,
-    // else (a server without it) the full one
+    // else (a server without it) the full one; for 'auto' the worker takes
+    // the CPU-only bundle where auto cannot choose the GPU (autoCPUBundle)
     const cpuBundle = !options.wasmUrl && backend === 'cpu';
+    const autoBundle = !options.wasmUrl && backend === 'auto';
     try {
       const r = await t.#call({
         type: 'load',
         modelUrl: new URL(modelUrl, location.href).href,
         wasmUrl: options.wasmUrl || here(cpuBundle ? 'tessera-cpu.wasm' : 'tessera.wasm'),
         wasmFallbackUrl: cpuBundle ? here('tessera.wasm') : undefined,
+        autoCPUWasmUrl: autoBundle ? here('tessera-cpu.wasm') : undefined,
         execUrl: options.execUrl || here('wasm_exec.js'),
         cacheName: options.cacheName ?? 'tessera-models-v1',
         backend,

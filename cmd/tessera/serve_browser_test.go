@@ -95,13 +95,15 @@ type testReport struct {
 		ModelMs         float64 `json:"modelMs"`
 	} `json:"cache"`
 	Shell struct {
-		Active     bool `json:"active"`
-		Controlled bool `json:"controlled"`
+		Active     bool   `json:"active"`
+		Controlled bool   `json:"controlled"`
+		Kept       string `json:"kept"` // the engine bundle the service worker keeps
 	} `json:"shell"`
 	Info struct {
 		Vision       bool       `json:"vision"`
 		Backend      string     `json:"backend"`
 		CPUKernels   string     `json:"cpuKernels"`
+		GPURunner    bool       `json:"gpuRunner"`
 		ParamsTotal  int64      `json:"paramsTotal"`
 		ParamsActive int64      `json:"paramsActive"`
 		Adapter      e2eAdapter `json:"adapter"`
@@ -197,6 +199,12 @@ type e2eAdapter struct {
 	Description  string   `json:"description"`
 	Fallback     bool     `json:"fallback"`
 	Features     []string `json:"features"`
+}
+
+// adapterInfo is a as wgsl.ChooseAuto reads it (as wasm/gpu.go builds it).
+func (a e2eAdapter) adapterInfo() wgsl.AdapterInfo {
+	return wgsl.AdapterInfo{Vendor: a.Vendor, Architecture: a.Architecture, Name: a.Device,
+		Description: a.Description, Fallback: a.Fallback}
 }
 
 // ggufReport is what the page's ggufCheck posts: greedy runs of GGUF
@@ -590,6 +598,7 @@ func TestBrowserE2E(t *testing.T) {
 	reports := make(chan testReport, 4)
 	var offline atomic.Bool
 	var modelHits, shellOffline atomic.Int64
+	var bundleHits [2]atomic.Int64 // phase 1's requests for /tessera.wasm, /tessera-cpu.wasm
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /__test/report", func(w http.ResponseWriter, r *http.Request) {
 		var rep testReport
@@ -654,6 +663,11 @@ func TestBrowserE2E(t *testing.T) {
 		}
 		if strings.HasPrefix(r.URL.Path, "/model/") {
 			modelHits.Add(1)
+		}
+		for i, n := range []string{"/" + wasmName, "/" + wasmCPUName} {
+			if r.URL.Path == n {
+				bundleHits[i].Add(1)
+			}
 		}
 		srv.ServeHTTP(w, r)
 	})
@@ -720,10 +734,32 @@ func TestBrowserE2E(t *testing.T) {
 	if r1.Cache.Misses == 0 || r1.Cache.BytesDownloaded == 0 {
 		t.Errorf("first load: cache %+v, want downloads", r1.Cache)
 	}
-	// The -tags cpuonly bundle has no WebGPU runner: backend auto falls back
-	// to the CPU and says why.
-	if !strings.HasPrefix(r1.Info.Backend, "cpu (wasm); ") || !strings.Contains(r1.Info.Backend, "without the WebGPU runner") || r1.Info.ParamsTotal == 0 {
-		t.Errorf("info %+v", r1.Info)
+	// The page's backend auto runs the CPU-only bundle (served under both
+	// names here), which decides as wgsl.ChooseAuto does: on SwiftShader, a
+	// fallback adapter, the CPU with ChooseAuto's reason; on an adapter
+	// ChooseAuto would take, the CPU because the bundle has no WebGPU
+	// runner.
+	if a := r1.Info.Adapter; !a.Available {
+		if !strings.HasPrefix(r1.Info.Backend, "cpu (wasm); no WebGPU adapter") {
+			t.Errorf("backend auto without an adapter: %q", r1.Info.Backend)
+		}
+	} else if want := wgsl.ChooseAuto(a.adapterInfo(), false); want.GPU && !strings.Contains(r1.Info.Backend, "without the WebGPU runner") ||
+		!want.GPU && !strings.HasPrefix(r1.Info.Backend, "cpu (wasm); auto chose the CPU: "+want.Reason) {
+		t.Errorf("backend auto in the CPU-only bundle on %+v: %q, want the CPU (%s)", a, r1.Info.Backend, want.Reason)
+	}
+	if r1.Info.GPURunner || r1.Info.ParamsTotal == 0 {
+		t.Errorf("info %+v, want the CPU-only bundle's (gpuRunner false)", r1.Info)
+	}
+	// Where auto cannot take the GPU (no adapter, or the fallback one),
+	// pages load only tessera-cpu.wasm, and the service worker keeps that
+	// one for offline visits.
+	if a := r1.Info.Adapter; !a.Available || a.Fallback {
+		if full, cpu := bundleHits[0].Load(), bundleHits[1].Load(); full != 0 || cpu == 0 {
+			t.Errorf("phase 1 requested /%s %d times and /%s %d times; want only the CPU-only bundle", wasmName, full, wasmCPUName, cpu)
+		}
+		if r1.Shell.Kept != wasmCPUName {
+			t.Errorf("the service worker keeps %q for offline visits, want %s", r1.Shell.Kept, wasmCPUName)
+		}
 	}
 	// The CPU path's products run in core/ref's SIMD128 module (Chromium
 	// has WebAssembly SIMD; the worker sets globalThis.wasm).
@@ -755,8 +791,7 @@ func TestBrowserE2E(t *testing.T) {
 	// decides as wgsl.ChooseAuto does.
 	if g := r1.GPU; g != nil && g.Error == "" {
 		a := r1.Info.Adapter
-		want := wgsl.ChooseAuto(wgsl.AdapterInfo{Vendor: a.Vendor, Architecture: a.Architecture,
-			Name: a.Device, Description: a.Description, Fallback: a.Fallback}, false)
+		want := wgsl.ChooseAuto(a.adapterInfo(), false)
 		switch {
 		case want.GPU && !strings.HasPrefix(g.AutoBackend, "gpu"):
 			t.Errorf("backend auto on %+v: %q, want the GPU", a, g.AutoBackend)
@@ -1420,7 +1455,7 @@ func e2eCheckPageDispatches(t *testing.T, modelDir, prompt string, maxTok int, a
 		return
 	}
 	defer e.Close()
-	info := wgsl.AdapterInfo{Vendor: a.Vendor, Architecture: a.Architecture, Name: a.Device, Description: a.Description, Fallback: a.Fallback}
+	info := a.adapterInfo()
 	repeat := info.Software() == ""
 	defer e.Dev.SetRepeatFusions(repeat, 0)()
 	// the page's generation draws the live view (onLive), which reads the
