@@ -92,7 +92,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"path"
@@ -177,20 +176,24 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		// reads tensors from them by range. On the GPU the matrices go from
 		// there to GPU buffers one at a time (engine.LoadDeferred), so the
 		// wasm heap (at most 4 GiB) never holds the model; on the CPU they
-		// are copied into the heap and the files released.
+		// are copied into the heap and the files released. A file the
+		// manifest splits into parts is fetched part by part as it is read.
 		var files []*jsSource
 		open := func(name string) (safetensors.Source, error) {
-			var v js.Value
-			var err error
-			if fetchFile.IsUndefined() {
-				v, err = fetchArray(url + name)
-			} else {
-				v, err = callFetchFile(fetchFile, name)
+			fetch := func() (js.Value, error) {
+				if fetchFile.IsUndefined() {
+					return fetchArray(url + name)
+				}
+				return callFetchFile(fetchFile, name)
 			}
+			v, err := fetch()
 			if err != nil {
 				return nil, err
 			}
-			f := &jsSource{v: v, n: int64(v.Get("length").Int())}
+			f, err := newJSSource(name, v, fetch)
+			if err != nil {
+				return nil, err
+			}
 			files = append(files, f)
 			return f, nil
 		}
@@ -312,8 +315,9 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 	})
 }
 
-// callFetchFile asks the worker's fetcher for a file: a Uint8Array, or null
-// when the model has no such file.
+// callFetchFile asks the worker's fetcher for a file: a Uint8Array, a
+// file in parts ({size, parts, read}: newJSSource), or null when the model
+// has no such file.
 func callFetchFile(fetchFile js.Value, name string) (js.Value, error) {
 	v, err := await(fetchFile.Invoke(name))
 	if err != nil {
@@ -321,9 +325,6 @@ func callFetchFile(fetchFile js.Value, name string) (js.Value, error) {
 	}
 	if v.IsNull() || v.IsUndefined() {
 		return js.Value{}, &fs.PathError{Op: "fetch", Path: name, Err: fs.ErrNotExist}
-	}
-	if !v.InstanceOf(js.Global().Get("Uint8Array")) {
-		return js.Value{}, fmt.Errorf("fetchFile(%q) returned %s, want a Uint8Array or null", name, v.Type())
 	}
 	return v, nil
 }
@@ -346,33 +347,6 @@ func fetchArray(url string) (js.Value, error) {
 	}
 	return js.Global().Get("Uint8Array").New(buf), nil
 }
-
-// jsSource is a fetched file kept in JavaScript memory (a Uint8Array),
-// read by range into the wasm heap (safetensors.Source).
-type jsSource struct {
-	v js.Value
-	n int64
-}
-
-func (s *jsSource) Size() int64 { return s.n }
-
-func (s *jsSource) ReadAt(p []byte, off int64) (int, error) {
-	if s.v.IsUndefined() {
-		return 0, errors.New("read of a released file")
-	}
-	if off < 0 || off > s.n {
-		return 0, fmt.Errorf("read at offset %d of a %d-byte file", off, s.n)
-	}
-	end := min(s.n, off+int64(len(p)))
-	n := js.CopyBytesToGo(p, s.v.Call("subarray", off, end))
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-// release drops the reference to the file's bytes.
-func (s *jsSource) release() { s.v = js.Undefined() }
 
 // generate(request, onToken) → Promise<stats>. request: {prompt | tokens,
 // images, maxTokens, temperature, topK, topP, minP, repetitionPenalty,

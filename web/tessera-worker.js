@@ -128,12 +128,35 @@ function validManifest(m, url) {
         f.name.startsWith('/') || f.name.split('/').includes('..')) {
       throw new Error(`${url}: bad file entry ${JSON.stringify(f).slice(0, 200)}`);
     }
+    if (f.parts !== undefined && !validParts(f)) {
+      throw new Error(`${url}: ${f.name}: bad parts (want contiguous {offset, size, sha256} ranges covering its ${f.size} bytes)`);
+    }
     byName.set(f.name, f);
   }
   return byName;
 }
 
+// validParts reports whether f.parts are contiguous byte ranges, each with
+// a sha256, that cover the file from offset 0 to f.size.
+function validParts(f) {
+  if (!Array.isArray(f.parts) || f.parts.length === 0) return false;
+  let at = 0;
+  for (const p of f.parts) {
+    if (!p || p.offset !== at || !Number.isSafeInteger(p.size) || p.size <= 0 ||
+        typeof p.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(p.sha256) ||
+        (p.vision !== undefined && typeof p.vision !== 'boolean')) return false;
+    at += p.size;
+  }
+  return at === f.size;
+}
+
 // openModel returns a fetchFile(name) for the Go loader and load stats.
+// A file the manifest splits into parts is fetched part by part as the
+// engine reads it (HTTP Range requests), each part checked against its own
+// sha256 and cached on its own: a text-only session never downloads the
+// part that holds the vision tower. fetchFile resolves to a Uint8Array for
+// a whole file, and for a file in parts to {size, parts: [{offset, size}],
+// read(i)}, read(i) resolving to part i's bytes.
 // storageFree, when a number, replaces the free storage the browser reports
 // (tests).
 async function openModel(modelUrl, cacheName, storageFree) {
@@ -185,7 +208,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
     stats.offline = true;
   }
   const files = validManifest(manifest, manifestUrl);
-  const total = manifest.files.reduce((n, f) => n + f.size, 0);
+  // what a load downloads: every file, less the parts read on demand only
+  // (the vision tower's)
+  const eager = (f) => (f.parts ? f.parts.filter((p) => !p.vision).reduce((n, p) => n + p.size, 0) : f.size);
+  const total = manifest.files.reduce((n, f) => n + eager(f), 0);
   // A directory whose manifest lists one .gguf file and no config.json
   // (tessera serve --model FILE.gguf) is that GGUF file.
   let loadUrl = gguf ? fileUrl : base;
@@ -193,6 +219,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
   if (!gguf && !files.has('config.json') && ggufs.length === 1) loadUrl = base + ggufs[0].name;
   let done = 0;
   const keyOf = (f) => base + f.name + '?sha256=' + f.sha256;
+  const partKey = (f, p) => base + f.name + '?bytes=' + p.offset + '-' + (p.offset + p.size - 1) + '&sha256=' + p.sha256;
+  // the cache keys of f under this manifest (older versions are dropped)
+  const keysOf = (f) => new Set(f.parts ? f.parts.map((p) => partKey(f, p)) : [keyOf(f)]);
 
   // Storage: the files still to download must fit in what the browser lets
   // this origin keep (with 10 % to spare), else they are downloaded but not
@@ -200,7 +229,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
   if (cache && !stats.offline) {
     let need = 0;
     for (const f of files.values()) {
-      if (!(await cache.match(keyOf(f)))) need += f.size;
+      for (const p of (f.parts || [f])) {
+        if (!p.vision && !(await cache.match(f.parts ? partKey(f, p) : keyOf(f)))) need += p.size;
+      }
     }
     let free = typeof storageFree === 'number' ? storageFree : null;
     if (free === null && self.navigator && navigator.storage && navigator.storage.estimate) {
@@ -216,27 +247,43 @@ async function openModel(modelUrl, cacheName, storageFree) {
     }
   }
 
-  async function fromCache(f, key) {
+  // fromCache returns the cached bytes under key (size bytes), or null.
+  async function fromCache(size, key) {
     if (!cache) return null;
     const hit = await cache.match(key);
     if (!hit) return null;
     const buf = new Uint8Array(await hit.arrayBuffer());
-    if (buf.length !== f.size) { // never put unverified, but be safe
+    if (buf.length !== size) { // never put unverified, but be safe
       await cache.delete(key);
       return null;
     }
     return buf;
   }
 
-  async function download(f) {
+  // download fetches file f, or only its part p (an HTTP Range request)
+  // when p is given, and checks it against the manifest's sha256. A server
+  // that ignores the Range header sends the whole file, checked whole: the
+  // result is then {buf: the file, whole: true}, else {buf, whole: false}.
+  async function download(f, p) {
+    const what = p ? `${f.name} (bytes ${p.offset}-${p.offset + p.size - 1})` : f.name;
     let resp;
     try {
-      resp = await fetch(base + f.name);
+      resp = await fetch(base + f.name, p ? { headers: { Range: `bytes=${p.offset}-${p.offset + p.size - 1}` } } : undefined);
     } catch (e) {
-      throw new Error(`downloading ${f.name} failed (network): ${e.message}`);
+      throw new Error(`downloading ${what} failed (network): ${e.message}`);
     }
-    if (!resp.ok) throw new Error(`downloading ${base + f.name}: HTTP ${resp.status}`);
-    const out = new Uint8Array(f.size);
+    if (!resp.ok) throw new Error(`downloading ${base + f.name}${p ? ` (bytes ${p.offset}-${p.offset + p.size - 1})` : ''}: HTTP ${resp.status}`);
+    const ranged = p && resp.status === 206;
+    if (ranged) {
+      const cr = resp.headers.get('content-range') || '';
+      if (!cr.startsWith(`bytes ${p.offset}-${p.offset + p.size - 1}/`)) {
+        resp.body.cancel().catch(() => {});
+        throw new Error(`downloading ${what}: the server answered with the range "${cr}"`);
+      }
+    }
+    const want = ranged ? p : f;
+    const label = ranged ? what : f.name;
+    const out = new Uint8Array(want.size);
     let off = 0;
     const reader = resp.body.getReader();
     for (;;) {
@@ -244,13 +291,13 @@ async function openModel(modelUrl, cacheName, storageFree) {
       try {
         chunk = await reader.read();
       } catch (e) {
-        throw new Error(`downloading ${f.name} was interrupted after ${off} of ${f.size} bytes: ${e.message}`);
+        throw new Error(`downloading ${label} was interrupted after ${off} of ${want.size} bytes: ${e.message}`);
       }
       if (chunk.done) break;
       const c = chunk.value;
-      if (off + c.length > f.size) {
+      if (off + c.length > want.size) {
         reader.cancel();
-        throw new Error(`integrity check failed for ${f.name}: the server sent more than the ${f.size} bytes the manifest lists`);
+        throw new Error(`integrity check failed for ${label}: the server sent more than the ${want.size} bytes the manifest lists`);
       }
       out.set(c, off);
       off += c.length;
@@ -258,35 +305,72 @@ async function openModel(modelUrl, cacheName, storageFree) {
       stats.bytesDownloaded += c.length;
       post({ type: 'progress', file: f.name, loaded: done, total, fromCache: false });
     }
-    if (off !== f.size) {
-      throw new Error(`downloading ${f.name} stopped after ${off} of ${f.size} bytes (interrupted?); nothing was cached`);
+    if (off !== want.size) {
+      throw new Error(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
     }
     const got = hex(await crypto.subtle.digest('SHA-256', out));
-    if (got !== f.sha256) {
-      throw new Error(`integrity check failed for ${f.name}: sha256 ${got}, manifest says ${f.sha256}; nothing was cached`);
+    if (got !== want.sha256) {
+      throw new Error(`integrity check failed for ${label}: sha256 ${got}, manifest says ${want.sha256}; nothing was cached`);
     }
-    return out;
+    return { buf: out, whole: !ranged };
   }
 
   async function store(f, key, buf) {
     if (!cache) return;
     try {
       await cache.put(key, new Response(buf, { headers: { 'content-type': 'application/octet-stream' } }));
-      // Drop copies of this file with another hash (an older model version).
-      const prefix = base + f.name + '?sha256=';
+      // Drop copies of this file with another hash (an older model
+      // version, or the file cached whole before it came in parts).
+      const prefix = base + f.name + '?';
+      const keep = keysOf(f);
       for (const req of await cache.keys()) {
-        if (req.url.startsWith(prefix) && req.url !== key) await cache.delete(req);
+        if (req.url.startsWith(prefix) && !keep.has(req.url)) await cache.delete(req);
       }
     } catch (e) {
       post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
     }
   }
 
+  // readPart resolves to the bytes of part i of f: from the cache, else
+  // downloaded (a server without Range support sends the whole file:
+  // every part of it is then cached).
+  async function readPart(f, i) {
+    const p = f.parts[i];
+    const key = partKey(f, p);
+    let buf = await fromCache(p.size, key);
+    if (buf) {
+      stats.hits++;
+      done += p.size;
+      post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+      return buf;
+    }
+    if (stats.offline) {
+      throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
+    }
+    stats.misses++;
+    const got = await download(f, p);
+    if (!got.whole) {
+      await store(f, key, got.buf);
+      return got.buf;
+    }
+    for (const q of f.parts) {
+      const b = got.buf.subarray(q.offset, q.offset + q.size);
+      if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
+        throw new Error(`integrity check failed for ${f.name}: bytes ${q.offset}-${q.offset + q.size - 1} do not match the manifest's sha256 for them; nothing was cached`);
+      }
+    }
+    for (const q of f.parts) await store(f, partKey(f, q), got.buf.slice(q.offset, q.offset + q.size));
+    return got.buf.slice(p.offset, p.offset + p.size);
+  }
+
   async function fetchFile(name) {
     const f = files.get(name);
     if (!f) return null; // the model has no such file
+    if (f.parts) {
+      return { size: f.size, parts: f.parts.map((p) => ({ offset: p.offset, size: p.size })), read: (i) => readPart(f, i) };
+    }
     const key = keyOf(f);
-    let buf = await fromCache(f, key);
+    let buf = await fromCache(f.size, key);
     if (buf) {
       stats.hits++;
       done += f.size;
@@ -297,7 +381,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
       throw new Error(`${f.name} is not cached and the model URL cannot be reached (offline)`);
     }
     stats.misses++;
-    buf = await download(f);
+    buf = (await download(f)).buf;
     await store(f, key, buf);
     return buf;
   }

@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 func init() {
@@ -39,6 +42,22 @@ type manifestFile struct {
 	Name   string `json:"name"` // slash-separated, relative to the model directory
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"` // lower-case hex
+	// Parts, when present, split the file into contiguous byte ranges that
+	// the browser fetches (HTTP Range), checks and caches one by one, as
+	// the engine reads them: a safetensors file whose vision tower
+	// (vision_tower.*, mm_projector.*) lies in one run of tensors gets a
+	// part for it, which a text-only page never downloads.
+	Parts []manifestPart `json:"parts,omitempty"`
+}
+
+// manifestPart is one byte range of a file, with its own sha256.
+type manifestPart struct {
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// Vision marks the part holding the vision tower's tensors: read on
+	// the first image only.
+	Vision bool `json:"vision,omitempty"`
 }
 
 // manifestFiles lists the files of dir the browser engine reads:
@@ -80,7 +99,14 @@ func buildManifest(dir string) (*modelManifest, error) {
 	dir = filesDir(dir)
 	mf := &modelManifest{Format: manifestFormat}
 	for _, n := range names {
-		f, err := hashFile(filepath.Join(dir, filepath.FromSlash(n)))
+		path := filepath.Join(dir, filepath.FromSlash(n))
+		var parts []manifestPart
+		if strings.HasSuffix(n, ".safetensors") {
+			if parts, err = safetensorsParts(path); err != nil {
+				return nil, err
+			}
+		}
+		f, err := hashFile(path, parts)
 		if err != nil {
 			return nil, err
 		}
@@ -91,18 +117,85 @@ func buildManifest(dir string) (*modelManifest, error) {
 	return mf, nil
 }
 
-func hashFile(path string) (manifestFile, error) {
+// hashFile hashes the file at path whole and, in the same pass, each of
+// parts (contiguous from offset 0, as safetensorsParts plans them), whose
+// SHA256 it fills in.
+func hashFile(path string, parts []manifestPart) (manifestFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return manifestFile{}, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	var n int64
+	for i := range parts {
+		ph := sha256.New()
+		k, err := io.Copy(io.MultiWriter(h, ph), io.LimitReader(f, parts[i].Size))
+		n += k
+		if err == nil && k < parts[i].Size {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return manifestFile{}, fmt.Errorf("reading %s: %w", path, err)
+		}
+		parts[i].SHA256 = hex.EncodeToString(ph.Sum(nil))
+	}
+	k, err := io.Copy(h, f)
 	if err != nil {
 		return manifestFile{}, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return manifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	if n += k; len(parts) > 0 && k != 0 {
+		return manifestFile{}, fmt.Errorf("%s changed while it was hashed (%d bytes past its parts)", path, k)
+	}
+	return manifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), Parts: parts}, nil
+}
+
+// safetensorsParts plans the parts of a safetensors file: nil unless its
+// vision tensors (vision.IsVisionTensor) and its other tensors are both
+// present and the vision tensors' data is one contiguous run; then the
+// runs in file order, the header joined to the first, each run's trailing
+// padding to it, so that the parts cover the file.
+func safetensorsParts(path string) ([]manifestPart, error) {
+	src, err := safetensors.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := src.(io.Closer); ok {
+		defer c.Close()
+	}
+	sf, err := safetensors.Parse(src, filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]*safetensors.Tensor, 0, len(sf.Tensors))
+	for _, t := range sf.Tensors {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Offset < ts[j].Offset })
+	var parts []manifestPart
+	runs := 0
+	for _, t := range ts {
+		v := vision.IsVisionTensor(t.Name)
+		if len(parts) > 0 && parts[len(parts)-1].Vision == v {
+			continue
+		}
+		if v {
+			runs++
+		}
+		if len(parts) > 0 {
+			parts[len(parts)-1].Size = t.Offset - parts[len(parts)-1].Offset
+		}
+		off := t.Offset
+		if len(parts) == 0 {
+			off = 0 // the header belongs to the first part
+		}
+		parts = append(parts, manifestPart{Offset: off, Vision: v})
+	}
+	if runs != 1 || len(parts) < 2 {
+		return nil, nil
+	}
+	parts[len(parts)-1].Size = src.Size() - parts[len(parts)-1].Offset
+	return parts, nil
 }
 
 // manifestPath is where the manifest of a model directory

@@ -9,6 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/vision"
 )
 
 func TestManifest(t *testing.T) {
@@ -109,4 +115,79 @@ func TestManifestGGUF(t *testing.T) {
 		mf.Files[0].SHA256 != hex.EncodeToString(sum[:]) || mf.TotalSize != int64(len(data)) || mf.Format != manifestFormat {
 		t.Errorf("manifest %+v, want the one file of %d bytes", mf, len(data))
 	}
+}
+
+// A safetensors file whose vision tensors lie in one run gets parts: the
+// runs in file order (the header in the first), each with the sha256 of
+// its bytes, covering the file; otherwise it has none.
+func TestManifestParts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		names  []string
+		vision []bool // the parts' Vision flags; nil: no parts
+	}{
+		{"vision last", []string{"language_model.a", "language_model.b", "mm_projector.c", "vision_tower.d"}, []bool{false, true}},
+		{"vision between", []string{"language_model.a", "vision_tower.d", "zz.e"}, []bool{false, true, false}},
+		{"vision first", []string{"mm_projector.c", "vision_tower.d", "zz.e"}, []bool{true, false}},
+		{"text only", []string{"language_model.a", "model.norm"}, nil},
+		{"vision only", []string{"mm_projector.c", "vision_tower.d"}, nil},
+		{"two vision runs", []string{"a", "mm_projector.c", "n", "vision_tower.d"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ts []safetensors.WriteTensor
+			for i, n := range tc.names {
+				ts = append(ts, safetensors.WriteTensor{Name: n, DType: "F32", Shape: []int{i + 3}, Data: make([]float32, i+3)})
+			}
+			var buf bytes.Buffer
+			require.NoError(t, safetensors.Write(&buf, ts, nil))
+			path := filepath.Join(t.TempDir(), "model.safetensors")
+			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+			parts, err := safetensorsParts(path)
+			require.NoError(t, err)
+			f, err := hashFile(path, parts)
+			require.NoError(t, err)
+			whole := sha256.Sum256(buf.Bytes())
+			assert.Equal(t, hex.EncodeToString(whole[:]), f.SHA256)
+			assert.Equal(t, int64(buf.Len()), f.Size)
+			if tc.vision == nil {
+				assert.Nil(t, f.Parts)
+				return
+			}
+			require.Len(t, f.Parts, len(tc.vision))
+			sf, err := safetensors.Parse(safetensors.BytesSource(buf.Bytes()), "model.safetensors")
+			require.NoError(t, err)
+			at := int64(0)
+			for i, p := range f.Parts {
+				assert.Equal(t, at, p.Offset, "part %d", i)
+				assert.Equal(t, tc.vision[i], p.Vision, "part %d", i)
+				sum := sha256.Sum256(buf.Bytes()[p.Offset : p.Offset+p.Size])
+				assert.Equal(t, hex.EncodeToString(sum[:]), p.SHA256, "part %d", i)
+				// every tensor lies in a part of its kind
+				for _, st := range sf.Tensors {
+					if st.Offset >= p.Offset && st.Offset < p.Offset+p.Size {
+						assert.Equal(t, p.Vision, vision.IsVisionTensor(st.Name), "%s in part %d", st.Name, i)
+						assert.LessOrEqual(t, st.Offset+st.Size, p.Offset+p.Size, "%s crosses part %d's end", st.Name, i)
+					}
+				}
+				at += p.Size
+			}
+			assert.Equal(t, f.Size, at)
+		})
+	}
+
+	// tessera manifest on a vision model: its checkpoint comes in a text
+	// part and a vision part.
+	dir := filepath.Join(t.TempDir(), "v")
+	e2eRun(t, "init-random", "--config", "k3-nano-vision", "--seed", "1", "--layout", "kimi_k3", "--out", dir)
+	e2eRun(t, "manifest", "--model", dir)
+	mf, err := readManifest(dir)
+	require.NoError(t, err)
+	for _, f := range mf.Files {
+		if f.Name == safetensors.SingleFileName {
+			require.Len(t, f.Parts, 2)
+			assert.True(t, !f.Parts[0].Vision && f.Parts[1].Vision, "parts %+v", f.Parts)
+			return
+		}
+	}
+	t.Fatalf("no %s in %+v", safetensors.SingleFileName, mf.Files)
 }
