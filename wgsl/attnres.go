@@ -52,10 +52,10 @@ type repeatFusions struct {
 // work in every workgroup of a kernel to save a dispatch: the AttnRes read
 // inside the GEMV that reads it (DeferAttnResNorm, gemv_res) and the MoE
 // router inside the experts' gate/up kernel (RouteGateUp). groups is the
-// workgroups a gemv_res runs: 0 gives each 8 rows, as gemv; n > 0 gives n
+// workgroups a gemv_res runs: 0 gives each a GEMV's rows (gemvLanes); n > 0 gives n
 // workgroups the rows between them (fewer repeats of the read). Until it
 // is called the device chooses by adapter (SetAdapter): on a GPU, where a dispatch
-// costs more than the repeated work, they are on with 8 rows per
+// costs more than the repeated work, they are on with a GEMV's rows per
 // workgroup; on a software adapter (lavapipe, SwiftShader), where every
 // workgroup's repeat is CPU time, they are off: each measured slower there
 // than the dispatch it saves (BENCHMARKS.md). Tests and benchmarks call it
@@ -79,7 +79,7 @@ func (d *Device) repeatFusions() bool {
 
 // resGroups is the workgroups a gemv_res of rows rows runs.
 func (d *Device) resGroups(rows int) int {
-	blocks := (rows + 7) / 8
+	blocks := d.gemvGroups(rows)
 	if g := d.repeat.groups; g > 0 {
 		return min(blocks, g)
 	}
@@ -149,9 +149,9 @@ func (d *Device) gemvRes(out View, W *Mat, r *resRead) error {
 		u(0, 0, 1, 0, 0, 0, 0, 0).u(0, 0).f(0).u(0, 0, 0).u(0).f(0, 0).u(0, 0, 0, 0).
 		u(r.nsrc, r.w.Off, r.gamma.Off, r.norm.Off).f(r.eps, r.normEps).u(r.out.Off)
 	groups := d.resGroups(W.Rows)
-	blocks := ((W.Rows+7)/8 + groups - 1) / groups
+	blocks := (d.gemvGroups(W.Rows) + groups - 1) / groups
 	p = p.u(blocks)
-	return d.dispatch(k, p, []*Buffer{W.Buf, r.srcs.Buf, out.Buf, r.w.Buf, r.out.Buf, r.gamma.Buf, r.norm.Buf}, ((W.Rows+7)/8+blocks-1)/blocks)
+	return d.dispatch(k, p, []*Buffer{W.Buf, r.srcs.Buf, out.Buf, r.w.Buf, r.out.Buf, r.gamma.Buf, r.norm.Buf}, (d.gemvGroups(W.Rows)+blocks-1)/blocks)
 }
 
 func (d *Device) checkAttnRes(out Strided, srcs Strided, tokStride, nsrc, n, T int, w, gamma View) error {

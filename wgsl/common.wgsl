@@ -253,6 +253,19 @@ fn row_dot(base: u32, cols: u32, xb: u32, lane: u32, lanes: u32, q: bool) -> f32
   return acc;
 }
 
+// tree8 adds eight lanes' shares in the order an 8-lane workgroup
+// reduction adds them (strides 4, 2, 1: the GEMV kernels' red1 loop), so
+// a thread that computes all eight shares itself (the one-thread-per-row
+// shape of a software adapter, Device.gemvLanes) gets the bits of eight
+// threads. tree8v is the same for pairs of sums.
+fn tree8(a: array<f32, 8>) -> f32 {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+fn tree8v(a: array<vec2<f32>, 8>) -> vec2<f32> {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
 // qel is element c of the block-format row at word base (QT, cols
 // columns), as qvals.
 fn qel(base: u32, cols: u32, c: u32) -> f32 {

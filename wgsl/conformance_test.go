@@ -58,6 +58,20 @@ func TestConformanceSplitMatrices(t *testing.T) {
 	runCases(t, false, "Linear", "LinearAccum", "Embed")
 }
 
+// TestConformanceGEMVLanes reruns the cases of the GEMV and expert kernels
+// with the other adapter class's shape (Device.SetGEMVLanes: a GPU's 8
+// threads per row on a software adapter, one thread per row on a GPU), so
+// both shapes are checked on any device.
+func TestConformanceGEMVLanes(t *testing.T) {
+	d := device(t)
+	other := 1
+	if d.Adapter().Software() != "" {
+		other = 8
+	}
+	defer d.SetGEMVLanes(other)()
+	runCases(t, false, "Linear", "LinearAccum", "LinearGated", "LinearKDAGate", "LinearNormed", "AttnResLinear", "GLUBlock", "MoE")
+}
+
 // TestConformanceMLASeparateMerge reruns the MLAAbsorbed cases with the
 // splits' partials merged by their own dispatch (absorb_combine), as
 // contexts too long for absorb_out to merge them within the loop budget

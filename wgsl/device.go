@@ -146,6 +146,7 @@ type Device struct {
 	res     resRead
 	resHeld bool
 	repeat  repeatFusions
+	lanes   int // the GEMV kernels' threads per row; 0: by adapter (gemvLanes)
 
 	enc  *wgpu.CommandEncoder
 	pass *wgpu.ComputePassEncoder
@@ -474,12 +475,16 @@ func aliasSource(file, src string, a aliases) (string, error) {
 // variant is kernel with aliased bindings (see aliasSource); each variant
 // is its own shader module and pipeline, created once.
 func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DType) (*kernel, error) {
-	if k := d.kernels[kernelKey{file, entry, a, qt}]; k != nil { // a struct key: the lookup allocates nothing
+	lanes := d.gemvLanes()
+	if k := d.kernels[kernelKey{file, entry, a, qt, lanes}]; k != nil { // a struct key: the lookup allocates nothing
 		return k, nil
 	}
 	spec := a.String()
 	if qt != 0 {
 		spec += "|" + qt.String()
+	}
+	if lanes != gpuLanes {
+		spec += fmt.Sprintf("|lanes%d", lanes)
 	}
 	key := file + ":" + entry + spec
 	modKey := file + spec
@@ -493,8 +498,9 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DTyp
 		if err != nil {
 			return nil, err
 		}
-		// QT: the block format of weightKernel (0 otherwise; unused)
-		code, err := aliasSource(file, fmt.Sprintf("const QT: u32 = %du;\n", qt)+pre+string(src), a)
+		// QT: the block format of weightKernel (0 otherwise; unused);
+		// GEMV_LANES: the GEMV kernels' threads per row (gemvLanes)
+		code, err := aliasSource(file, fmt.Sprintf("const QT: u32 = %du;\nconst GEMV_LANES: u32 = %du;\n", qt, lanes)+pre+string(src), a)
 		if err != nil {
 			return nil, err
 		}
@@ -529,16 +535,18 @@ func (d *Device) variant(file, entry string, nbuf int, a aliases, qt tensor.DTyp
 		k.bgl.Release()
 		return nil, fmt.Errorf("wgsl: pipeline %s: %w", key, err)
 	}
-	d.kernels[kernelKey{file, entry, a, qt}] = k
+	d.kernels[kernelKey{file, entry, a, qt, lanes}] = k
 	return k, nil
 }
 
-// kernelKey names a kernel variant: file, entry point, aliases and the
-// block format its module is specialised for (weightKernel).
+// kernelKey names a kernel variant: file, entry point, aliases, the
+// block format its module is specialised for (weightKernel) and the GEMV
+// lanes it was compiled with (gemvLanes).
 type kernelKey struct {
 	file, entry string
 	a           aliases
 	qt          tensor.DType
+	lanes       int
 }
 
 // resolve makes a dispatch's storage bindings non-aliasing, as WebGPU

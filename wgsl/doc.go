@@ -106,8 +106,11 @@
 //     it; any other dispatch, flush or read records it first. Software
 //     adapters keep the separate dispatch, which measured faster there
 //     (Device.SetRepeatFusions).
-//   - Matrix-vector kernels compute 8 rows per workgroup (8 threads per
-//     row): the workgroup count is what CPU Vulkan drivers pay for.
+//   - Matrix-vector kernels compute 8 rows per workgroup on a GPU (8
+//     threads per row, summed in workgroup memory) and 64 on a software
+//     adapter (one thread per row, no barrier): the workgroup count and
+//     its barriers are what CPU Vulkan drivers pay for
+//     (Device.SetGEMVLanes).
 //   - A weight matrix larger than one storage binding (128 MiB, the
 //     WebGPU default) is uploaded as row-range parts, one buffer each
 //     (Mat.Parts); Linear runs a dispatch per part into its rows of the

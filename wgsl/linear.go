@@ -439,7 +439,7 @@ func (d *Device) gemvGated(out View, accum bool, x, g View, W *Mat, nu View, dk 
 	}
 	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
 		u(0, 0, 1, 0, 0, 0, 0, 0).u(b2i(norm), nu.Off).f(eps).u(g.Off, dk, gmode).u(b2i(glu.SiTU)).f(glu.Beta, glu.BetaLin)
-	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, d.gemvGroups(W.Rows))
 }
 
 // linearEpilogue is what linear.wgsl does besides the product: the KDA gate
@@ -522,7 +522,10 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 	}
 	groups := W.Rows * tiles
 	if T == 1 {
-		groups = (W.Rows + 7) / 8 // gemv: 8 rows per workgroup
+		if (W.Cols+1)/2/d.gemvLanes() > loopBudget {
+			return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)
+		}
+		groups = d.gemvGroups(W.Rows)
 	}
 	p = p.u(0, 1, 0)
 	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, eb, nil}, groups)
@@ -579,5 +582,49 @@ func (d *Device) LinearNormedGLU(out View, accum bool, x View, W *Mat, nu View, 
 	p := params{}.u(W.Rows, W.Cols, 1, int(W.DType), W.Off, W.Stride, x.Off, W.Cols, out.Off, W.Rows, 1, b2i(accum)).
 		u(0, 0, 1, 0, 0, 0, 0, 0).u(1, nu.Off).f(eps).u(g.Off, 0, 0).u(mode).f(act.Beta, act.BetaLin).
 		u(W2.Cols, W2.Off, W2.Stride, up.Off)
-	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, (W.Rows+7)/8)
+	return d.dispatch(k, p, []*Buffer{W.Buf, x.Buf, out.Buf, nu.Buf, g.Buf}, d.gemvGroups(W.Rows))
+}
+
+// gpuLanes is the GEMV kernels' threads per row on a GPU (gemvLanes).
+const gpuLanes = 8
+
+// gemvLanes is the threads per output row of the GEMV kernels (gemv,
+// gemv_gnorm, gemv_pair, gemv_res: linear.wgsl's LANES), whose workgroups
+// of 64 threads each compute 64/lanes rows. On a GPU, 8 threads read a
+// row's neighbouring words together and sum their shares in workgroup
+// memory. On a software adapter every workgroup costs CPU time and every
+// barrier more (SwiftShader: ≈ 70 µs per 8-row workgroup with barriers,
+// ≈ 3 µs per workgroup without), so each thread computes a whole row, 64
+// rows per workgroup, with no reduction (BENCHMARKS.md: k3-micro decode
+// ≈ 1.4× on lavapipe, ≈ 1.6× on SwiftShader). Until SetGEMVLanes is called
+// it is chosen by adapter: 1 on a software adapter (AdapterInfo.Software),
+// 8 on any other and on an undescribed one.
+func (d *Device) gemvLanes() int {
+	switch {
+	case d.lanes != 0:
+		return d.lanes
+	case d.adapter.Software() != "":
+		return 1
+	}
+	return gpuLanes
+}
+
+// gemvGroups is the workgroups a GEMV of rows output rows runs.
+func (d *Device) gemvGroups(rows int) int {
+	per := 64 / d.gemvLanes()
+	return (rows + per - 1) / per
+}
+
+// SetGEMVLanes sets the GEMV kernels' threads per row — 1 (a software
+// adapter's shape) or 8 (a GPU's); 0 chooses by adapter (gemvLanes) — for
+// tests and benchmarks that run either shape on any adapter, and returns a
+// function that restores the choice before. Kernels compiled for each
+// shape are kept apart.
+func (d *Device) SetGEMVLanes(n int) (restore func()) {
+	if n != 0 && n != 1 && n != gpuLanes {
+		panic(fmt.Sprintf("wgsl: SetGEMVLanes(%d): want 0, 1 or %d", n, gpuLanes))
+	}
+	old := d.lanes
+	d.lanes = n
+	return func() { d.lanes = old }
 }

@@ -110,16 +110,19 @@ fn gemm(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
 }
 
 // gemv: the T = 1 case of main without the token tile: each workgroup
-// computes 8 output rows, 8 threads per row striding over the row in column
-// pairs, then an 8-lane reduction in workgroup memory. With norm 1 the
+// computes RPW output rows, LANES threads per row striding over the row in
+// column pairs, then a LANES-lane reduction in workgroup memory. LANES is
+// the device's GEMV_LANES (Device.gemvLanes): 8 on a GPU (8 rows per
+// workgroup), 1 on a software adapter (64 rows, one thread each, no
+// barrier), where the thread computes the eight lanes' shares itself and
+// adds them in the reduction's order (tree8): both shapes give the same
+// bits. With norm 1 the
 // input is RMSNorm'd on the fly (ref.RMSNorm, weight ν in E): each lane
 // also sums x² over its columns, and the row's dot product Σ w·ν·x is
 // scaled by 1/sqrt(mean(x²) + eps) — the norm and the projection in one
-// dispatch. (Eight rows per
-// workgroup keep the workgroup count low, which is what costs on CPU
-// Vulkan drivers, while neighbouring threads still read neighbouring words.)
-const RPW: u32 = 8u;  // rows per workgroup
-const LANES: u32 = 8u; // threads per row
+// dispatch.
+const LANES: u32 = GEMV_LANES; // threads per row
+const RPW: u32 = WG / LANES;   // rows per workgroup
 var<workgroup> red1: array<f32, 64>;
 var<workgroup> red2: array<f32, 64>;
 
@@ -138,66 +141,84 @@ fn gemv_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 fn gemv1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let lane = tid % LANES;
   let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
-  var acc = 0.0;
-  var ss = 0.0;
+  var v = vec2<f32>(0.0); // (Σ w·x, Σ x²) of the row
   if (row < p.rows) {
-    let base = p.w_off + row * p.w_stride;
-    let npair = (p.cols + 1u) / 2u;
-    if (q && p.norm == 1u) {
-      for (var u = lane; u < p.cols / 32u; u += LANES) {
-        let sc = qscale(base, p.cols, u);
-        for (var i = 0u; i < 8u; i++) {
-          let c = 32u * u + 4u * i;
-          let xv = x4(p.x_off + c);
-          acc += dot(qvals(base, p.cols, u, i, sc), xv * vec4<f32>(E[p.nu_off + c], E[p.nu_off + c + 1u], E[p.nu_off + c + 2u], E[p.nu_off + c + 3u]));
-          ss += dot(xv, xv);
-        }
-      }
-    } else if (q) {
-      acc = row_dot(base, p.cols, p.x_off, lane, LANES, true);
-    } else if (p.norm == 1u) {
-      for (var j = lane; j < npair; j += LANES) {
-        let w = wpair(base, j);
-        let c = 2u * j;
-        let x0 = X[p.x_off + c];
-        var s = w.x * (x0 * E[p.nu_off + c]);
-        var q = x0 * x0;
-        if (c + 1u < p.cols) {
-          let x1 = X[p.x_off + c + 1u];
-          s += w.y * (x1 * E[p.nu_off + c + 1u]);
-          q += x1 * x1;
-        }
-        acc += s;
-        ss += q;
-      }
-    } else if (p.dtype == 0u && (p.cols & 1u) == 0u) {
-      for (var j = lane; j < npair; j += LANES) {
-        let c = 2u * j;
-        acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
-      }
+    if (LANES > 1u) {
+      v = gemv_share(row, lane, LANES, q);
     } else {
-      acc = row_dot(base, p.cols, p.x_off, lane, LANES, false);
+      var s: array<vec2<f32>, 8>;
+      for (var l = 0u; l < 8u; l++) { s[l] = gemv_share(row, l, 8u, q); }
+      v = tree8v(s);
     }
   }
-  red1[tid] = acc;
-  red2[tid] = ss;
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) { red1[tid] += red1[tid + s]; red2[tid] += red2[tid + s]; }
+  if (LANES > 1u) {
+    red1[tid] = v.x;
+    red2[tid] = v.y;
     workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+      if (lane < s) { red1[tid] += red1[tid + s]; red2[tid] += red2[tid + s]; }
+      workgroupBarrier();
+    }
+    v = vec2<f32>(red1[tid], red2[tid]);
   }
   if (lane == 0u && row < p.rows) {
-    var v = red1[tid];
-    if (p.norm == 1u) { v *= 1.0 / sqrt(red2[tid] / f32(p.cols) + p.eps); }
-    if (p.accum != 0u) { v += O[p.o_off + row]; }
-    O[p.o_off + row] = epi(v, row);
+    var r = v.x;
+    if (p.norm == 1u) { r *= 1.0 / sqrt(v.y / f32(p.cols) + p.eps); }
+    if (p.accum != 0u) { r += O[p.o_off + row]; }
+    O[p.o_off + row] = epi(r, row);
   }
+}
+
+// gemv_share is lane's share, of lanes striding over the row in column
+// pairs (or 32-column units), of row row's dot product with x and (with
+// norm 1) of x's sum of squares.
+fn gemv_share(row: u32, lane: u32, lanes: u32, q: bool) -> vec2<f32> {
+  let base = p.w_off + row * p.w_stride;
+  let npair = (p.cols + 1u) / 2u;
+  var acc = 0.0;
+  var ss = 0.0;
+  if (q && p.norm == 1u) {
+    for (var u = lane; u < p.cols / 32u; u += lanes) {
+      let sc = qscale(base, p.cols, u);
+      for (var i = 0u; i < 8u; i++) {
+        let c = 32u * u + 4u * i;
+        let xv = x4(p.x_off + c);
+        acc += dot(qvals(base, p.cols, u, i, sc), xv * vec4<f32>(E[p.nu_off + c], E[p.nu_off + c + 1u], E[p.nu_off + c + 2u], E[p.nu_off + c + 3u]));
+        ss += dot(xv, xv);
+      }
+    }
+  } else if (q) {
+    acc = row_dot(base, p.cols, p.x_off, lane, lanes, true);
+  } else if (p.norm == 1u) {
+    for (var j = lane; j < npair; j += lanes) {
+      let w = wpair(base, j);
+      let c = 2u * j;
+      let x0 = X[p.x_off + c];
+      var s = w.x * (x0 * E[p.nu_off + c]);
+      var q = x0 * x0;
+      if (c + 1u < p.cols) {
+        let x1 = X[p.x_off + c + 1u];
+        s += w.y * (x1 * E[p.nu_off + c + 1u]);
+        q += x1 * x1;
+      }
+      acc += s;
+      ss += q;
+    }
+  } else if (p.dtype == 0u && (p.cols & 1u) == 0u) {
+    for (var j = lane; j < npair; j += lanes) {
+      let c = 2u * j;
+      acc += bitcast<f32>(W[base + c]) * X[p.x_off + c] + bitcast<f32>(W[base + c + 1u]) * X[p.x_off + c + 1u];
+    }
+  } else {
+    acc = row_dot(base, p.cols, p.x_off, lane, lanes, false);
+  }
+  return vec2<f32>(acc, ss);
 }
 
 // gemv_gnorm: gemv of the gated RMSNorm of x (ref.RMSNormGated over heads of
 // gdk values, weight ν = E[nu_off..][gdk], gate G): every workgroup first
 // builds xs = RMSNorm(x_h)·ν·act(g) for all cols ≤ 2048 inputs in
-// workgroup memory (one thread per head), then computes its 8 rows from
+// workgroup memory (one thread per head), then computes its RPW rows from
 // xs as gemv does — the KDA output norm and o_proj in one dispatch. With
 // norm 0 there is no norm: xs = x·act(g) (MLA's output gate and o_proj),
 // or with gmode 3 xs = glu_act(g, x) (a GLU's activation of gate g and up
@@ -254,16 +275,25 @@ fn xs_block(blk: u32, tid: u32, q: bool) {
   let lane = tid % LANES;
   let row = blk * RPW + tid / LANES;
   var acc = 0.0;
-  if (row < p.rows) { acc = xs_dot(p.w_off + row * p.w_stride, p.cols, 0u, lane, q); }
+  if (row < p.rows) {
+    let base = p.w_off + row * p.w_stride;
+    if (LANES > 1u) {
+      acc = xs_dot(base, p.cols, 0u, lane, LANES, q);
+    } else {
+      var s: array<f32, 8>;
+      for (var l = 0u; l < 8u; l++) { s[l] = xs_dot(base, p.cols, 0u, l, 8u, q); }
+      acc = tree8(s);
+    }
+  }
   xs_store(acc, tid, row);
 }
 
-// xs_dot is one lane's share (of LANES) of the dot product of the weight
+// xs_dot is one lane's share (of lanes) of the dot product of the weight
 // row at word base (cols columns) with xs[x0 ..].
-fn xs_dot(base: u32, cols: u32, x0: u32, lane: u32, q: bool) -> f32 {
+fn xs_dot(base: u32, cols: u32, x0: u32, lane: u32, lanes: u32, q: bool) -> f32 {
   var acc = 0.0;
   if (q) {
-    for (var u = lane; u < cols / 32u; u += LANES) {
+    for (var u = lane; u < cols / 32u; u += lanes) {
       let sc = qscale(base, cols, u);
       for (var i = 0u; i < 8u; i++) {
         let c = x0 + 32u * u + 4u * i;
@@ -272,7 +302,7 @@ fn xs_dot(base: u32, cols: u32, x0: u32, lane: u32, q: bool) -> f32 {
     }
     return acc;
   }
-  for (var j = lane; j < (cols + 1u) / 2u; j += LANES) {
+  for (var j = lane; j < (cols + 1u) / 2u; j += lanes) {
     let c = 2u * j;
     var w = wpair(base, j);
     var s = w.x * xs[x0 + c];
@@ -286,14 +316,16 @@ fn xs_dot(base: u32, cols: u32, x0: u32, lane: u32, q: bool) -> f32 {
 }
 
 // xs_store sums the LANES shares acc of output row row and stores it
-// (added to O with accum).
+// (added to O with accum); with LANES 1, acc is the whole sum (tree8).
 fn xs_store(acc: f32, tid: u32, row: u32) {
   let lane = tid % LANES;
   red1[tid] = acc;
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) { red1[tid] += red1[tid + s]; }
+  if (LANES > 1u) {
     workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+      if (lane < s) { red1[tid] += red1[tid + s]; }
+      workgroupBarrier();
+    }
   }
   if (lane == 0u && row < p.rows) {
     var v = red1[tid];
@@ -309,7 +341,7 @@ fn xs_store(acc: f32, tid: u32, row: u32) {
 // for the cols ≤ 2048 values in its memory (sources X[x_off + i·x_stride ..],
 // w E[w_off2 ..], γ EG[gm_off ..], ν NV[rn_off ..]), workgroup 0 also stores
 // it at G[xn_off ..] for the block's other readers, and then computes its
-// blocks·8 rows from xs as gemv_gnorm does: the AttnRes and the projection
+// blocks·RPW rows from xs as gemv_gnorm does: the AttnRes and the projection
 // in one dispatch. (On a CPU driver the runner gives each workgroup many
 // blocks, so few workgroups repeat the read.)
 @compute @workgroup_size(64)
@@ -349,7 +381,7 @@ fn gemv_r(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
 // every workgroup builds xs = [RMSNorm(x)·ν (cols values) ; glu_act(g, u)
 // (cols2)] in workgroup memory (cols + cols2 ≤ 2048; x's sum of squares
 // reduced over the workgroup, ν = E[nu_off..], g and u = G[g_off..],
-// G[u_off..]), then each of its 8 rows is the sum of its two dot products;
+// G[u_off..]), then each of its RPW rows is the sum of its two dot products;
 // W2's row r is at w2_off + r·w2_stride of the same buffer as W (same
 // dtype).
 @compute @workgroup_size(64)
@@ -377,7 +409,15 @@ fn gemv_pr(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let row = (wid.x + wid.y * nwg.x) * RPW + tid / LANES;
   var acc = 0.0;
   if (row < p.rows) {
-    acc = xs_dot(p.w_off + row * p.w_stride, p.cols, 0u, lane, q) + xs_dot(p.w2_off + row * p.w2_stride, p.cols2, p.cols, lane, q);
+    let b1 = p.w_off + row * p.w_stride;
+    let b2 = p.w2_off + row * p.w2_stride;
+    if (LANES > 1u) {
+      acc = xs_dot(b1, p.cols, 0u, lane, LANES, q) + xs_dot(b2, p.cols2, p.cols, lane, LANES, q);
+    } else {
+      var s: array<f32, 8>;
+      for (var l = 0u; l < 8u; l++) { s[l] = xs_dot(b1, p.cols, 0u, l, 8u, q) + xs_dot(b2, p.cols2, p.cols, l, 8u, q); }
+      acc = tree8(s);
+    }
   }
   xs_store(acc, tid, row);
 }

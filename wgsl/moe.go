@@ -230,7 +230,7 @@ func (d *Device) gluGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 	if err != nil {
 		return err
 	}
-	if (w.In+1)/2/8 > loopBudget/2 {
+	if (w.In+1)/2/d.gemvLanes() > loopBudget/2 {
 		return fmt.Errorf("wgsl: GLUGateUp: %d columns exceed the per-invocation loop budget", w.In)
 	}
 	name, nbuf := "gateup", 5
@@ -251,9 +251,9 @@ func (d *Device) gluGateUp(h View, x Strided, T int, w *GLUWeights, r Routing, a
 		p = p.u(a.E, rt.Groups, rt.TopKGroups, routeFlags(rt), b2i(a.Bias.Buf != nil)).f(rt.Scale).u(a.Logits.Off, a.Bias.Off)
 		bufs[5], bufs[6] = a.Logits.Buf, a.Bias.Buf
 	}
-	groups := (w.I + 7) / 8 * T * r.K
+	groups := d.gemvGroups(w.I) * T * r.K
 	if a != nil {
-		groups = (w.I + 7) / 8 * T // all K slots per workgroup (gate_up_routed)
+		groups = d.gemvGroups(w.I) * T // all K slots per workgroup (gate_up_routed)
 	}
 	return d.dispatch(k, p, bufs[:nbuf], groups)
 }
@@ -275,7 +275,7 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	if err := out.check(T, w.Out, "GLUDown out"); err != nil {
 		return err
 	}
-	if r.K*((w.I+1)/2/8+1) > loopBudget {
+	if r.K*((w.I+1)/2/d.gemvLanes()+1) > loopBudget {
 		return fmt.Errorf("wgsl: GLUDown: %d experts of %d columns exceed the per-invocation loop budget", r.K, w.I)
 	}
 	k, err := d.weightKernel("moe.wgsl", entry("down", w.DownDType), 5, w.DownDType)
@@ -286,5 +286,5 @@ func (d *Device) GLUDown(out Strided, h View, T int, w *GLUWeights, r Routing, a
 	idx, wts := r.Idx, r.Wts // zero Views (placeholder bindings) for a dense block
 	p := params{}.u(w.Out, w.I, T, r.K, int(w.DownDType), 0, st, w.Out*st, h.Off, w.I, out.Off, out.Stride,
 		idx.Off, wts.Off, b2i(useIdx), 0).f(0, 0).u(b2i(accum))
-	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, (w.Out+7)/8*T)
+	return d.dispatch(k, p, []*Buffer{w.Down, h.Buf, idx.Buf, wts.Buf, out.Buf}, d.gemvGroups(w.Out)*T)
 }

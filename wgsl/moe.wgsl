@@ -36,8 +36,8 @@ struct P {
 @group(0) @binding(6) var<storage, read_write> RL: array<f32>;
 @group(0) @binding(7) var<storage, read_write> RB: array<f32>;
 
-const RPW: u32 = 8u;   // rows per workgroup
-const LANES: u32 = 8u; // threads per row
+const LANES: u32 = GEMV_LANES; // threads per row (Device.gemvLanes: 8 on a GPU, 1 on a software adapter)
+const RPW: u32 = WG / LANES;   // rows per workgroup
 var<workgroup> ra: array<f32, 64>;
 var<workgroup> rb: array<f32, 64>;
 
@@ -73,7 +73,7 @@ fn gateup_route_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   gate_up_routed(wid.x + wid.y * nwg.x, tid, true);
 }
 
-// gateup_blocks is the workgroups of one (token, slot): 8 rows each.
+// gateup_blocks is the workgroups of one (token, slot): RPW rows each.
 fn gateup_blocks() -> u32 { return (p.rows + RPW - 1u) / RPW; }
 
 // gateup_groups is the workgroups of a gateup dispatch.
@@ -107,18 +107,31 @@ fn gate_up(g: u32, tid: u32, e: u32, q: bool) {
   if (j < p.rows) {
     let base = p.w_off + e * p.e_words + j * p.w_stride;
     let xb = p.x_off + t * p.x_stride;
-    a = row_dot(base, p.cols, xb, lane, LANES, q);
-    b = row_dot(base + p.rows * p.w_stride, p.cols, xb, lane, LANES, q);
+    if (LANES > 1u) {
+      a = row_dot(base, p.cols, xb, lane, LANES, q);
+      b = row_dot(base + p.rows * p.w_stride, p.cols, xb, lane, LANES, q);
+    } else { // the eight GPU lanes' shares, summed in their order (tree8)
+      var sa: array<f32, 8>;
+      var sb: array<f32, 8>;
+      for (var l = 0u; l < 8u; l++) {
+        sa[l] = row_dot(base, p.cols, xb, l, 8u, q);
+        sb[l] = row_dot(base + p.rows * p.w_stride, p.cols, xb, l, 8u, q);
+      }
+      a = tree8(sa);
+      b = tree8(sb);
+    }
   }
   ra[tid] = a;
   rb[tid] = b;
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) {
-      ra[tid] += ra[tid + s];
-      rb[tid] += rb[tid + s];
-    }
+  if (LANES > 1u) {
     workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+      if (lane < s) {
+        ra[tid] += ra[tid + s];
+        rb[tid] += rb[tid + s];
+      }
+      workgroupBarrier();
+    }
   }
   if (lane == 0u && j < p.rows) {
     let gv = ra[tid];
@@ -138,6 +151,20 @@ fn down_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   down1(wid, nwg, tid, true);
 }
 
+// down_share is lane's share (of lanes) of token t's output row r:
+// Σ_k w_k · (down_e row r) · h[t·K+k].
+fn down_share(t: u32, r: u32, lane: u32, lanes: u32, q: bool) -> f32 {
+  var acc = 0.0;
+  for (var k = 0u; k < p.K; k++) {
+    let tk = t * p.K + k;
+    var wk = 1.0;
+    if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
+    let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
+    acc += wk * row_dot(base, p.cols, p.x_off + tk * p.x_stride, lane, lanes, q);
+  }
+  return acc;
+}
+
 fn down1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let nb = (p.rows + RPW - 1u) / RPW;
   let g = wid.x + wid.y * nwg.x;
@@ -147,19 +174,21 @@ fn down1(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let t = g / nb;
   var acc = 0.0;
   if (r < p.rows) {
-    for (var k = 0u; k < p.K; k++) {
-      let tk = t * p.K + k;
-      var wk = 1.0;
-      if (p.use_idx == 1u) { wk = WT[p.wt_off + tk]; }
-      let base = p.w_off + expert(tk) * p.e_words + r * p.w_stride;
-      acc += wk * row_dot(base, p.cols, p.x_off + tk * p.x_stride, lane, LANES, q);
+    if (LANES > 1u) {
+      acc = down_share(t, r, lane, LANES, q);
+    } else { // the eight GPU lanes' shares, summed in their order (tree8)
+      var s: array<f32, 8>;
+      for (var l = 0u; l < 8u; l++) { s[l] = down_share(t, r, l, 8u, q); }
+      acc = tree8(s);
     }
   }
   ra[tid] = acc;
-  workgroupBarrier();
-  for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) { ra[tid] += ra[tid + s]; }
+  if (LANES > 1u) {
     workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+      if (lane < s) { ra[tid] += ra[tid + s]; }
+      workgroupBarrier();
+    }
   }
   if (lane == 0u && r < p.rows) {
     let o = p.o_off + t * p.o_stride + r;

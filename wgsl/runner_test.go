@@ -648,3 +648,68 @@ func profiledAllocs() (ours, binding int64) {
 	}
 	return ours, binding
 }
+
+// TestGEMVLanesSameBits: the GEMV and expert kernels' two shapes (a GPU's
+// 8 threads per row and a software adapter's one, Device.SetGEMVLanes)
+// give the same logits bit for bit, prefill and decode, dense and
+// quantized weights, with the repeating fusions on and off.
+func TestGEMVLanesSameBits(t *testing.T) {
+	d := device(t)
+	for _, tc := range []struct {
+		preset string
+		dtype  safetensors.DType
+		repeat bool
+	}{{"k3-nano", "F32", false}, {"k3-nano", "BF16", true}, {"kimi-linear-nano", "F16", false}} {
+		t.Run(fmt.Sprintf("%s %s repeating=%v", tc.preset, tc.dtype, tc.repeat), func(t *testing.T) {
+			m := presetModel(t, tc.preset, 1, tc.dtype)
+			V := m.Cfg.VocabSize
+			defer d.SetRepeatFusions(tc.repeat, 0)()
+			run := func(lanes int) []float32 {
+				defer d.SetGEMVLanes(lanes)()
+				// the GEMVs run with the shape asked for (its kernels are
+				// compiled apart: "|lanes1")
+				gemvs, shaped := 0, 0
+				defer d.TraceBindingsForTest(func(k string, _ []wgsl.BindingForTest) {
+					if strings.Contains(k, "linear.wgsl:gemv") {
+						gemvs++
+						if strings.Contains(k, "|lanes1") == (lanes == 1) {
+							shaped++
+						}
+					}
+				})()
+				defer func() {
+					if gemvs == 0 || shaped != gemvs {
+						t.Errorf("lanes %d: %d of %d GEMV dispatches with that shape", lanes, shaped, gemvs)
+					}
+				}()
+				g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 16, MaxContext: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				prompt := make([]int, 9)
+				for i := range prompt {
+					prompt[i] = (i*37 + 5) % V
+				}
+				logits := make([]float32, 9*V)
+				if err := g.Forward(prompt, logits); err != nil {
+					t.Fatal(err)
+				}
+				out := append([]float32(nil), logits...)
+				for step := 0; step < 4; step++ {
+					if err := g.Forward([]int{(step*11 + 3) % V}, logits[:V]); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, logits[:V]...)
+				}
+				return out
+			}
+			one, eight := run(1), run(8)
+			for i := range one {
+				if math.Float32bits(one[i]) != math.Float32bits(eight[i]) {
+					t.Fatalf("logit %d: %v with one thread per row, %v with eight", i, one[i], eight[i])
+				}
+			}
+		})
+	}
+}
