@@ -193,3 +193,58 @@ func TestHeaderOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderOnlyMXFP4: a packed MXFP4 matrix (and a vector stored so) is
+// checked from its header — the same error as a bind for a bad scale
+// tensor — and neither tensor is read.
+func TestHeaderOnlyMXFP4(t *testing.T) {
+	u8 := func(name string, shape ...int) safetensors.WriteTensor {
+		return safetensors.WriteTensor{Name: name, DType: safetensors.U8, Shape: shape, Data: make([]float32, shape[0]*shape[1])}
+	}
+	for _, tc := range []struct {
+		name string
+		ts   []safetensors.WriteTensor
+		want string
+	}{
+		{"good", []safetensors.WriteTensor{u8("m.weight_packed", 2, 16), u8("m.weight_scale", 2, 1), u8("v.weight_packed", 1, 16), u8("v.weight_scale", 1, 1)}, ""},
+		{"bad scale", []safetensors.WriteTensor{u8("m.weight_packed", 2, 16), u8("m.weight_scale", 2, 2), u8("v.weight_packed", 1, 16), u8("v.weight_scale", 1, 1)},
+			"tensor m.weight_scale: expected U8 [2 1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, safetensors.Write(&buf, tc.ts, nil))
+			run := func(headerOnly bool) (*Binder, *safetensors.Recorder, *safetensors.Checkpoint) {
+				rec := safetensors.NewRecorder(safetensors.BytesSource(buf.Bytes()))
+				ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
+					if name != safetensors.SingleFileName {
+						return nil, fs.ErrNotExist
+					}
+					return rec, nil
+				})
+				require.NoError(t, err)
+				b := New(ck)
+				b.MXFP4, b.HeaderOnly = func(string) bool { return true }, headerOnly
+				m, v := b.Mat("m.weight", 2, 32), b.Vec("v.weight", 1, 32)
+				if headerOnly {
+					require.Nil(t, m)
+					require.Nil(t, v)
+				}
+				return b, rec, ck
+			}
+			full, _, _ := run(false)
+			check, rec, ck := run(true)
+			if tc.want == "" {
+				require.NoError(t, full.Err)
+				require.NoError(t, check.Err)
+			} else {
+				require.ErrorContains(t, full.Err, tc.want)
+				require.EqualError(t, check.Err, full.Err.Error())
+			}
+			require.Equal(t, full.Used, check.Used)
+			for _, n := range ck.Names() {
+				tt, _ := ck.Tensor(n)
+				require.Empty(t, rec.Overlaps(tt), "HeaderOnly read %s", n)
+			}
+		})
+	}
+}
