@@ -310,13 +310,14 @@ func useGPU(e *engine.Engine, fallback bool, budget engine.GPUMemory) (gpuInfo, 
 			}
 			return e.NewEncoder(e.Model)
 		}
-		if m.Vision == nil {
-			return nil, nil, errors.New("the model has no vision tower")
-		}
 		if tower == nil {
+			vt, err := m.VisionTower()
+			if err != nil {
+				return nil, nil, err
+			}
 			var t *wgsl.VisionTower
-			err := scoped(jsDev, "vision tower upload", func() (err error) {
-				t, err = wgsl.NewVisionTower(d, m.Vision, 0)
+			err = scoped(jsDev, "vision tower upload", func() (err error) {
+				t, err = wgsl.NewVisionTower(d, vt, 0)
 				return err
 			})
 			if err != nil {

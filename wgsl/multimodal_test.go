@@ -17,6 +17,16 @@ import (
 	"github.com/tessera-llm/tessera/wgsl"
 )
 
+// visionTower is m's vision tower (model.Model.VisionTower).
+func visionTower(t testing.TB, m *model.Model) *vision.Tower {
+	t.Helper()
+	tw, err := m.VisionTower()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tw
+}
+
 // visionModel opens the k3-nano-vision golden checkpoint and its image.
 func visionModel(t testing.TB) (*model.Model, []byte) {
 	t.Helper()
@@ -26,7 +36,7 @@ func visionModel(t testing.TB) (*model.Model, []byte) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ck.Close() })
-	if m.Vision == nil {
+	if !m.HasVision() {
 		t.Fatal("k3-nano-vision: no vision tower")
 	}
 	png, err := os.ReadFile(filepath.Join(dir, "image.png"))
@@ -142,7 +152,7 @@ func TestVisionTowerMatchesCPU(t *testing.T) {
 		}
 		imgs = append(imgs, px)
 	}
-	towers := map[string]*vision.Tower{"golden": m.Vision}
+	towers := map[string]*vision.Tower{"golden": visionTower(t, m)}
 	for _, v := range visionVariants(t, m) {
 		towers[v.name] = v.t
 	}
@@ -180,7 +190,7 @@ func TestVisionTowerMatchesCPU(t *testing.T) {
 	big := *imgs[0]
 	big.GridH, big.GridW = 2*g0(imgs), 2*g0(imgs)
 	big.Data = make([]float32, big.N()*big.Dim)
-	g, err := wgsl.NewVisionTower(d, m.Vision, imgs[0].N())
+	g, err := wgsl.NewVisionTower(d, visionTower(t, m), imgs[0].N())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +211,7 @@ type towerVariant struct {
 // LayerNorm blocks with exact GELU and divided_fixed position embeddings,
 // and the patchmergerv2 projector.
 func visionVariants(t testing.TB, m *model.Model) []towerVariant {
-	base := m.Vision
+	base := visionTower(t, m)
 	r := rand.New(rand.NewPCG(3, 4))
 	vec := func(n int, s float32) []float32 {
 		v := make([]float32, n)
@@ -248,7 +258,7 @@ func TestMultimodalGPUTower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tw, err := wgsl.NewVisionTower(d, m.Vision, 0)
+	tw, err := wgsl.NewVisionTower(d, visionTower(t, m), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		case line == "/image" || strings.HasPrefix(line, "/image "):
 			path := strings.TrimSpace(strings.TrimPrefix(line, "/image"))
 			switch {
-			case e.Model.Vision == nil:
+			case !e.Model.HasVision():
 				fmt.Fprintln(stdout, "(this model has no vision tower: it cannot take images)")
 			case path == "":
 				fmt.Fprintln(stdout, "(usage: /image PATH)")

@@ -102,7 +102,7 @@ Accuracy is reported per set and overall.`, stderr)
 		return err
 	}
 	defer e.Close()
-	if e.Model.Vision == nil {
+	if !e.Model.HasVision() {
 		return fmt.Errorf("%s: the model has no vision tower", *dir)
 	}
 	var pred *json.Encoder

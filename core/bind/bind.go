@@ -4,7 +4,8 @@
 // are used in place (zero-copy), matrices may be deferred
 // (tensor.Mat.Fetch) for a GPU to upload one at a time, and with a nil
 // checkpoint a Binder only records the expected names and shapes (a spec,
-// what init-random writes).
+// what init-random writes); with HeaderOnly it checks a checkpoint from
+// its header alone (names, shapes, dtypes), reading no tensor data.
 package bind
 
 import (
@@ -32,6 +33,12 @@ type Binder struct {
 	MXFP4 func(module string) bool
 	// Deferred binds matrices without their data.
 	Deferred bool
+	// HeaderOnly checks without binding: Mat, MatShape, Vec and VecAny
+	// make every check a bind makes that the safetensors header can
+	// answer (presence, shape, dtype, unused-tensor bookkeeping in Used)
+	// but read no tensor data and return nil. A part bound later (the
+	// vision tower on its first image) is checked this way at load.
+	HeaderOnly bool
 }
 
 // New returns a binder over ck (nil: spec only).
@@ -134,6 +141,9 @@ func (b *Binder) MatShape(name string, shape ...int) *tensor.Mat {
 			return nil
 		}
 	}
+	if b.HeaderOnly {
+		return nil
+	}
 	ck, full := b.CK, b.Prefix+name
 	fetch := func() (*tensor.Mat, error) {
 		raw, err := ck.Bytes(full)
@@ -218,6 +228,9 @@ func (b *Binder) packedMXFP4(name string, shape []int) (m *tensor.Mat, ok bool) 
 	if (sc.DType != safetensors.U8 && sc.DType != safetensors.F8E8M0) || !slices.Equal(sc.Shape, []int{rows, cols / 32}) {
 		return fail("tensor %s: expected U8 [%d %d] (one E8M0 scale per 32 values), found %s %v", sname, rows, cols/32, sc.DType, sc.Shape)
 	}
+	if b.HeaderOnly {
+		return nil, true
+	}
 	ck := b.CK
 	fetch := func() (*tensor.Mat, error) {
 		p, err := ck.Bytes(pname)
@@ -266,6 +279,12 @@ func (b *Binder) Vec(name string, shape ...int) []float32 {
 		return v
 	}
 	if b.Lookup(name, shape...) == nil {
+		return nil
+	}
+	if b.HeaderOnly {
+		if err := b.CK.CheckFloat32(b.Prefix + name); err != nil {
+			b.Err = err
+		}
 		return nil
 	}
 	v, err := b.CK.Float32(b.Prefix + name)

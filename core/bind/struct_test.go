@@ -2,6 +2,7 @@ package bind
 
 import (
 	"bytes"
+	"io/fs"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -114,4 +115,136 @@ func TestStructErrors(t *testing.T) {
 	b := New(checkpoint(t, safetensors.WriteTensor{Name: "other", DType: safetensors.F32, Shape: []int{1}, Data: []float32{1}}))
 	b.Struct("", &model{}, map[string]int{"D": 2, "layers": 1}, nil)
 	require.ErrorContains(t, b.Err, "tensor blocks.0.norm.weight: missing from checkpoint (expected shape [2])")
+}
+
+// TestHeaderOnly: a HeaderOnly binder makes the checks a bind makes — the
+// same error, or none, and the same tensors marked used — and reads no
+// tensor data.
+func TestHeaderOnly(t *testing.T) {
+	dims, conds := map[string]int{"D": 2, "layers": 1}, map[string]bool{"post": true, "rms": true}
+	f32 := func(name string, shape ...int) safetensors.WriteTensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		return safetensors.WriteTensor{Name: name, DType: safetensors.F32, Shape: shape, Data: make([]float32, n)}
+	}
+	good := []safetensors.WriteTensor{f32("blocks.0.norm.weight", 2), f32("blocks.0.w.weight", 2, 2, 2), f32("post.weight", 3)}
+	with := func(i int, w safetensors.WriteTensor) []safetensors.WriteTensor {
+		ts := append([]safetensors.WriteTensor(nil), good...)
+		ts[i] = w
+		return ts
+	}
+	i8 := func(name string, shape ...int) safetensors.WriteTensor {
+		w := f32(name, shape...)
+		w.DType = safetensors.I8
+		return w
+	}
+	for _, tc := range []struct {
+		name string
+		ts   []safetensors.WriteTensor
+		q8   bool
+		want string // "" : no error
+	}{
+		{"good", good, false, ""},
+		{"missing", good[1:], false, "tensor blocks.0.norm.weight: missing from checkpoint (expected shape [2])"},
+		{"mis-shaped matrix", with(1, f32("blocks.0.w.weight", 2, 4)), false, "tensor blocks.0.w.weight: expected shape [2 2 2], found [2 4]"},
+		{"int8 without quantization", with(1, i8("blocks.0.w.weight", 2, 2, 2)), false, "dtype I8 needs a quantization_config"},
+		{"int8 vector", with(2, i8("post.weight", 3)), true, `"post.weight": dtype I8 cannot be converted to float32`},
+		{"int8 matrix without its scale", with(1, i8("blocks.0.w.weight", 2, 2, 2)), true, "tensor blocks.0.w.weight_scale: missing"},
+		{"unsupported dtype", with(0, safetensors.WriteTensor{Name: "blocks.0.norm.weight", DType: safetensors.U8, Shape: []int{2}, Data: []float32{1, 2}}), false, "dtype U8 is not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, safetensors.Write(&buf, tc.ts, nil))
+			bindWith := func(headerOnly bool) (*Binder, *safetensors.Recorder, *safetensors.Checkpoint) {
+				rec := safetensors.NewRecorder(safetensors.BytesSource(buf.Bytes()))
+				ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
+					if name != safetensors.SingleFileName {
+						return nil, fs.ErrNotExist
+					}
+					return rec, nil
+				})
+				require.NoError(t, err)
+				b := New(ck)
+				b.Q8, b.HeaderOnly = tc.q8, headerOnly
+				var m model
+				b.Struct("", &m, dims, conds)
+				if headerOnly {
+					require.Nil(t, m.Blocks[0].W, "HeaderOnly bound a matrix")
+					require.Nil(t, m.Blocks[0].Norm.W, "HeaderOnly bound a vector")
+				}
+				return b, rec, ck
+			}
+			full, _, _ := bindWith(false)
+			check, rec, ck := bindWith(true)
+			if tc.want == "" {
+				require.NoError(t, full.Err)
+				require.NoError(t, check.Err)
+			} else {
+				require.ErrorContains(t, full.Err, tc.want)
+				require.EqualError(t, check.Err, full.Err.Error())
+			}
+			require.Equal(t, full.Used, check.Used)
+			for _, n := range ck.Names() {
+				tt, _ := ck.Tensor(n)
+				require.Empty(t, rec.Overlaps(tt), "HeaderOnly read %s", n)
+			}
+		})
+	}
+}
+
+// TestHeaderOnlyMXFP4: a packed MXFP4 matrix (and a vector stored so) is
+// checked from its header — the same error as a bind for a bad scale
+// tensor — and neither tensor is read.
+func TestHeaderOnlyMXFP4(t *testing.T) {
+	u8 := func(name string, shape ...int) safetensors.WriteTensor {
+		return safetensors.WriteTensor{Name: name, DType: safetensors.U8, Shape: shape, Data: make([]float32, shape[0]*shape[1])}
+	}
+	for _, tc := range []struct {
+		name string
+		ts   []safetensors.WriteTensor
+		want string
+	}{
+		{"good", []safetensors.WriteTensor{u8("m.weight_packed", 2, 16), u8("m.weight_scale", 2, 1), u8("v.weight_packed", 1, 16), u8("v.weight_scale", 1, 1)}, ""},
+		{"bad scale", []safetensors.WriteTensor{u8("m.weight_packed", 2, 16), u8("m.weight_scale", 2, 2), u8("v.weight_packed", 1, 16), u8("v.weight_scale", 1, 1)},
+			"tensor m.weight_scale: expected U8 [2 1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, safetensors.Write(&buf, tc.ts, nil))
+			run := func(headerOnly bool) (*Binder, *safetensors.Recorder, *safetensors.Checkpoint) {
+				rec := safetensors.NewRecorder(safetensors.BytesSource(buf.Bytes()))
+				ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
+					if name != safetensors.SingleFileName {
+						return nil, fs.ErrNotExist
+					}
+					return rec, nil
+				})
+				require.NoError(t, err)
+				b := New(ck)
+				b.MXFP4, b.HeaderOnly = func(string) bool { return true }, headerOnly
+				m, v := b.Mat("m.weight", 2, 32), b.Vec("v.weight", 1, 32)
+				if headerOnly {
+					require.Nil(t, m)
+					require.Nil(t, v)
+				}
+				return b, rec, ck
+			}
+			full, _, _ := run(false)
+			check, rec, ck := run(true)
+			if tc.want == "" {
+				require.NoError(t, full.Err)
+				require.NoError(t, check.Err)
+			} else {
+				require.ErrorContains(t, full.Err, tc.want)
+				require.EqualError(t, check.Err, full.Err.Error())
+			}
+			require.Equal(t, full.Used, check.Used)
+			for _, n := range ck.Names() {
+				tt, _ := ck.Tensor(n)
+				require.Empty(t, rec.Overlaps(tt), "HeaderOnly read %s", n)
+			}
+		})
+	}
 }

@@ -480,7 +480,7 @@ func (e *Engine) Info() Info {
 		StateBytes: s.KDAStateBytes, CacheBytesPerTok: s.CacheBytesPerTok,
 		VocabSize: c.VocabSize, Layers: c.NumHiddenLayers, HiddenSize: c.HiddenSize,
 		Experts: c.NumExperts, ExpertsActive: c.TopK, Context: c.MaxPositions, Tokenizer: e.tokFile,
-		Vision: e.Model != nil && e.Model.Vision != nil, ImageTokens: e.imageTokens(),
+		Vision: e.Model != nil && e.Model.HasVision(), ImageTokens: e.imageTokens(),
 		WeightsDeferred: e.Model != nil && e.Model.Deferred, ExpertCache: e.Totals().ExpertCache,
 		GPUMemory: e.gpuMemory(),
 	}
@@ -495,10 +495,11 @@ func (e *Engine) gpuMemory() *GPUMemoryUse {
 }
 
 // NewCPUEncoder returns the model's CPU vision tower (generate.CPUEncoder)
-// on a runner of its own, freed by the returned function.
+// on a runner of its own, freed by the returned function; the first call
+// reads the tower (model.Model.VisionTower).
 func NewCPUEncoder(m *model.Model) (generate.Encoder, func(), error) {
-	if m.Vision == nil {
-		return nil, nil, errors.New("the model has no vision tower")
+	if _, err := m.VisionTower(); err != nil {
+		return nil, nil, err
 	}
 	r := model.NewRunner(m, model.Options{MaxChunk: 1})
 	return generate.CPUEncoder(r), r.Close, nil

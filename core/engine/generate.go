@@ -294,7 +294,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	if opt.TopLogprobs < 0 || opt.TopLogprobs > 20 {
 		return st, bad(fmt.Errorf("top_logprobs must be in [0, 20], got %d", opt.TopLogprobs))
 	}
-	if len(opt.Images) > 0 && (e.Model.Vision == nil || e.Model.VisionCfg == nil) {
+	if len(opt.Images) > 0 && !e.Model.HasVision() {
 		return st, bad(errors.New("this model has no vision tower (no vision_config in config.json): it cannot take images"))
 	}
 	ids, boundary, stops, err := e.prompt(&opt)

@@ -9,10 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/vision"
 	"github.com/tessera-llm/tessera/native"
+	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // openMicroGPU opens k3-micro on the native GPU (lavapipe on CI machines
@@ -143,4 +149,65 @@ func TestGPUStatsDispatches(t *testing.T) {
 	if st := gen(1); st.DispatchesPerToken != 0 || st.SubmitsPerToken != 0 {
 		t.Errorf("one token (no decode step): %+v", st)
 	}
+}
+
+// gpuVisionEngine loads a vision model as the browser's GPU path does
+// (LoadDeferred, the weights uploaded to a GPU runner), on its own device.
+func gpuVisionEngine(t *testing.T, open safetensors.Opener) *Engine {
+	t.Helper()
+	d, err := native.OpenQuiet()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no GPU adapter (lavapipe: scripts/setup.sh gpu): %v", err)
+		}
+		t.Skipf("no GPU adapter: %v", err)
+	}
+	e, err := LoadDeferred(open)
+	if err != nil {
+		d.Close()
+		t.Fatal(err)
+	}
+	r, err := wgsl.NewRunner(d, e.Model, wgsl.RunnerOptions{MaxChunk: 64, MaxContext: 512})
+	if err != nil {
+		d.Close()
+		e.Close()
+		t.Fatal(err)
+	}
+	e.attachGPU(d, r)
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// On the GPU too the vision tower is read, and the GPU tower built, on
+// the first image: uploading the text model and a text-only generation
+// read no vision tensor byte; the first image reads them and gives the
+// ids of a GPU tower built from a tower bound eagerly; a second image
+// reads nothing.
+func TestVisionReadOnFirstImageGPU(t *testing.T) {
+	files := visionFiles(t)
+	open, rec := recordedOpener(files)
+	e := gpuVisionEngine(t, open)
+	_, err := e.Generate(context.Background(), Options{Prompt: "Hello", MaxTokens: 4}, func(Piece) bool { return true })
+	require.NoError(t, err)
+	b, n := visionBytes(e.ck, rec)
+	require.Zero(t, b, "the GPU upload and a text-only generation read %d bytes of %d vision tensors", b, n)
+
+	eager := gpuVisionEngine(t, safetensors.MemOpener(files))
+	tw, err := vision.Load(eager.Model.VisionCfg, eager.ck)
+	require.NoError(t, err)
+	gt, err := wgsl.NewVisionTower(eager.Dev, tw, 0)
+	require.NoError(t, err)
+	defer gt.Close()
+	eager.NewEncoder = func(*model.Model) (generate.Encoder, func(), error) { return gt, nil, nil }
+
+	img := testRGBA(64, 48)
+	im := Image{Width: 64, Height: 48, RGBA: img.Pix}
+	require.Equal(t, imageRun(t, eager, im), imageRun(t, e, im), "first image: lazy and eager GPU towers differ")
+	_, n = visionBytes(e.ck, rec)
+	require.Equal(t, len(vision.Spec(e.Model.VisionCfg)), n, "the first image read %d of the vision tensors", n)
+	reads := len(rec.Ranges())
+	img2 := testRGBA(30, 90)
+	im2 := Image{Width: 30, Height: 90, RGBA: img2.Pix}
+	require.Equal(t, imageRun(t, eager, im2), imageRun(t, e, im2), "second image")
+	require.Len(t, rec.Ranges(), reads, "the second image read the checkpoint")
 }

@@ -53,7 +53,7 @@ func (e *Engine) prepareImages(ids []int, images []Image) (*prepared, error) {
 		return p, nil
 	}
 	m := e.Model
-	if m.Vision == nil || m.VisionCfg == nil {
+	if !m.HasVision() {
 		return nil, errors.New("this model has no vision tower (no vision_config in config.json): it cannot take images")
 	}
 	p.pxs = make([]*imageio.Patches, len(images))
@@ -141,7 +141,7 @@ func (e *Engine) Embed(ids []int, images []Image) ([]int, []float32, error) {
 	if len(images) == 0 {
 		return ids, nil, nil
 	}
-	if e.Model.Vision == nil || e.Model.VisionCfg == nil {
+	if !e.Model.HasVision() {
 		return nil, nil, errors.New("the model has no vision tower (no vision_config in config.json)")
 	}
 	ids, err := generate.ImagePrompt(e.codec, e.Cfg.MediaPlaceholderTokenID, len(images), ids)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -241,11 +240,12 @@ func (e *Engine) attachGPU(d *wgsl.Device, r *wgsl.Runner) {
 	}
 	var tower *wgsl.VisionTower
 	e.NewEncoder = func(m *model.Model) (generate.Encoder, func(), error) {
-		if m.Vision == nil {
-			return nil, nil, errors.New("the model has no vision tower")
-		}
 		if tower == nil {
-			t, err := wgsl.NewVisionTower(d, m.Vision, 0)
+			vt, err := m.VisionTower()
+			if err != nil {
+				return nil, nil, err
+			}
+			t, err := wgsl.NewVisionTower(d, vt, 0)
 			if err != nil {
 				return nil, nil, fmt.Errorf("GPU vision tower: %w", err)
 			}

@@ -22,10 +22,11 @@ func CPUEncoder(r *model.Runner) Encoder { return cpuEncoder{r} }
 type cpuEncoder struct{ r *model.Runner }
 
 func (e cpuEncoder) Encode(px *imageio.Patches) ([]float32, error) {
-	if e.r.M.Vision == nil {
-		return nil, fmt.Errorf("the model has no vision tower")
+	t, err := e.r.M.VisionTower()
+	if err != nil {
+		return nil, err
 	}
-	return e.r.M.Vision.Encode(e.r.Pool(), px)
+	return t.Encode(e.r.Pool(), px)
 }
 
 // Multimodal builds the input of an image+text prompt (early fusion): ids
@@ -43,7 +44,7 @@ func Multimodal(r *model.Runner, ids []int, images [][]byte, lim imageio.Limits)
 // MultimodalWith is Multimodal with the vision tower run by enc (e.g. on
 // the GPU); the result is the same up to the encoder's rounding.
 func MultimodalWith(m *model.Model, enc Encoder, ids []int, images [][]byte, lim imageio.Limits) ([]int, []float32, error) {
-	if len(images) > 0 && (m.Vision == nil || m.VisionCfg == nil) {
+	if len(images) > 0 && !m.HasVision() {
 		return nil, nil, fmt.Errorf("the model has no vision tower (no vision_config in config.json): images are not supported")
 	}
 	pxs := make([]*imageio.Patches, len(images))
@@ -63,7 +64,7 @@ func MultimodalWith(m *model.Model, enc Encoder, ids []int, images [][]byte, lim
 // preprocessed (the browser decodes images itself and hands over RGBA
 // pixels: imageio.FromRGBA, imageio.Preprocess).
 func FusePatches(m *model.Model, enc Encoder, ids []int, pxs []*imageio.Patches) ([]int, []float32, error) {
-	if len(pxs) > 0 && m.Vision == nil {
+	if len(pxs) > 0 && !m.HasVision() {
 		return nil, nil, fmt.Errorf("the model has no vision tower (no vision_config in config.json): images are not supported")
 	}
 	if len(pxs) > 0 && enc == nil {

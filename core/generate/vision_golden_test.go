@@ -44,7 +44,7 @@ func TestVisionGolden(t *testing.T) {
 	m, ck, err := model.OpenDir(dir)
 	require.NoError(t, err)
 	defer ck.Close()
-	require.NotNil(t, m.Vision)
+	require.True(t, m.HasVision())
 	g, err := safetensors.Open(func(name string) (safetensors.Source, error) {
 		if name == "model.safetensors" {
 			name = "golden.safetensors"
@@ -74,7 +74,9 @@ func TestVisionGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, md["grid"], fmt.Sprintf("%d,%d", px.GridH, px.GridW))
 	check("patches", px.Data)
-	feat, err := m.Vision.Encode(nil, px)
+	tower, err := m.VisionTower()
+	require.NoError(t, err)
+	feat, err := tower.Encode(nil, px)
 	require.NoError(t, err)
 	check("projector_out", feat)
 

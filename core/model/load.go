@@ -15,16 +15,17 @@ import (
 // expected tensor must be present with its exact shape; a tensor the model
 // does not use is an error, except vision tensors in a checkpoint whose
 // config has no vision_config (text-only use). With a vision_config the
-// vision tower is loaded too. F32
-// tensors of a memory-mapped checkpoint are used in place; F16/BF16 matrices
-// stay half precision.
+// vision tower's tensors are checked from the checkpoint's header
+// (vision.Check) and read on the first image (Model.VisionTower), so ck
+// must stay open while the model is used. F32 tensors of a memory-mapped
+// checkpoint are used in place; F16/BF16 matrices stay half precision.
 func Load(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error) {
 	return load(cfg, ck, false)
 }
 
 // LoadDeferred is Load with every weight matrix deferred (tensor.Mat.Fetch):
-// shapes and dtypes are checked as by Load, vectors and the vision tower
-// are loaded, but matrix data stays in the checkpoint until something
+// shapes and dtypes are checked as by Load, vectors are loaded (the vision
+// tower, as by Load, on the first image), but matrix data stays in the checkpoint until something
 // resolves it. A GPU runner built from the model then uploads one matrix at
 // a time, so memory never holds the whole checkpoint (the browser reads it
 // from JavaScript memory, outside the 4 GiB wasm heap). The embedding
@@ -54,10 +55,10 @@ func load(cfg *config.Config, ck *safetensors.Checkpoint, deferred bool) (*Model
 		if err != nil {
 			return nil, err
 		}
-		if m.Vision, err = vision.Load(vc, ck); err != nil {
+		if err := vision.Check(vc, ck); err != nil {
 			return nil, err
 		}
-		m.VisionCfg = vc
+		m.VisionCfg, m.tower = vc, &lazyTower{cfg: vc, ck: ck}
 	}
 	var extra []string
 	for _, n := range ck.Names() {
@@ -107,7 +108,7 @@ func (b *binder) model(m *Model) {
 }
 
 // ignorable reports tensors the text model does not bind: the vision tower
-// and projector (checked by vision.Load when the config has a
+// and projector (checked by vision.Check when the config has a
 // vision_config, ignored for text-only use otherwise).
 func ignorable(name string) bool { return vision.IsVisionTensor(name) }
 

@@ -26,10 +26,12 @@ type Model struct {
 	OutputAttnResProj []float32 // model.output_attn_res_proj.weight [1, d]
 	OutputAttnResNorm []float32 // model.output_attn_res_norm.weight [d]
 
-	// Vision tower and projector (vision_tower.*, mm_projector.*) of a
-	// kimi_k3 checkpoint with a vision_config; nil for text-only models.
+	// VisionCfg is the vision tower's configuration of a kimi_k3
+	// checkpoint with a vision_config; nil for text-only models. Its
+	// tensors (vision_tower.*, mm_projector.*) are checked at load and
+	// read on first use: HasVision, VisionTower.
 	VisionCfg *vision.Config
-	Vision    *vision.Tower
+	tower     *lazyTower
 
 	// Deferred: the weight matrices are deferred (LoadDeferred), for a GPU
 	// runner to upload; the CPU runner refuses such a model.

@@ -377,6 +377,17 @@ func (c *Checkpoint) Float32(name string) ([]float32, error) {
 	return dst, nil
 }
 
+// CheckFloat32 returns the error Float32 would give the named tensor
+// before reading any of its data (a missing tensor, a closed checkpoint, a
+// dtype it cannot convert), from the header alone.
+func (c *Checkpoint) CheckFloat32(name string) error {
+	t, _, err := c.lookup(name)
+	if err != nil {
+		return err
+	}
+	return checkFloat(t)
+}
+
 func checkFloat(t *Tensor) error {
 	if !t.DType.ConvertibleToFloat32() {
 		return fmt.Errorf("safetensors: %s: tensor %q: dtype %s cannot be converted to float32 (supported: F32, F16, BF16, F64)", t.Shard, t.Name, t.DType)

@@ -87,14 +87,49 @@ func IsVisionTensor(name string) bool {
 // Load binds the vision tensors of ck for config c (bind.Binder, as the
 // text model: tensors of a memory-mapped checkpoint used in place). Every
 // tensor of Spec must be present with its exact shape, and any other
-// vision_tower.* / mm_projector.* tensor is an error. Matrices keep their
-// half-precision storage (the patch embedding is widened to float32);
-// vectors are float32.
+// vision_tower.* / mm_projector.* tensor is an error (Check makes the same
+// checks without reading). Matrices keep their half-precision storage (the
+// patch embedding is widened to float32); vectors are float32.
 func Load(c *Config, ck *safetensors.Checkpoint) (*Tower, error) {
+	t, err := bindTower(c, ck, false)
+	if err != nil {
+		return nil, err
+	}
+	if t.PatchW.DType != tensor.F32 {
+		t.PatchW = tensor.NewF32(t.PatchW.Rows, t.PatchW.Cols, t.PatchW.Float32())
+	}
+	for i := range t.Blocks {
+		t.Blocks[i].Norm0.RMS, t.Blocks[i].Norm0.Eps = c.RMSNorm, c.NormEps
+		t.Blocks[i].Norm1.RMS, t.Blocks[i].Norm1.Eps = c.RMSNorm, c.NormEps
+	}
+	t.FinalNorm.RMS, t.FinalNorm.Eps = c.RMSNorm, c.NormEps
+	if t.PreNorm != nil {
+		t.PreNorm.Eps = c.ProjEps
+	}
+	if t.PostNorm != nil {
+		t.PostNorm.RMS, t.PostNorm.Eps = true, c.ProjEps
+	}
+	return t, nil
+}
+
+// Check makes every check Load makes — the config, each tensor of Spec
+// present with its exact shape and a dtype Load takes, no other vision
+// tensor — from the checkpoint's header alone (bind.Binder.HeaderOnly):
+// it reads no tensor data, so a model checks its vision tower at load and
+// reads it on the first image.
+func Check(c *Config, ck *safetensors.Checkpoint) error {
+	_, err := bindTower(c, ck, true)
+	return err
+}
+
+// bindTower binds the Tower's tags from ck (headerOnly: checks them, the
+// Tower's fields left nil) and refuses vision tensors c does not use.
+func bindTower(c *Config, ck *safetensors.Checkpoint, headerOnly bool) (*Tower, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	b := bind.New(ck)
+	b.HeaderOnly = headerOnly
 	dims, conds := c.symbols()
 	t := &Tower{Cfg: c}
 	b.Struct("", t, dims, conds)
@@ -110,20 +145,6 @@ func Load(c *Config, ck *safetensors.Checkpoint) (*Tower, error) {
 	if len(extra) > 0 {
 		sort.Strings(extra)
 		return nil, fmt.Errorf("checkpoint has vision tensors the vision_config does not use: %s", strings.Join(extra, ", "))
-	}
-	if t.PatchW.DType != tensor.F32 {
-		t.PatchW = tensor.NewF32(t.PatchW.Rows, t.PatchW.Cols, t.PatchW.Float32())
-	}
-	for i := range t.Blocks {
-		t.Blocks[i].Norm0.RMS, t.Blocks[i].Norm0.Eps = c.RMSNorm, c.NormEps
-		t.Blocks[i].Norm1.RMS, t.Blocks[i].Norm1.Eps = c.RMSNorm, c.NormEps
-	}
-	t.FinalNorm.RMS, t.FinalNorm.Eps = c.RMSNorm, c.NormEps
-	if t.PreNorm != nil {
-		t.PreNorm.Eps = c.ProjEps
-	}
-	if t.PostNorm != nil {
-		t.PostNorm.RMS, t.PostNorm.Eps = true, c.ProjEps
 	}
 	return t, nil
 }

@@ -3,6 +3,7 @@ package vision
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -272,30 +273,74 @@ func TestFuseAndExpandErrors(t *testing.T) {
 	}
 }
 
+// TestLoadErrors: Load refuses a missing, mis-shaped, badly typed or
+// unused vision tensor, naming it; Check gives the same error (and none
+// for a good checkpoint) from the header alone, reading no tensor data.
 func TestLoadErrors(t *testing.T) {
 	c, _ := ParseConfig([]byte(tinyJSON), 48)
 	ts := RandomTensors(c, 1, safetensors.F32)
-	open := func(ts []safetensors.WriteTensor) *safetensors.Checkpoint {
+	open := func(t *testing.T, ts []safetensors.WriteTensor) (*safetensors.Checkpoint, *safetensors.Recorder) {
 		var b bytes.Buffer
 		if err := safetensors.Write(&b, ts, nil); err != nil {
 			t.Fatal(err)
 		}
-		ck, err := safetensors.Open(safetensors.MemOpener(map[string][]byte{safetensors.SingleFileName: b.Bytes()}))
+		rec := safetensors.NewRecorder(safetensors.BytesSource(b.Bytes()))
+		ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
+			if name != safetensors.SingleFileName {
+				return nil, fs.ErrNotExist
+			}
+			return rec, nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ck
+		return ck, rec
 	}
-	if _, err := Load(c, open(ts[1:])); err == nil || !strings.Contains(err.Error(), ts[0].Name+": missing") {
-		t.Errorf("missing: %v", err)
+	replace := func(i int, w safetensors.WriteTensor) []safetensors.WriteTensor {
+		out := append([]safetensors.WriteTensor(nil), ts...)
+		out[i] = w
+		return out
 	}
 	extra := append(append([]safetensors.WriteTensor(nil), ts...), safetensors.WriteTensor{Name: "vision_tower.extra", DType: safetensors.F32, Shape: []int{1}, Data: []float32{0}})
-	if _, err := Load(c, open(extra)); err == nil || !strings.Contains(err.Error(), "vision_tower.extra") {
-		t.Errorf("extra: %v", err)
-	}
-	bad := append([]safetensors.WriteTensor(nil), ts...)
-	bad[0] = safetensors.WriteTensor{Name: ts[0].Name, DType: safetensors.F32, Shape: []int{1}, Data: []float32{0}}
-	if _, err := Load(c, open(bad)); err == nil || !strings.Contains(err.Error(), "expected shape") {
-		t.Errorf("shape: %v", err)
+	half := ts[0]
+	half.DType = safetensors.BF16
+	byteT := ts[1]
+	byteT.DType, byteT.Data = safetensors.U8, make([]float32, len(byteT.Data))
+	for _, tc := range []struct {
+		name string
+		ts   []safetensors.WriteTensor
+		want string // "": loads
+	}{
+		{"good", ts, ""},
+		{"half precision", replace(0, half), ""},
+		{"missing", ts[1:], ts[0].Name + ": missing"},
+		{"unused", extra, "vision tensors the vision_config does not use: vision_tower.extra"},
+		{"mis-shaped", replace(0, safetensors.WriteTensor{Name: ts[0].Name, DType: safetensors.F32, Shape: []int{1}, Data: []float32{0}}), ts[0].Name + ": expected shape"},
+		{"bad dtype", replace(1, byteT), ts[1].Name + ": dtype U8 is not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ck, _ := open(t, tc.ts)
+			tw, err := Load(c, ck)
+			ck2, rec := open(t, tc.ts)
+			cerr := Check(c, ck2)
+			for _, n := range ck2.Names() {
+				tt, _ := ck2.Tensor(n)
+				if r := rec.Overlaps(tt); len(r) > 0 {
+					t.Errorf("Check read %s: %v", n, r)
+				}
+			}
+			if tc.want == "" {
+				if err != nil || cerr != nil || tw == nil || tw.PatchW == nil {
+					t.Fatalf("Load: %v, Check: %v", err, cerr)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load: %v, want %q", err, tc.want)
+			}
+			if cerr == nil || cerr.Error() != err.Error() {
+				t.Errorf("Check: %v, Load: %v", cerr, err)
+			}
+		})
 	}
 }

@@ -62,7 +62,7 @@ func (b *engineBackend) Config() *config.Config { return b.e.Cfg }
 func (b *engineBackend) Close() { b.e.Close() }
 
 // Vision reports whether the model has a vision tower.
-func (b *engineBackend) Vision() bool { return b.e.Model.Vision != nil }
+func (b *engineBackend) Vision() bool { return b.e.Model.HasVision() }
 
 // Generate runs one engine generation of prompt (images placed before it
 // by the engine, as `tessera run --image`), reporting routing and each
