@@ -539,12 +539,48 @@ async function ggufCheck() {
 // visionCheck generates with ?image before the prompt on the vision model
 // at ?vision: on the CPU-only bundle with backend auto, then on ?gpuwasm
 // with backend gpu (WebGPU). It reports ids, stats and the image's RGBA as decoded here.
+// lazyVisionCheck runs a text-only generation on the vision model in a
+// cache of its own, then one with an image, and reports the cache's keys
+// after each: the vision tower's part of the weights is fetched (and kept)
+// only for the image.
+async function lazyVisionCheck(blob, prompt, max) {
+  const name = 'tessera-lazy-vision-test';
+  await caches.delete(name);
+  const keys = async () => (await (await caches.open(name)).keys()).map((r) => r.url);
+  const out = { ids: [] };
+  try {
+    const e = await Tessera.load(params.get('vision'), { cacheName: name });
+    for await (const p of e.generate(prompt, { maxTokens: max, temperature: 0 })) {
+      if (p.id >= 0) out.ids.push(p.id);
+    }
+    out.loadStats = e.loadStats;
+    out.keysTextOnly = await keys();
+    for await (const p of e.generate(prompt, { image: blob, maxTokens: 1, temperature: 0 })) void p;
+    out.keysAfterImage = await keys();
+    e.dispose();
+    // a server that ignores range requests sends the whole file: every
+    // part is checked and cached from it
+    if (params.get('visionnorange')) {
+      await caches.delete(name);
+      const w = await Tessera.load(params.get('visionnorange'), { cacheName: name });
+      for await (const p of w.generate(prompt, { maxTokens: 1, temperature: 0 })) void p;
+      out.noRange = { loadStats: w.loadStats, keys: await keys() };
+      w.dispose();
+    }
+  } catch (err) {
+    out.error = err.message;
+  }
+  await caches.delete(name);
+  return out;
+}
+
 async function visionCheck() {
   const out = {};
   const prompt = params.get('vprompt') || 'Describe the image.';
   const max = Number(params.get('max') || '16');
   try {
     const blob = await fetchBlob(params.get('image'));
+    out.lazy = await lazyVisionCheck(blob, prompt, max);
     for (const [name, wasmUrl] of [['cpu', undefined], ['gpu', params.get('gpuwasm') || undefined]]) {
       const r = out[name] = {};
       try {

@@ -468,6 +468,24 @@ type visionReport struct {
 		Error  string `json:"error"`
 	} `json:"decoded"`
 	BadImage string `json:"badImage"`
+	// Lazy: a text-only session on the vision model, then an image
+	// (lazyVisionCheck).
+	Lazy struct {
+		Error     string `json:"error"`
+		IDs       []int  `json:"ids"`
+		LoadStats struct {
+			BytesDownloaded int64 `json:"bytesDownloaded"`
+		} `json:"loadStats"`
+		KeysTextOnly   []string `json:"keysTextOnly"`
+		KeysAfterImage []string `json:"keysAfterImage"`
+		// NoRange: the same model from a server that ignores ranges.
+		NoRange struct {
+			LoadStats struct {
+				BytesDownloaded int64 `json:"bytesDownloaded"`
+			} `json:"loadStats"`
+			Keys []string `json:"keys"`
+		} `json:"noRange"`
+	} `json:"lazy"`
 }
 
 type visionRun struct {
@@ -646,6 +664,12 @@ func TestBrowserE2E(t *testing.T) {
 		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/vision/")
 		vsrv.ServeHTTP(w, r)
 	})
+	// /vision-norange/: the same, from a server that ignores Range headers
+	mux.HandleFunc("/vision-norange/", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "/model/" + strings.TrimPrefix(r.URL.Path, "/vision-norange/")
+		r.Header.Del("Range")
+		vsrv.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		for _, p := range []string{"/corrupt/", "/cut/"} {
 			if rest, ok := strings.CutPrefix(r.URL.Path, p); ok {
@@ -684,7 +708,7 @@ func TestBrowserE2E(t *testing.T) {
 	defer hs.Close()
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
-		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
+		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "visionnorange": {"/vision-norange/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
 		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufexact": {"/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
 	var gpuMem []string
 	for _, n := range e2eGPUMemFiles {
@@ -997,12 +1021,64 @@ func e2eTestPNG(t *testing.T, path string) []byte {
 // ids on the CPU-only bundle and on WebGPU equal `tessera run --backend
 // cpu --image` on a PNG of exactly that RGBA. It logs how the browser's
 // decode of the testdata images compares with core/imageio's.
+// e2eCheckLazyVision checks the page's text-only session on the vision
+// model (modelDir, whose manifest splits model.safetensors into a text and
+// a vision part): its load downloads every file but the vision part and
+// caches the text part only; an image then fetches and caches the vision
+// part.
+func e2eCheckLazyVision(t *testing.T, v *visionReport, modelDir string) {
+	t.Helper()
+	l := v.Lazy
+	mf, err := readManifest(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	var text, vis string
+	for _, f := range mf.Files {
+		if f.Parts == nil {
+			want += f.Size
+			continue
+		}
+		for _, p := range f.Parts {
+			key := fmt.Sprintf("%s?bytes=%d-%d&sha256=%s", f.Name, p.Offset, p.Offset+p.Size-1, p.SHA256)
+			if p.Vision {
+				vis = key
+			} else {
+				want += p.Size
+				text = key
+			}
+		}
+	}
+	has := func(keys []string, k string) bool {
+		return slices.ContainsFunc(keys, func(u string) bool { return strings.HasSuffix(u, "/"+k) })
+	}
+	switch {
+	case l.Error != "" || len(l.IDs) == 0:
+		t.Errorf("text-only session on the vision model: %+v", l)
+	case text == "" || vis == "":
+		t.Errorf("the vision model's manifest has no text and vision parts: %+v", mf.Files)
+	case l.LoadStats.BytesDownloaded != want || !has(l.KeysTextOnly, text) || has(l.KeysTextOnly, vis):
+		t.Errorf("text-only session: downloaded %d bytes (want %d, the vision part left out), cached %v", l.LoadStats.BytesDownloaded, want, l.KeysTextOnly)
+	case !has(l.KeysAfterImage, vis):
+		t.Errorf("after an image: cached %v, want the vision part %s too", l.KeysAfterImage, vis)
+	default:
+		t.Logf("text-only session on the vision model: %d bytes downloaded, the vision part (%s) only with the first image", want, vis)
+	}
+	// Without range support the whole checkpoint comes at once, and each
+	// of its parts is cached.
+	if nr := l.NoRange; nr.LoadStats.BytesDownloaded != mf.TotalSize || !has(nr.Keys, text) || !has(nr.Keys, vis) {
+		t.Errorf("from a server without ranges: downloaded %d bytes (want the whole model, %d), cached %v", nr.LoadStats.BytesDownloaded, mf.TotalSize, nr.Keys)
+	}
+}
+
 func e2eCheckVision(t *testing.T, v *visionReport, pngData []byte, modelDir, prompt string, maxTok int, dir string, decodeNames []string) {
 	t.Helper()
 	if v == nil || v.Error != "" || v.CPU == nil || v.GPU == nil {
 		t.Errorf("vision check: %+v", v)
 		return
 	}
+	e2eCheckLazyVision(t, v, modelDir)
 	px := v.Pixels
 	rgba, err := base64.StdEncoding.DecodeString(px.RGBA)
 	if err != nil || len(rgba) != px.Width*px.Height*4 || px.Width == 0 {
