@@ -37,7 +37,7 @@ struct P {
 @group(0) @binding(7) var<storage, read_write> RB: array<f32>;
 
 const LANES: u32 = GEMV_LANES; // threads per row (Device.gemvLanes: 8 on a GPU, 1 on a software adapter)
-const RPW: u32 = WG / LANES;   // rows per workgroup
+const RPW: u32 = 64u / LANES;  // rows per workgroup (64 threads)
 var<workgroup> ra: array<f32, 64>;
 var<workgroup> rb: array<f32, 64>;
 
