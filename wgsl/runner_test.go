@@ -468,22 +468,7 @@ func TestRunnerFusedEqualsUnfused(t *testing.T) {
 				if unfused {
 					g.UnfusedForTest(m)
 				}
-				prompt := make([]int, 13)
-				for i := range prompt {
-					prompt[i] = (i*37 + 5) % V
-				}
-				logits := make([]float32, 13*V)
-				if err := g.Forward(prompt, logits); err != nil {
-					t.Fatal(err)
-				}
-				out := append([]float32(nil), logits...)
-				for step := 0; step < 4; step++ {
-					if err := g.Forward([]int{(step*11 + 3) % V}, logits[:V]); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, logits[:V]...)
-				}
-				return out, g.Stats().Dispatches
+				return promptThenDecode(t, g, V, 13), g.Stats().Dispatches
 			}
 			plain, np := run(true)
 			// With the repeating fusions (SetRepeatFusions: the AttnRes
@@ -687,22 +672,7 @@ func TestGEMVLanesSameBits(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer g.Close()
-				prompt := make([]int, 9)
-				for i := range prompt {
-					prompt[i] = (i*37 + 5) % V
-				}
-				logits := make([]float32, 9*V)
-				if err := g.Forward(prompt, logits); err != nil {
-					t.Fatal(err)
-				}
-				out := append([]float32(nil), logits...)
-				for step := 0; step < 4; step++ {
-					if err := g.Forward([]int{(step*11 + 3) % V}, logits[:V]); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, logits[:V]...)
-				}
-				return out
+				return promptThenDecode(t, g, V, 9)
 			}
 			one, eight := run(1), run(8)
 			for i := range one {
@@ -712,4 +682,26 @@ func TestGEMVLanesSameBits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// promptThenDecode runs a prompt of n tokens and then 4 decode steps on g
+// (vocabulary V) and returns every logit: the prompt's, then each step's.
+func promptThenDecode(t *testing.T, g *wgsl.Runner, V, n int) []float32 {
+	t.Helper()
+	prompt := make([]int, n)
+	for i := range prompt {
+		prompt[i] = (i*37 + 5) % V
+	}
+	logits := make([]float32, n*V)
+	if err := g.Forward(prompt, logits); err != nil {
+		t.Fatal(err)
+	}
+	out := append([]float32(nil), logits...)
+	for step := 0; step < 4; step++ {
+		if err := g.Forward([]int{(step*11 + 3) % V}, logits[:V]); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, logits[:V]...)
+	}
+	return out
 }

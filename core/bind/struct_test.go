@@ -2,7 +2,6 @@ package bind
 
 import (
 	"bytes"
-	"io/fs"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -155,16 +154,8 @@ func TestHeaderOnly(t *testing.T) {
 		{"unsupported dtype", with(0, safetensors.WriteTensor{Name: "blocks.0.norm.weight", DType: safetensors.U8, Shape: []int{2}, Data: []float32{1, 2}}), false, "dtype U8 is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			require.NoError(t, safetensors.Write(&buf, tc.ts, nil))
 			bindWith := func(headerOnly bool) (*Binder, *safetensors.Recorder, *safetensors.Checkpoint) {
-				rec := safetensors.NewRecorder(safetensors.BytesSource(buf.Bytes()))
-				ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
-					if name != safetensors.SingleFileName {
-						return nil, fs.ErrNotExist
-					}
-					return rec, nil
-				})
+				ck, rec, err := safetensors.RecordTensors(tc.ts)
 				require.NoError(t, err)
 				b := New(ck)
 				b.Q8, b.HeaderOnly = tc.q8, headerOnly
@@ -178,18 +169,7 @@ func TestHeaderOnly(t *testing.T) {
 			}
 			full, _, _ := bindWith(false)
 			check, rec, ck := bindWith(true)
-			if tc.want == "" {
-				require.NoError(t, full.Err)
-				require.NoError(t, check.Err)
-			} else {
-				require.ErrorContains(t, full.Err, tc.want)
-				require.EqualError(t, check.Err, full.Err.Error())
-			}
-			require.Equal(t, full.Used, check.Used)
-			for _, n := range ck.Names() {
-				tt, _ := ck.Tensor(n)
-				require.Empty(t, rec.Overlaps(tt), "HeaderOnly read %s", n)
-			}
+			requireLikeBind(t, full, check, rec, ck, tc.want)
 		})
 	}
 }
@@ -211,16 +191,8 @@ func TestHeaderOnlyMXFP4(t *testing.T) {
 			"tensor m.weight_scale: expected U8 [2 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			require.NoError(t, safetensors.Write(&buf, tc.ts, nil))
 			run := func(headerOnly bool) (*Binder, *safetensors.Recorder, *safetensors.Checkpoint) {
-				rec := safetensors.NewRecorder(safetensors.BytesSource(buf.Bytes()))
-				ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
-					if name != safetensors.SingleFileName {
-						return nil, fs.ErrNotExist
-					}
-					return rec, nil
-				})
+				ck, rec, err := safetensors.RecordTensors(tc.ts)
 				require.NoError(t, err)
 				b := New(ck)
 				b.MXFP4, b.HeaderOnly = func(string) bool { return true }, headerOnly
@@ -233,18 +205,27 @@ func TestHeaderOnlyMXFP4(t *testing.T) {
 			}
 			full, _, _ := run(false)
 			check, rec, ck := run(true)
-			if tc.want == "" {
-				require.NoError(t, full.Err)
-				require.NoError(t, check.Err)
-			} else {
-				require.ErrorContains(t, full.Err, tc.want)
-				require.EqualError(t, check.Err, full.Err.Error())
-			}
-			require.Equal(t, full.Used, check.Used)
-			for _, n := range ck.Names() {
-				tt, _ := ck.Tensor(n)
-				require.Empty(t, rec.Overlaps(tt), "HeaderOnly read %s", n)
-			}
+			requireLikeBind(t, full, check, rec, ck, tc.want)
 		})
+	}
+}
+
+// requireLikeBind requires a HeaderOnly binder (check, over the checkpoint
+// ck read through rec) to end as a real bind (full) did — no error, or
+// full's error (containing want) — with the same tensors used, having
+// read no tensor's data.
+func requireLikeBind(t *testing.T, full, check *Binder, rec *safetensors.Recorder, ck *safetensors.Checkpoint, want string) {
+	t.Helper()
+	if want == "" {
+		require.NoError(t, full.Err)
+		require.NoError(t, check.Err)
+	} else {
+		require.ErrorContains(t, full.Err, want)
+		require.EqualError(t, check.Err, full.Err.Error())
+	}
+	require.Equal(t, full.Used, check.Used)
+	for _, n := range ck.Names() {
+		tt, _ := ck.Tensor(n)
+		require.Empty(t, rec.Overlaps(tt), "HeaderOnly read %s", n)
 	}
 }

@@ -30,13 +30,7 @@ func openMicroGPU(t *testing.T, cache int64) *Engine {
 // openMicroGPUWith is openMicroGPU with more options.
 func openMicroGPUWith(t *testing.T, o OpenOptions) *Engine {
 	t.Helper()
-	d, err := native.OpenQuiet()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no GPU adapter (lavapipe: scripts/setup.sh gpu): %v", err)
-		}
-		t.Skipf("no GPU adapter: %v", err)
-	}
+	d := nativeOrSkip(t)
 	d.Close()
 	o.Backend, o.MaxContext, o.Quiet = "gpu", 512, true
 	e, err := Open(microDir, o)
@@ -155,13 +149,7 @@ func TestGPUStatsDispatches(t *testing.T) {
 // (LoadDeferred, the weights uploaded to a GPU runner), on its own device.
 func gpuVisionEngine(t *testing.T, open safetensors.Opener) *Engine {
 	t.Helper()
-	d, err := native.OpenQuiet()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no GPU adapter (lavapipe: scripts/setup.sh gpu): %v", err)
-		}
-		t.Skipf("no GPU adapter: %v", err)
-	}
+	d := nativeOrSkip(t)
 	e, err := LoadDeferred(open)
 	if err != nil {
 		d.Close()
@@ -210,4 +198,18 @@ func TestVisionReadOnFirstImageGPU(t *testing.T) {
 	im2 := Image{Width: 30, Height: 90, RGBA: img2.Pix}
 	require.Equal(t, imageRun(t, eager, im2), imageRun(t, e, im2), "second image")
 	require.Len(t, rec.Ranges(), reads, "the second image read the checkpoint")
+}
+
+// nativeOrSkip opens the native GPU device (lavapipe on CI machines
+// without a GPU), skipping without an adapter (failing under CI=true).
+func nativeOrSkip(t *testing.T) *wgsl.Device {
+	t.Helper()
+	d, err := native.OpenQuiet()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no GPU adapter (lavapipe: scripts/setup.sh gpu): %v", err)
+		}
+		t.Skipf("no GPU adapter: %v", err)
+	}
+	return d
 }

@@ -2,7 +2,6 @@ package model
 
 import (
 	"bytes"
-	"io/fs"
 	"sync"
 	"testing"
 
@@ -25,15 +24,7 @@ func recordedVision(t *testing.T) (*config.Config, *safetensors.Checkpoint, *saf
 	cfg.Layout = config.LayoutKimiK3
 	ts, err := RandomCheckpoint(cfg, 1, safetensors.BF16)
 	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, safetensors.Write(&buf, ts, nil))
-	rec := safetensors.NewRecorder(safetensors.BytesSource(buf.Bytes()))
-	ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
-		if name != safetensors.SingleFileName {
-			return nil, fs.ErrNotExist
-		}
-		return rec, nil
-	})
+	ck, rec, err := safetensors.RecordTensors(ts)
 	require.NoError(t, err)
 	return cfg, ck, rec
 }

@@ -1,7 +1,9 @@
 package safetensors
 
 import (
+	"bytes"
 	"io"
+	"io/fs"
 	"sync"
 )
 
@@ -59,4 +61,25 @@ func (r *Recorder) Overlaps(t *Tensor) []Range {
 		}
 	}
 	return out
+}
+
+// RecordTensors writes tensors as one safetensors file in memory and opens
+// it as a checkpoint read through a Recorder, which the caller inspects
+// (what binding or using a model reads of it).
+func RecordTensors(tensors []WriteTensor) (*Checkpoint, *Recorder, error) {
+	var b bytes.Buffer
+	if err := Write(&b, tensors, nil); err != nil {
+		return nil, nil, err
+	}
+	rec := NewRecorder(BytesSource(b.Bytes()))
+	ck, err := Open(func(name string) (Source, error) {
+		if name != SingleFileName {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		return rec, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ck, rec, nil
 }

@@ -3,7 +3,6 @@ package vision
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -280,17 +279,7 @@ func TestLoadErrors(t *testing.T) {
 	c, _ := ParseConfig([]byte(tinyJSON), 48)
 	ts := RandomTensors(c, 1, safetensors.F32)
 	open := func(t *testing.T, ts []safetensors.WriteTensor) (*safetensors.Checkpoint, *safetensors.Recorder) {
-		var b bytes.Buffer
-		if err := safetensors.Write(&b, ts, nil); err != nil {
-			t.Fatal(err)
-		}
-		rec := safetensors.NewRecorder(safetensors.BytesSource(b.Bytes()))
-		ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
-			if name != safetensors.SingleFileName {
-				return nil, fs.ErrNotExist
-			}
-			return rec, nil
-		})
+		ck, rec, err := safetensors.RecordTensors(ts)
 		if err != nil {
 			t.Fatal(err)
 		}
