@@ -275,8 +275,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
     if (!resp.ok) throw new Error(`downloading ${base + f.name}${p ? ` (bytes ${p.offset}-${p.offset + p.size - 1})` : ''}: HTTP ${resp.status}`);
     const ranged = p && resp.status === 206;
     if (ranged) {
-      const cr = resp.headers.get('content-range') || '';
-      if (!cr.startsWith(`bytes ${p.offset}-${p.offset + p.size - 1}/`)) {
+      // a cross-origin server may not expose Content-Range; the length and
+      // the sha256 below check the bytes either way
+      const cr = resp.headers.get('content-range');
+      if (cr !== null && !cr.startsWith(`bytes ${p.offset}-${p.offset + p.size - 1}/`)) {
         resp.body.cancel().catch(() => {});
         throw new Error(`downloading ${what}: the server answered with the range "${cr}"`);
       }
@@ -301,9 +303,14 @@ async function openModel(modelUrl, cacheName, storageFree) {
       }
       out.set(c, off);
       off += c.length;
-      done += c.length;
       stats.bytesDownloaded += c.length;
-      post({ type: 'progress', file: f.name, loaded: done, total, fromCache: false });
+      if (p && p.vision) {
+        // read on demand, after the load: its own progress
+        post({ type: 'progress', file: f.name, loaded: off, total: want.size, fromCache: false });
+      } else {
+        done += c.length;
+        post({ type: 'progress', file: f.name, loaded: done, total, fromCache: false });
+      }
     }
     if (off !== want.size) {
       throw new Error(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
@@ -340,8 +347,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
     let buf = await fromCache(p.size, key);
     if (buf) {
       stats.hits++;
-      done += p.size;
-      post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+      if (!p.vision) {
+        done += p.size;
+        post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+      }
       return buf;
     }
     if (stats.offline) {

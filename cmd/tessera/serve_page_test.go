@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,6 +32,10 @@ var (
 // then). TestBrowserE2E checks the same in Chromium.
 func TestServePageRequestsResolve(t *testing.T) {
 	f := newServeFixture(t)
+	// make wasm writes both bundles; tessera.js names both
+	if err := os.WriteFile(filepath.Join(f.wasm, wasmCPUName), f.wasmBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s := f.server(t)
 	seen := map[string]bool{}
 	queue := []string{"/"}
