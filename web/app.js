@@ -121,6 +121,9 @@ function onProgress(p) {
 // kept resolves to the engine bundle the service worker keeps for offline
 // visits ('' when it keeps none): keepEngineOffline's promise.
 let kept = Promise.resolve('');
+// keptModel resolves when the model's remaining parts are cached
+// (engine.keepOffline), for a vision model.
+let keptModel = Promise.resolve(null);
 
 // keepEngineOffline has the service worker store the engine bundle this
 // page runs (info.gpuRunner: tessera.wasm, else tessera-cpu.wasm), so the
@@ -166,6 +169,15 @@ async function load() {
   showFacts(info);
   gpuNotice(info);
   kept = keepEngineOffline(info);
+  // the demo works offline after the first visit, images included: the
+  // vision tower's part of the weights is fetched now, after the load, not
+  // on the first image
+  if (info.vision) {
+    keptModel = engine.keepOffline().catch((e) => {
+      console.warn(`tessera: the vision tower is not kept for offline use: ${e.message}`);
+      return { error: e.message };
+    });
+  }
   return info;
 }
 
@@ -567,6 +579,11 @@ async function lazyVisionCheck(blob, prompt, max) {
       out.noRange = { loadStats: w.loadStats, keys: await keys() };
       w.dispose();
     }
+    // keepOffline fetches the part not read yet (the vision tower's)
+    await caches.delete(name);
+    const k = await Tessera.load(params.get('vision'), { cacheName: name });
+    out.keep = { first: await k.keepOffline(), again: await k.keepOffline(), keys: await keys() };
+    k.dispose();
   } catch (err) {
     out.error = err.message;
   }

@@ -394,7 +394,22 @@ async function openModel(modelUrl, cacheName, storageFree) {
     await store(f, key, buf);
     return buf;
   }
-  return { base, loadUrl, fetchFile, stats };
+
+  // keepAll downloads and caches every part the engine has not read (the
+  // vision tower's, otherwise fetched on the first image), so that the
+  // model works offline with images too; it resolves to the bytes it
+  // downloaded.
+  async function keepAll() {
+    if (!cache) throw new Error('the model is not being cached (no Cache Storage, caching disabled, or too little storage)');
+    const before = stats.bytesDownloaded;
+    for (const f of files.values()) {
+      for (let i = 0; f.parts && i < f.parts.length; i++) {
+        if (!(await cache.match(partKey(f, f.parts[i])))) await readPart(f, i);
+      }
+    }
+    return stats.bytesDownloaded - before;
+  }
+  return { base, loadUrl, fetchFile, stats, keepAll };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -503,6 +518,7 @@ async function decodeImage(image, what) {
 }
 
 let loadStats = null;
+let model = null; // the loaded model's openModel: its files and cache
 
 // dataURLBlob decodes a data: URL ("data:[type][;base64],data") into a
 // Blob without fetch (which the page's Content-Security-Policy may not
@@ -577,6 +593,7 @@ async function handle(msg) {
       const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
         gpuMemory: msg.gpuMemory || undefined, exact: !!msg.exact });
       loadStats = m.stats;
+      model = m;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
       loadStats.modelMs = performance.now() - t1; // fetch/verify/cache files, bind the model, probe the GPU
       return { info, cache: loadStats };
@@ -615,6 +632,9 @@ async function handle(msg) {
     }
     case 'info':
       return (await started).info();
+    case 'keepOffline':
+      if (!model) throw new Error('keepOffline: no model is loaded');
+      return { bytes: await model.keepAll() };
     case 'saveSession': {
       // The engine's snapshot of the conversation, written to OPFS under a
       // temporary name and then moved over the old copy, so a failed save

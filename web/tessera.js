@@ -266,6 +266,17 @@ export class Tessera {
   }
 
   /**
+   * Downloads and caches the parts of the model not read yet — the vision
+   * tower's, which a model in parts otherwise fetches on the first image —
+   * so that the model also takes images offline. Resolves to {bytes}: what
+   * it downloaded (0 when everything was cached). Fails when the model is
+   * not being cached (cacheName '', or too little storage).
+   */
+  async keepOffline() {
+    return this.#call({ type: 'keepOffline' });
+  }
+
+  /**
    * Saves a conversation and the model state its last reply left (the
    * prefix cache's snapshot) under name in the origin's private file system
    * (OPFS), so that after a reload restoreSession(name) puts the state back

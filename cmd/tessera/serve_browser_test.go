@@ -485,6 +485,13 @@ type visionReport struct {
 			} `json:"loadStats"`
 			Keys []string `json:"keys"`
 		} `json:"noRange"`
+		// Keep: keepOffline right after a load, twice.
+		Keep struct {
+			First, Again struct {
+				Bytes int64 `json:"bytes"`
+			}
+			Keys []string `json:"keys"`
+		} `json:"keep"`
 	} `json:"lazy"`
 }
 
@@ -1033,7 +1040,7 @@ func e2eCheckLazyVision(t *testing.T, v *visionReport, modelDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want int64
+	var want, visSize int64
 	var text, vis string
 	for _, f := range mf.Files {
 		if f.Parts == nil {
@@ -1043,7 +1050,7 @@ func e2eCheckLazyVision(t *testing.T, v *visionReport, modelDir string) {
 		for _, p := range f.Parts {
 			key := fmt.Sprintf("%s?bytes=%d-%d&sha256=%s", f.Name, p.Offset, p.Offset+p.Size-1, p.SHA256)
 			if p.Vision {
-				vis = key
+				vis, visSize = key, p.Size
 			} else {
 				want += p.Size
 				text = key
@@ -1069,6 +1076,11 @@ func e2eCheckLazyVision(t *testing.T, v *visionReport, modelDir string) {
 	// of its parts is cached.
 	if nr := l.NoRange; nr.LoadStats.BytesDownloaded != mf.TotalSize || !has(nr.Keys, text) || !has(nr.Keys, vis) {
 		t.Errorf("from a server without ranges: downloaded %d bytes (want the whole model, %d), cached %v", nr.LoadStats.BytesDownloaded, mf.TotalSize, nr.Keys)
+	}
+	// keepOffline after a text-only load fetches and caches the vision
+	// part, once.
+	if k := l.Keep; k.First.Bytes != visSize || k.Again.Bytes != 0 || !has(k.Keys, vis) {
+		t.Errorf("keepOffline: downloaded %d then %d bytes (want %d, then 0), cached %v", k.First.Bytes, k.Again.Bytes, visSize, k.Keys)
 	}
 }
 
