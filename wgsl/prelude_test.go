@@ -47,7 +47,7 @@ func TestHelpersDefinedOnce(t *testing.T) {
 			if strings.Contains(string(src), "fn "+h.name+"(") {
 				t.Errorf("%s defines its own %s: use common.wgsl's", f, h.name)
 			}
-			if h.call.MatchString(string(src)) && !strings.Contains(pre, "fn "+h.name+"(") {
+			if h.calledIn(string(src)) && !strings.Contains(pre, "fn "+h.name+"(") {
 				t.Errorf("%s: %s called but not prepended", f, h.name)
 			}
 		}

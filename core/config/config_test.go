@@ -215,6 +215,13 @@ func TestMXFP4QuantConfig(t *testing.T) {
 	} {
 		require.Equal(t, want, c.QuantTargets(module), module)
 	}
+	// Patterns are Python's re (compressed-tensors matches with re.match):
+	// a lookahead, which Go's RE2 syntax lacks, works.
+	la, err := parse(strings.Replace(k3MXFP4Quant, `"re:.*lm_head.*"`, `"re:(?!.*experts)model\\.layers\\.2\\..*"`, 1))
+	require.NoError(t, err)
+	require.False(t, la.QuantTargets("model.layers.2.block_sparse_moe.gate"))
+	require.True(t, la.QuantTargets("model.layers.2.block_sparse_moe.experts.1.w1"))
+	require.True(t, la.QuantTargets("model.layers.3.block_sparse_moe.gate"), "anchored at the start of the name")
 	// What tessera writes parses back to the same scheme and targets.
 	w := &Config{}
 	require.NoError(t, w.SetQuant(MXFP4Config()))

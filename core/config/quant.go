@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
-	"regexp"
+	"time"
+
+	"github.com/dlclark/regexp2"
 	"sort"
 	"strings"
 )
@@ -127,16 +129,19 @@ func weightScheme(field, format string, w map[string]any) (string, error) {
 }
 
 // modulePattern is a compressed-tensors target or ignore entry: "re:" and
-// a regular expression matched at the start of a module name, or a name
-// matched whole; "Linear" (a class) matches every linear layer.
+// a regular expression matched at the start of a module name (Python's
+// re.match, which compressed-tensors uses: regexp2's default syntax, the
+// one the tokenizer's patterns use too), or a name matched whole; "Linear"
+// (a class) matches every linear layer.
 type modulePattern struct {
 	name string
-	re   *regexp.Regexp
+	re   *regexp2.Regexp
 }
 
 func (p modulePattern) match(module string) bool {
 	if p.re != nil {
-		return p.re.MatchString(module)
+		ok, err := p.re.MatchString(module)
+		return ok && err == nil // err: the pattern ran past its time limit
 	}
 	return p.name == "Linear" || p.name == module || strings.HasSuffix(module, "."+p.name)
 }
@@ -164,10 +169,11 @@ func patterns(field string, v any) ([]modulePattern, error) {
 		}
 		p := modulePattern{name: s}
 		if r, ok := strings.CutPrefix(s, "re:"); ok {
-			re, err := regexp.Compile("^(?:" + r + ")")
+			re, err := regexp2.Compile(`\A(?:`+r+")", regexp2.None)
 			if err != nil {
 				return nil, fieldErr(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 			}
+			re.MatchTimeout = time.Second // a backtracking pattern cannot hang the load
 			p.re = re
 		}
 		out = append(out, p)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -501,7 +500,14 @@ func matcherSplit(m matcher, behavior string, invert bool) splitFunc {
 	}
 }
 
-var byteTokenRE = regexp.MustCompile(`^<0x([0-9A-Fa-f]{2})>$`)
+// byteToken parses a byte-fallback token "<0xHH>" (two hex digits).
+func byteToken(b []byte) (byte, bool) {
+	if len(b) != 6 || string(b[:3]) != "<0x" || b[5] != '>' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[3:5]), 16, 8)
+	return byte(v), err == nil
+}
 
 // buildDecoder returns the per-token decoding (vocabulary spelling → bytes)
 // and records a leading Strip on t.
@@ -537,9 +543,8 @@ func decoderSteps(raw json.RawMessage, t *Tokenizer) ([]func([]byte) []byte, err
 		}}, nil
 	case "ByteFallback":
 		return []func([]byte) []byte{func(b []byte) []byte {
-			if m := byteTokenRE.FindSubmatch(b); m != nil {
-				v, _ := strconv.ParseUint(string(m[1]), 16, 8)
-				return []byte{byte(v)}
+			if v, ok := byteToken(b); ok {
+				return []byte{v}
 			}
 			return b
 		}}, nil

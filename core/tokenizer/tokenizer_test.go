@@ -440,3 +440,20 @@ func FuzzLoaders(f *testing.F) {
 		}
 	})
 }
+
+// byteToken parses exactly "<0xHH>" (either case), nothing else.
+func TestByteToken(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want byte
+		ok   bool
+	}{
+		{"<0x41>", 0x41, true}, {"<0xff>", 0xff, true}, {"<0x0A>", 0x0a, true},
+		{"<0x4>", 0, false}, {"<0x411>", 0, false}, {"<0xZZ>", 0, false}, {"0x41>", 0, false}, {"<0X41>", 0, false}, {"<0x+1>", 0, false},
+	} {
+		got, ok := byteToken([]byte(tc.in))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("byteToken(%q) = %#x, %v; want %#x, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
