@@ -1560,3 +1560,22 @@ func e2eCheckPageDispatches(t *testing.T, modelDir, prompt string, maxTok int, a
 		t.Logf("page on WebGPU: %d dispatches in one submission per decoded token, as natively (repeating fusions %v)", dispatches, repeat)
 	}
 }
+
+// TestWasmBundleDeps: neither browser bundle links Go's regexp package
+// (0.09 MB gzip of every cold page load; the tokenizer's patterns use
+// regexp2, the rest plain string scans).
+func TestWasmBundleDeps(t *testing.T) {
+	for _, tags := range []string{"", "cpuonly"} {
+		cmd := exec.Command(e2eGo(), "list", "-deps", "-tags="+tags, "../../wasm")
+		cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps (tags %q): %v\n%s", tags, err, out)
+		}
+		for line := range strings.Lines(string(out)) {
+			if p := strings.TrimSpace(line); p == "regexp" || p == "regexp/syntax" {
+				t.Errorf("the wasm bundle (tags %q) links %s", tags, p)
+			}
+		}
+	}
+}
