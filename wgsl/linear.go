@@ -494,8 +494,14 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 		return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)
 	}
 	name := "main"
-	if T == 1 {
+	// a software adapter's GEMM: one thread per row, no barrier (main_rows),
+	// where its whole-row loop fits the budget
+	rows := T > 1 && d.gemvLanes() == 1 && (W.Cols+1)/2*8+1024 <= loopBudget
+	switch {
+	case T == 1:
 		name = "gemv"
+	case rows:
+		name = "main_rows"
 	}
 	k, err := d.weightKernel("linear.wgsl", entry(name, W.DType), 5, W.DType)
 	if err != nil {
@@ -521,6 +527,9 @@ func (d *Device) linearEpi(out View, oStride int, x View, xStride, T int, W *Mat
 		p = p.u(0, 0, 0)
 	}
 	groups := W.Rows * tiles
+	if rows {
+		groups = (W.Rows + 63) / 64 * tiles
+	}
 	if T == 1 {
 		if (W.Cols+1)/2/d.gemvLanes() > loopBudget {
 			return fmt.Errorf("wgsl: Linear: %d columns exceed the per-invocation loop budget", W.Cols)

@@ -68,31 +68,7 @@ fn gemm(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   let row = g % p.rows;
   let t0 = (g / p.rows) * TT;
   let nt = min(TT, p.T - t0);
-  let base = p.w_off + row * p.w_stride;
-  let npair = (p.cols + 1u) / 2u;
-  var acc: array<f32, 8>;
-  if (q) {
-    for (var u = tid; u < p.cols / 32u; u += WG) {
-      let sc = qscale(base, p.cols, u);
-      for (var i = 0u; i < 8u; i++) {
-        let w = qvals(base, p.cols, u, i, sc);
-        let c = 32u * u + 4u * i;
-        for (var t = 0u; t < nt; t++) { acc[t] += dot(w, x4(p.x_off + (t0 + t) * p.x_stride + c)); }
-      }
-    }
-  } else {
-    for (var j = tid; j < npair; j += WG) {
-      let w = wpair(base, j);
-      let c = 2u * j;
-      let two = c + 1u < p.cols;
-      for (var t = 0u; t < nt; t++) {
-        let xb = p.x_off + (t0 + t) * p.x_stride + c;
-        var s = w.x * X[xb];
-        if (two) { s += w.y * X[xb + 1u]; }
-        acc[t] += s;
-      }
-    }
-  }
+  var acc = gemm_share(p.w_off + row * p.w_stride, t0, nt, tid, q);
   for (var t = 0u; t < TT; t++) { redt[t * WG + tid] = acc[t]; }
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
@@ -104,6 +80,76 @@ fn gemm(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
   if (tid < nt) {
     let o = p.o_off + (t0 + tid) * p.o_stride + row;
     var v = redt[tid * WG];
+    if (p.accum != 0u) { v += O[o]; }
+    O[o] = epi(v, row);
+  }
+}
+
+// gemm_share is lane's share (of the WG lanes striding over the row at word
+// base in column pairs, or 32-column units) of the row's dot products with
+// the tile's nt tokens from t0.
+fn gemm_share(base: u32, t0: u32, nt: u32, lane: u32, q: bool) -> array<f32, 8> {
+  var acc: array<f32, 8>;
+  if (q) {
+    for (var u = lane; u < p.cols / 32u; u += WG) {
+      let sc = qscale(base, p.cols, u);
+      for (var i = 0u; i < 8u; i++) {
+        let w = qvals(base, p.cols, u, i, sc);
+        let c = 32u * u + 4u * i;
+        for (var t = 0u; t < nt; t++) { acc[t] += dot(w, x4(p.x_off + (t0 + t) * p.x_stride + c)); }
+      }
+    }
+    return acc;
+  }
+  let npair = (p.cols + 1u) / 2u;
+  for (var j = lane; j < npair; j += WG) {
+    let w = wpair(base, j);
+    let c = 2u * j;
+    let two = c + 1u < p.cols;
+    for (var t = 0u; t < nt; t++) {
+      let xb = p.x_off + (t0 + t) * p.x_stride + c;
+      var s = w.x * X[xb];
+      if (two) { s += w.y * X[xb + 1u]; }
+      acc[t] += s;
+    }
+  }
+  return acc;
+}
+
+// main_rows is main in a software adapter's shape (Device.gemvLanes 1):
+// one thread per output row and tile, 64 rows per workgroup, no barrier.
+// The thread computes the WG lanes' shares itself and adds them in the
+// workgroup reduction's order, so it gives main's bits.
+@compute @workgroup_size(64)
+fn main_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) tid: u32) {
+  gemm_rows(wid, nwg, tid, false);
+}
+
+@compute @workgroup_size(64)
+fn main_rows_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) tid: u32) {
+  gemm_rows(wid, nwg, tid, true);
+}
+
+fn gemm_rows(wid: vec3<u32>, nwg: vec3<u32>, tid: u32, q: bool) {
+  let nb = (p.rows + 63u) / 64u;
+  let g = wid.x + wid.y * nwg.x;
+  let row = (g % nb) * 64u + tid;
+  if (g >= nb * p.tiles || row >= p.rows) { return; }
+  let t0 = (g / nb) * TT;
+  let nt = min(TT, p.T - t0);
+  let base = p.w_off + row * p.w_stride;
+  var part: array<array<f32, 8>, 64>; // [lane][token]
+  for (var l = 0u; l < WG; l++) { part[l] = gemm_share(base, t0, nt, l, q); }
+  for (var t = 0u; t < nt; t++) {
+    var r: array<f32, 64>;
+    for (var l = 0u; l < WG; l++) { r[l] = part[l][t]; }
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+      for (var i = 0u; i < s; i++) { r[i] += r[i + s]; }
+    }
+    let o = p.o_off + (t0 + t) * p.o_stride + row;
+    var v = r[0];
     if (p.accum != 0u) { v += O[o]; }
     O[o] = epi(v, row);
   }
