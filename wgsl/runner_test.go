@@ -653,7 +653,8 @@ func TestGEMVLanesSameBits(t *testing.T) {
 				defer d.SetGEMVLanes(lanes)()
 				// the GEMVs run with the shape asked for (its kernels are
 				// compiled apart: "|lanes1")
-				gemvs, shaped := 0, 0
+				// and the prefill GEMM: main_rows in the one-thread shape
+				gemvs, shaped, gemms, rowGemms := 0, 0, 0, 0
 				defer d.TraceBindingsForTest(func(k string, _ []wgsl.BindingForTest) {
 					if strings.Contains(k, "linear.wgsl:gemv") {
 						gemvs++
@@ -661,10 +662,19 @@ func TestGEMVLanesSameBits(t *testing.T) {
 							shaped++
 						}
 					}
+					if strings.Contains(k, "linear.wgsl:main") {
+						gemms++
+						if strings.Contains(k, "linear.wgsl:main_rows") {
+							rowGemms++
+						}
+					}
 				})()
 				defer func() {
 					if gemvs == 0 || shaped != gemvs {
 						t.Errorf("lanes %d: %d of %d GEMV dispatches with that shape", lanes, shaped, gemvs)
+					}
+					if want := map[bool]int{true: gemms, false: 0}[lanes == 1]; gemms == 0 || rowGemms != want {
+						t.Errorf("lanes %d: %d of %d prefill GEMMs ran main_rows, want %d", lanes, rowGemms, gemms, want)
 					}
 				}()
 				g, err := wgsl.NewRunner(d, m, wgsl.RunnerOptions{MaxChunk: 16, MaxContext: 64})
