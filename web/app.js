@@ -121,9 +121,6 @@ function onProgress(p) {
 // kept resolves to the engine bundle the service worker keeps for offline
 // visits ('' when it keeps none): keepEngineOffline's promise.
 let kept = Promise.resolve('');
-// keptModel resolves when the model's remaining parts are cached
-// (engine.keepOffline), for a vision model.
-let keptModel = Promise.resolve(null);
 
 // keepEngineOffline has the service worker store the engine bundle this
 // page runs (info.gpuRunner: tessera.wasm, else tessera-cpu.wasm), so the
@@ -173,9 +170,8 @@ async function load() {
   // vision tower's part of the weights is fetched now, after the load, not
   // on the first image
   if (info.vision) {
-    keptModel = engine.keepOffline().catch((e) => {
+    engine.keepOffline().catch((e) => {
       console.warn(`tessera: the vision tower is not kept for offline use: ${e.message}`);
-      return { error: e.message };
     });
   }
   return info;
