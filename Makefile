@@ -137,7 +137,8 @@ fuzz:
 # CPU kernels (core/ref's SIMD128 module and the rows they compute, the
 # generic integer kernels), the engine's GGUF loader over fetched bytes
 # (and its live view) and the browser's chat API (wasm/) run in Node as the
-# worker runs them; core/ref's tests run on its pure-Go kernels (purego).
+# worker runs them, as does the browser's SHA-256 (core/digest) against
+# crypto/sha256; core/ref's tests run on its pure-Go kernels (purego).
 test-builds:
 	@scripts/setup.sh wasm
 	GOOS=js GOARCH=wasm $(GO) build ./core/... ./wgsl/ ./native/
@@ -145,6 +146,7 @@ test-builds:
 	$(GO) test -count=1 -tags purego ./core/ref/
 	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh ./wasm/
 	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh -run 'TestLoadGGUF|TestLiveViewWindow' ./core/engine/
+	CI=true GOOS=js GOARCH=wasm $(GO) test -count=1 -exec $(CURDIR)/scripts/wasm/exec.sh ./core/digest/
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/...
 	GOOS=js GOARCH=wasm $(GO) vet -tags cpuonly ./wasm/
 	GOOS=js GOARCH=wasm $(GO) vet -tags conformance ./wasm/

@@ -1,4 +1,4 @@
-//go:build cgo || js
+//go:build cgo || (js && !cpuonly)
 
 package wgsl
 
@@ -156,10 +156,9 @@ type Device struct {
 	// allocates nothing: the resolved bindings and the dynamic offset
 	bound  [maxBinds]*Buffer
 	uniOff [1]uint32
-	// the staging buffer's map callback (made once) and what it saw
-	mapped    func(wgpu.BufferMapAsyncStatus)
-	mapDone   bool
-	mapStatus wgpu.BufferMapAsyncStatus
+	// maps the staging buffer for read (submit_native.go, submit_js.go):
+	// its callbacks are made once, so a readback allocates nothing
+	mapper mapper
 
 	staging      *wgpu.Buffer
 	stagingBytes uint64
@@ -192,7 +191,7 @@ func NewDevice(raw *wgpu.Device, info string, release func()) (*Device, error) {
 	d := &Device{raw: raw, q: raw.GetQueue(), info: info, release: release,
 		modules: map[string]*wgpu.ShaderModule{}, kernels: map[kernelKey]*kernel{},
 		groups: map[groupKey]*wgpu.BindGroup{}, scratch: map[string]*Buffer{}}
-	d.mapped = func(s wgpu.BufferMapAsyncStatus) { d.mapStatus, d.mapDone = s, true }
+	d.mapper.init()
 	var err error
 	d.uBuf, err = raw.CreateBuffer(&wgpu.BufferDescriptor{Size: uniSlot * uniSlots,
 		Usage: wgpu.BufferUsageUniform | wgpu.BufferUsageCopyDst})
@@ -246,6 +245,7 @@ func (d *Device) Close() {
 	if d.staging != nil {
 		d.staging.Release()
 	}
+	d.mapper.release()
 	d.uBuf.Release()
 	d.q.Release()
 	d.groups, d.kernels, d.modules = nil, nil, nil
@@ -826,12 +826,10 @@ func (d *Device) ReadU32(v View, dst []uint32) error {
 	return d.read(v, len(dst), wgpu.ToBytes(dst))
 }
 
-// read is the only place that maps a buffer. It follows the portable
-// GC-off pattern (binding bug 3): the submission is waited for first, then,
-// under gcMu, GC is switched off for the short window between MapAsync and
-// its callback, because the binding keeps the callback's cgo handle only in
-// an unreferenced Go heap cell. Each submission waited for here must stay
-// well under 5 s (bug 5; see wait).
+// read is the only place that maps a buffer: it copies words 32-bit words
+// of v into dst through the staging buffer (grown to the next power of two
+// when too small). Each submission waited for here must stay well under
+// 5 s (bug 5; see wait).
 func (d *Device) read(v View, words int, dst []byte) error {
 	if err := v.check(words, "read"); err != nil {
 		return err
@@ -865,25 +863,5 @@ func (d *Device) read(v View, words int, dst []byte) error {
 		return err
 	}
 	d.wait(sub)
-
-	gcMu.Lock()
-	old := debug.SetGCPercent(-1)
-	d.mapDone, d.mapStatus = false, 0
-	err = d.staging.MapAsync(wgpu.MapModeRead, 0, size, d.mapped)
-	for i := 0; err == nil && !d.mapDone && i < 100000; i++ {
-		d.raw.Poll(true, nil) // native: the callback runs in here; js: MapAsync already awaited
-	}
-	debug.SetGCPercent(old)
-	gcMu.Unlock()
-	if err != nil {
-		return fmt.Errorf("wgsl: map staging: %w", err)
-	}
-	if !d.mapDone || d.mapStatus != wgpu.BufferMapAsyncStatusSuccess {
-		return fmt.Errorf("wgsl: map staging: done=%v status=%v", d.mapDone, d.mapStatus)
-	}
-	copy(dst, d.staging.GetMappedRange(0, uint(size))) // a view natively: copy before Unmap
-	if err := d.staging.Unmap(); err != nil {
-		return fmt.Errorf("wgsl: unmap staging: %w", err)
-	}
-	return nil
+	return d.readStaging(size, dst)
 }

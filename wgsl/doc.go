@@ -147,8 +147,13 @@
 //   - Bug 6: every object is released (Buffer.Release, Device.Close).
 //   - Bugs 10, 11: explicit bind-group and pipeline layouts; explicit 1s in
 //     DispatchWorkgroups. Bug 12: zero-length writes are skipped.
-//   - Build split: files importing wgpu are tagged cgo || js; stub.go
-//     (!cgo && !js) keeps CGO_ENABLED=0 builds compiling (Available false).
+//   - Build split: files importing wgpu are tagged cgo || (js && !cpuonly);
+//     stub.go (the rest) keeps CGO_ENABLED=0 builds and the browser's
+//     CPU-only bundle (-tags cpuonly) compiling with Available false, so
+//     that bundle links neither wgpu nor the log/slog its js code pulls in.
+//   - Readback in the browser (submit_js.go) maps the staging buffer with
+//     its own promise callbacks: the binding's Buffer.MapAsync reports
+//     success when the promise rejects (a lost device).
 //
 // A Device is not safe for concurrent use.
 package wgsl

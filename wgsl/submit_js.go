@@ -1,8 +1,10 @@
-//go:build js
+//go:build js && !cpuonly
 
 package wgsl
 
 import (
+	"errors"
+	"fmt"
 	"syscall/js"
 	"unsafe"
 
@@ -53,4 +55,52 @@ type stageBuf struct {
 // js.Value, unexported; the binding is frozen at this version (go.mod).
 func jsObject[T wgpu.Queue | wgpu.Buffer](p *T) js.Value {
 	return *(*js.Value)(unsafe.Pointer(p))
+}
+
+// mapper awaits the staging buffer's mapAsync promise with two callbacks
+// made once, so a readback (one per decoded token) allocates nothing in
+// Go. cogentcore/webgpu's Buffer.MapAsync is not used: it reports success
+// even when the promise rejects (a lost device), makes two js.Funcs per
+// call, and links log/slog into the bundle for its error log.
+type mapper struct {
+	ok, fail js.Func
+	done     chan error
+}
+
+func (m *mapper) init() {
+	m.done = make(chan error, 1)
+	m.ok = js.FuncOf(func(js.Value, []js.Value) any {
+		m.done <- nil
+		return nil
+	})
+	m.fail = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		reason := "rejected"
+		if len(args) > 0 {
+			if msg := args[0].Get("message"); msg.Type() == js.TypeString {
+				reason = args[0].Get("name").String() + ": " + msg.String()
+			}
+		}
+		m.done <- errors.New(reason)
+		return nil
+	})
+}
+
+func (m *mapper) release() {
+	m.ok.Release()
+	m.fail.Release()
+}
+
+// readStaging maps the first size bytes of the staging buffer, copies
+// them to dst and unmaps it. It blocks the calling goroutine (never the
+// event loop: the promise settles there) until mapAsync settles.
+func (d *Device) readStaging(size uint64, dst []byte) error {
+	b := jsObject(d.staging)
+	b.Call("mapAsync", uint32(wgpu.MapModeRead), 0, size).Call("then", d.mapper.ok, d.mapper.fail)
+	if err := <-d.mapper.done; err != nil {
+		return fmt.Errorf("wgsl: map staging: %w", err)
+	}
+	view := js.Global().Get("Uint8Array").New(b.Call("getMappedRange", 0, size))
+	js.CopyBytesToGo(dst[:min(uint64(len(dst)), size)], view)
+	b.Call("unmap")
+	return nil
 }

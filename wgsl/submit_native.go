@@ -3,6 +3,8 @@
 package wgsl
 
 import (
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -62,3 +64,43 @@ func (d *Device) writeQueue(b *wgpu.Buffer, off uint64, p []byte) error {
 
 // stageBuf is empty natively (submit_js.go).
 type stageBuf struct{}
+
+// mapper holds the staging buffer's map callback (made once) and what it
+// saw.
+type mapper struct {
+	cb     func(wgpu.BufferMapAsyncStatus)
+	done   bool
+	status wgpu.BufferMapAsyncStatus
+}
+
+func (m *mapper) init()    { m.cb = func(s wgpu.BufferMapAsyncStatus) { m.status, m.done = s, true } }
+func (m *mapper) release() {}
+
+// readStaging maps the first size bytes of the staging buffer, copies
+// them to dst and unmaps it. It follows the portable GC-off pattern
+// (binding bug 3): under gcMu, GC is switched off for the short window
+// between MapAsync and its callback, because the binding keeps the
+// callback's cgo handle only in an unreferenced Go heap cell.
+func (d *Device) readStaging(size uint64, dst []byte) error {
+	m := &d.mapper
+	gcMu.Lock()
+	old := debug.SetGCPercent(-1)
+	m.done, m.status = false, 0
+	err := d.staging.MapAsync(wgpu.MapModeRead, 0, size, m.cb)
+	for i := 0; err == nil && !m.done && i < 100000; i++ {
+		d.raw.Poll(true, nil) // the callback runs in here
+	}
+	debug.SetGCPercent(old)
+	gcMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wgsl: map staging: %w", err)
+	}
+	if !m.done || m.status != wgpu.BufferMapAsyncStatusSuccess {
+		return fmt.Errorf("wgsl: map staging: done=%v status=%v", m.done, m.status)
+	}
+	copy(dst, d.staging.GetMappedRange(0, uint(size))) // a view of the mapping: copy before Unmap
+	if err := d.staging.Unmap(); err != nil {
+		return fmt.Errorf("wgsl: unmap staging: %w", err)
+	}
+	return nil
+}

@@ -1563,18 +1563,29 @@ func e2eCheckPageDispatches(t *testing.T, modelDir, prompt string, maxTok int, a
 
 // TestWasmBundleDeps: neither browser bundle links Go's regexp package
 // (0.09 MB gzip of every cold page load; the tokenizer's patterns use
-// regexp2, the rest plain string scans).
+// regexp2, the rest plain string scans) or crypto (Go's FIPS 140 module,
+// 0.05 MB, for one SHA-256: core/digest), and the CPU-only bundle links no
+// WebGPU binding (nor the log/slog its js code pulls in, 0.03 MB).
 func TestWasmBundleDeps(t *testing.T) {
-	for _, tags := range []string{"", "cpuonly"} {
-		cmd := exec.Command(e2eGo(), "list", "-deps", "-tags="+tags, "../../wasm")
+	for _, tc := range []struct {
+		tags      string
+		forbidden []string // import paths, or prefixes ending in "/"
+	}{
+		{"", []string{"regexp", "regexp/syntax", "crypto/"}},
+		{"cpuonly", []string{"regexp", "regexp/syntax", "crypto/", "github.com/cogentcore/webgpu/", "log/slog"}},
+	} {
+		cmd := exec.Command(e2eGo(), "list", "-deps", "-tags="+tc.tags, "../../wasm")
 		cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("go list -deps (tags %q): %v\n%s", tags, err, out)
+			t.Fatalf("go list -deps (tags %q): %v\n%s", tc.tags, err, out)
 		}
 		for line := range strings.Lines(string(out)) {
-			if p := strings.TrimSpace(line); p == "regexp" || p == "regexp/syntax" {
-				t.Errorf("the wasm bundle (tags %q) links %s", tags, p)
+			p := strings.TrimSpace(line)
+			for _, f := range tc.forbidden {
+				if p == f || strings.HasSuffix(f, "/") && strings.HasPrefix(p, f) {
+					t.Errorf("the wasm bundle (tags %q) links %s", tc.tags, p)
+				}
 			}
 		}
 	}

@@ -15,7 +15,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/config"
+	"github.com/tessera-llm/tessera/core/digest"
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/grammar"
@@ -232,7 +232,7 @@ func newEngine(m *model.Model, ck *safetensors.Checkpoint, codec tokenizer.Codec
 // sizes and offsets); a saved conversation restores only on a model with
 // the same identity.
 func identity(rawConfig []byte, ck *safetensors.Checkpoint) [32]byte {
-	h := sha256.New()
+	h := digest.New()
 	h.Write(rawConfig)
 	var names []string
 	for _, f := range ck.Files() {
@@ -518,7 +518,7 @@ func BackendSession(b generate.Backend, maxContext int) (*generate.Session, func
 
 // hashBytes is a short content hash (prefix-cache keys of images).
 func hashBytes(parts ...[]byte) uint64 {
-	h := sha256.New()
+	h := digest.New()
 	for _, p := range parts {
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))

@@ -2,17 +2,17 @@ package engine
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tessera-llm/tessera/core/atomicfile"
-	"github.com/tessera-llm/tessera/core/chat"
 	"math"
 	"os"
 
+	"github.com/tessera-llm/tessera/core/atomicfile"
+	"github.com/tessera-llm/tessera/core/chat"
+	"github.com/tessera-llm/tessera/core/digest"
 	"github.com/tessera-llm/tessera/core/model"
 )
 
@@ -97,7 +97,7 @@ func (e *Engine) SaveConversation(c Conversation) ([]byte, error) {
 			}
 		}
 	}
-	sum := sha256.Sum256(b.Bytes())
+	sum := digest.Sum256(b.Bytes())
 	b.Write(sum[:])
 	return b.Bytes(), nil
 }
@@ -127,7 +127,7 @@ func (e *Engine) RestoreConversation(data []byte) (Conversation, error) {
 		return c, fmt.Errorf("%w: it was saved with model %s…, this is model %s…", ErrSessionModel,
 			hex.EncodeToString(id[:6]), hex.EncodeToString(e.identity[:6]))
 	}
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+	if got := digest.Sum256(body); !bytes.Equal(got[:], sum) {
 		return c, errors.New("the saved conversation is damaged (checksum mismatch)")
 	}
 	var n uint32
