@@ -432,7 +432,8 @@ export class Tessera {
    * a controller (AbortController) that stops it. A bad request rejects
    * with a ChatCompletionError (status 400, OpenAI's error body, the
    * offending param) before anything streams. options.signal aborts: the
-   * stream ends, a pending non-stream call rejects with an AbortError.
+   * stream ends at once (no chunk after the abort, not even one already
+   * generated), a pending non-stream call rejects with an AbortError.
    */
   async #createChat(params, options = {}) {
     if (params === null || typeof params !== 'object' || Array.isArray(params)) {
@@ -467,7 +468,7 @@ export class Tessera {
         else { result = value; this.lastStats = value.stats; }
       }, (err) => { failure = new ChatCompletionError({ status: 500, type: 'server_error', message: err.message }); })
       .finally(() => { finished = true; this.#busy = false; onStarted(false); poke(); });
-    controller.signal.addEventListener('abort', cancel, { once: true });
+    controller.signal.addEventListener('abort', () => { cancel(); poke(); }, { once: true });
     if (controller.signal.aborted) cancel();
     const usage = (r) => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens,
       prompt_tokens_details: { cached_tokens: (r.stats && r.stats.cachedTokens) || 0 } });
@@ -502,6 +503,9 @@ export class Tessera {
       try {
         yield delta({ role: 'assistant', content: '' });
         for (;;) {
+          // nothing after an abort, not even pieces already queued (a fast
+          // model has produced many by the time the consumer aborts)
+          if (controller.signal.aborted) return;
           if (queue.length > 0) {
             const piece = queue.shift();
             yield delta({ content: piece.text }, null, piece.logprob);
