@@ -17,12 +17,14 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tessera-llm/tessera/cmd/tessera/internal/api"
+	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/web"
@@ -38,7 +40,6 @@ func init() {
 // the page falls back to the full one), Go's loader.
 const (
 	wasmName     = "tessera.wasm"
-	wasmGzName   = wasmName + ".gz"
 	wasmCPUName  = "tessera-cpu.wasm"
 	wasmExecName = "wasm_exec.js"
 )
@@ -69,7 +70,7 @@ type serveConfig struct {
 type server struct {
 	cfg      serveConfig
 	page     fs.FS
-	pageTags map[string]string // ETags of embedded files
+	pageTags map[string]string // validators (unquoted) of embedded files
 	wasm     *os.Root          // nil: no wasm directory
 	model    *os.Root          // nil: no model
 	manifest []byte            // generated manifest, when the model dir has none or a stale one (always for a GGUF file)
@@ -78,14 +79,7 @@ type server struct {
 	started  time.Time
 
 	gzMu sync.Mutex
-	gz   map[string]gzCopy // per bundle name: its gzip made in memory
-}
-
-// gzCopy is a bundle's gzip form made in memory, and the size/mtime of the
-// file it was made from.
-type gzCopy struct {
-	key  string
-	data []byte
+	gz   map[string]*gzCopy // per served file (root/name): its gzip form made in memory
 }
 
 // newServer opens the roots of cfg. It fails when the model directory does
@@ -107,7 +101,7 @@ func newServer(cfg serveConfig) (*server, error) {
 			b, err := fs.ReadFile(web.FS, e.Name())
 			if err == nil {
 				sum := sha256.Sum256(b)
-				s.pageTags[e.Name()] = `"` + hex.EncodeToString(sum[:8]) + `"`
+				s.pageTags[e.Name()] = hex.EncodeToString(sum[:8])
 			}
 		}
 	}
@@ -119,8 +113,6 @@ func newServer(cfg serveConfig) (*server, error) {
 		s.wasm = r
 		if _, err := r.Stat(wasmName); err != nil {
 			fmt.Fprintf(cfg.Log, "tessera serve: warning: %s has no %s (run \"make wasm\"); the page cannot start the engine\n", cfg.WasmDir, wasmName)
-		} else if !rootHas(r, wasmGzName) {
-			go s.warmGzip(wasmName) // compress once now rather than on the first request
 		}
 	}
 	if s.wasm == nil || !rootHas(s.wasm, wasmExecName) {
@@ -140,6 +132,7 @@ func newServer(cfg serveConfig) (*server, error) {
 			return nil, err
 		}
 	}
+	go s.warm()
 	return s, nil
 }
 
@@ -180,6 +173,22 @@ func (s *server) openModel(dir string) error {
 	}
 	s.model = r
 	return nil
+}
+
+// warm compresses what a page load fetches as gzip, once, now rather than
+// on the first request: the engine bundles without NAME.gz beside them and
+// the model's text files.
+func (s *server) warm() {
+	if s.wasm != nil {
+		for _, n := range []string{wasmName, wasmCPUName} {
+			if !rootHas(s.wasm, n+".gz") {
+				s.warmGzip(s.wasm, "wasm", n)
+			}
+		}
+	}
+	if s.model != nil && s.only == "" {
+		s.warmGzip(s.model, "model", append([]string{"config.json", "tokenizer.json"}, chat.Files...)...)
+	}
 }
 
 // Close releases the roots.
@@ -354,17 +363,17 @@ func (s *server) servePage(w http.ResponseWriter, r *http.Request, name string) 
 	if ext := path.Ext(name); ext == ".html" || ext == ".js" {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 	}
-	mod := st.ModTime()
+	b := fileBody("page", name, rs, st)
 	if tag, ok := s.pageTags[name]; ok {
-		h.Set("ETag", tag)
-		mod = s.started // embedded files have no time
+		b.tag = tag
+		b.mod = s.started // embedded files have no time
 	}
-	http.ServeContent(w, r, name, mod, rs)
+	s.serveBody(w, r, b)
 }
 
 // serveWasm serves the engine bundle name (tessera.wasm or
 // tessera-cpu.wasm), gzip-compressed when the client accepts it: NAME.gz
-// when it is at least as new, else a copy compressed once in memory.
+// when it is at least as new, else the copy serveBody compresses once.
 func (s *server) serveWasm(w http.ResponseWriter, r *http.Request, name string) {
 	if s.wasm == nil {
 		http.Error(w, "no wasm directory: build the engine with \"make wasm\" and pass --wasm DIR", http.StatusNotFound)
@@ -379,74 +388,14 @@ func (s *server) serveWasm(w http.ResponseWriter, r *http.Request, name string) 
 	h := w.Header()
 	h.Set("Content-Type", "application/wasm")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Vary", "Accept-Encoding")
-	tag := fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano())
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		if gz := s.wasmGzip(name, f, st, tag); gz != nil {
-			h.Set("Content-Encoding", "gzip")
-			h.Set("ETag", `"`+tag+`-gz"`)
-			http.ServeContent(w, r, name, st.ModTime(), gz)
-			return
-		}
-	}
-	h.Set("ETag", `"`+tag+`"`)
-	http.ServeContent(w, r, name, st.ModTime(), f)
-}
-
-// warmGzip fills the in-memory gzip copy of the bundle name.
-func (s *server) warmGzip(name string) {
-	if f, st, ok := openRegular(s.wasm, name); ok {
-		s.wasmGzip(name, f, st, fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano()))
-		f.Close()
-	}
-}
-
-// wasmGzip returns the gzip form of the bundle name, open as f, or nil.
-func (s *server) wasmGzip(name string, f *os.File, st fs.FileInfo, tag string) io.ReadSeeker {
+	b := fileBody("wasm", name, f, st)
 	if gf, gst, ok := openRegular(s.wasm, name+".gz"); ok {
+		defer gf.Close()
 		if !gst.ModTime().Before(st.ModTime()) {
-			b, err := io.ReadAll(gf)
-			gf.Close()
-			if err == nil {
-				return bytes.NewReader(b)
-			}
-		} else {
-			gf.Close()
+			b.gz = gf
 		}
 	}
-	s.gzMu.Lock()
-	defer s.gzMu.Unlock()
-	if s.gz[name].key != tag {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // valid level: no error
-		if _, err := io.Copy(zw, f); err != nil {
-			return nil
-		}
-		if err := zw.Close(); err != nil {
-			return nil
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil
-		}
-		if s.gz == nil {
-			s.gz = map[string]gzCopy{}
-		}
-		s.gz[name] = gzCopy{tag, buf.Bytes()}
-	}
-	return bytes.NewReader(s.gz[name].data)
-}
-
-// acceptsGzip parses Accept-Encoding for gzip with a non-zero quality.
-func acceptsGzip(ae string) bool {
-	for _, part := range strings.Split(ae, ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
-			continue
-		}
-		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
-	}
-	return false
+	s.serveBody(w, r, b)
 }
 
 func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
@@ -457,7 +406,7 @@ func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
 	if s.wasm != nil {
 		if f, st, ok := openRegular(s.wasm, wasmExecName); ok {
 			defer f.Close()
-			http.ServeContent(w, r, wasmExecName, st.ModTime(), f)
+			s.serveBody(w, r, fileBody("wasm", wasmExecName, f, st))
 			return
 		}
 	}
@@ -465,7 +414,7 @@ func (s *server) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, wasmExecName+" not found: \"make wasm\" copies it from the Go toolchain", http.StatusNotFound)
 		return
 	}
-	http.ServeContent(w, r, wasmExecName, s.started, bytes.NewReader(s.execJS))
+	s.serveBody(w, r, s.memBody("goroot", wasmExecName, s.execJS))
 }
 
 // serveModel serves a file of the model directory, with ranges and
@@ -480,7 +429,7 @@ func (s *server) serveModel(w http.ResponseWriter, r *http.Request, name string)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Content-Type", contentType(name))
 	if name == manifestName && s.manifest != nil {
-		http.ServeContent(w, r, name, s.started, bytes.NewReader(s.manifest))
+		s.serveBody(w, r, s.memBody("model", name, s.manifest))
 		return
 	}
 	if s.only != "" && name != s.only {
@@ -493,11 +442,173 @@ func (s *server) serveModel(w http.ResponseWriter, r *http.Request, name string)
 		return
 	}
 	defer f.Close()
-	h.Set("ETag", fmt.Sprintf(`"%x-%x"`, st.Size(), st.ModTime().UnixNano()))
 	// Large weights may take a while: allow 10 MB/s on top of a minute.
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(time.Minute + time.Duration(st.Size()/(10<<20))*time.Second))
-	http.ServeContent(w, r, name, st.ModTime(), f)
+	s.serveBody(w, r, fileBody("model", name, f, st))
+}
+
+// Bounds of the gzip copies kept in memory. Below gzipMin a body fits in
+// a packet or two either way: gzip's frame and the client's decoding buy
+// nothing. Above gzipMax it goes out raw: each copy stays in memory for
+// the server's life, and gzip.BestCompression takes seconds per 10 MB
+// that the first request may wait for. What a page downloads as text
+// (its scripts, wasm_exec.js, tokenizer.json at 0.1–10 MB, the engine
+// bundles at about 10 MB) is well below the cap; weights are never
+// compressed at all.
+const (
+	gzipMin = 1 << 10
+	gzipMax = 64 << 20
+)
+
+// compressible reports whether a file of this name is sent gzip-compressed
+// to clients that accept it: text (page files, JSON, templates) and the
+// engine bundles. Weights (.safetensors, .gguf, .bin), images and unknown
+// types always go out raw and byte-exact: the worker reads weights with
+// HTTP Range requests, and they hardly shrink.
+func compressible(name string) bool {
+	switch path.Ext(name) {
+	case ".html", ".js", ".mjs", ".css", ".svg", ".json", ".jinja", ".txt", ".wasm":
+		return true
+	}
+	return false
+}
+
+// body is a response body: a file of one of the roots, or bytes in memory.
+type body struct {
+	key  string        // what its gzip copy is kept under: root/name
+	name string        // the served name; its extension says whether it is compressible
+	tag  string        // validator of the raw bytes, unquoted; the gzip form's is tag+"-gz"
+	mod  time.Time     // Last-Modified
+	size int64         // of the raw bytes
+	r    io.ReadSeeker // the raw bytes
+	gz   io.ReadSeeker // its gzip form at hand (NAME.gz beside a bundle), or nil
+}
+
+// fileBody is the body of file f (st) served as name from root: its
+// validator is its size and modification time, so that a file changed on
+// disk gets a new ETag and a new gzip copy.
+func fileBody(root, name string, f io.ReadSeeker, st fs.FileInfo) body {
+	return body{key: root + "/" + name, name: name, tag: fmt.Sprintf("%x-%x", st.Size(), st.ModTime().UnixNano()),
+		mod: st.ModTime(), size: st.Size(), r: f}
+}
+
+// memBody is the body of bytes b held for the server's life (they never
+// change while it runs): validated by their size and the start time.
+func (s *server) memBody(root, name string, b []byte) body {
+	return body{key: root + "/" + name, name: name, tag: fmt.Sprintf("%x-%x", len(b), s.started.UnixNano()),
+		mod: s.started, size: int64(len(b)), r: bytes.NewReader(b)}
+}
+
+// serveBody serves b with ranges and conditional requests
+// (http.ServeContent), raw with ETag "tag", or, when b is compressible,
+// not tiny and the client accepts gzip, gzip-compressed with ETag
+// "tag-gz": b.gz, else a copy compressed once in memory (gzipped). A
+// compressible body always carries Vary: Accept-Encoding, so caches keep
+// the two forms apart. A Range request gets raw bytes: a range of the gzip
+// stream cannot be decoded alone, and the worker checks each range it
+// reads against the sha256 of the raw bytes.
+func (s *server) serveBody(w http.ResponseWriter, r *http.Request, b body) {
+	h := w.Header()
+	if compressible(b.name) {
+		h.Set("Vary", "Accept-Encoding")
+		if b.size >= gzipMin && r.Header.Get("Range") == "" && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			gz := b.gz
+			if gz == nil {
+				gz = s.gzipped(b)
+			}
+			if gz != nil {
+				h.Set("Content-Encoding", "gzip")
+				h.Set("ETag", `"`+b.tag+`-gz"`)
+				http.ServeContent(w, r, b.name, b.mod, gz)
+				return
+			}
+		}
+	}
+	h.Set("ETag", `"`+b.tag+`"`)
+	http.ServeContent(w, r, b.name, b.mod, b.r)
+}
+
+// gzCopy is the gzip form of one served file, made in memory, and the
+// validator of the bytes it was made from.
+type gzCopy struct {
+	mu   sync.Mutex // held while compressing: once per file, other files do not wait
+	tag  string
+	data []byte // nil: the bytes do not shrink
+}
+
+// gzipped returns the gzip form (gzip.BestCompression) of b, compressed
+// on first use and kept under b.key until b.tag changes, or nil when b is
+// outside [gzipMin, gzipMax], cannot be read whole or does not shrink. It
+// leaves b.r at its start.
+func (s *server) gzipped(b body) io.ReadSeeker {
+	if b.size < gzipMin || b.size > gzipMax {
+		return nil
+	}
+	s.gzMu.Lock()
+	c := s.gz[b.key]
+	if c == nil {
+		if s.gz == nil {
+			s.gz = map[string]*gzCopy{}
+		}
+		c = &gzCopy{}
+		s.gz[b.key] = c
+	}
+	s.gzMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tag != b.tag {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // valid level: no error
+		n, err := io.Copy(zw, b.r)
+		if err == nil {
+			err = zw.Close()
+		}
+		if _, serr := b.r.Seek(0, io.SeekStart); err != nil || serr != nil || n != b.size {
+			return nil // unreadable, or changed while read: raw now, try again next time
+		}
+		c.tag, c.data = b.tag, buf.Bytes()
+		if int64(len(c.data)) >= b.size {
+			c.data = nil
+		}
+	}
+	if c.data == nil {
+		return nil
+	}
+	return bytes.NewReader(c.data)
+}
+
+// warmGzip makes the gzip copies of the compressible files names of root
+// (under key prefix pre) ahead of the first request for them.
+func (s *server) warmGzip(root *os.Root, pre string, names ...string) {
+	for _, n := range names {
+		if !compressible(n) {
+			continue
+		}
+		if f, st, ok := openRegular(root, n); ok {
+			s.gzipped(fileBody(pre, n, f, st))
+			f.Close()
+		}
+	}
+}
+
+// acceptsGzip parses Accept-Encoding for gzip with a non-zero quality.
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			k, v, _ := strings.Cut(p, "=")
+			if strings.EqualFold(strings.TrimSpace(k), "q") {
+				q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				return err == nil && q > 0
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // openRegular opens name below root when it is a regular file (no

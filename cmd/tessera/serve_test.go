@@ -5,14 +5,20 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/tessera-llm/tessera/web"
 )
 
 // serveFixture is a model directory, a wasm directory and a secret file
@@ -302,5 +308,306 @@ func TestServeGGUF(t *testing.T) {
 			}
 		}
 		s.Close()
+	}
+}
+
+// gunzip decodes a gzip body, failing the test on a bad stream.
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not gzip: %v", err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("bad gzip stream: %v", err)
+	}
+	return plain
+}
+
+// tokenizerJSON is a tokenizer.json-like document of n vocabulary entries.
+func tokenizerJSON(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"version":"1.0","model":{"type":"BPE","vocab":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"tok%d":%d`, i, i)
+	}
+	b.WriteString("}}}\n")
+	return []byte(b.String())
+}
+
+// Every compressible path (page, bundle, wasm_exec.js, model text files,
+// the manifest from memory) goes out gzip-compressed to a client that
+// accepts gzip and raw to one that does not, with the same headers but
+// for Content-Encoding and the ETag, and each form revalidates with its
+// own ETag; tiny files and weights always go out raw.
+func TestServeGzip(t *testing.T) {
+	f := newServeFixture(t)
+	execJS := bytes.Repeat([]byte("// wasm_exec.js stand-in, long enough to be worth compressing\n"), 64)
+	tmpl := bytes.Repeat([]byte("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}\n"), 32)
+	for p, b := range map[string][]byte{
+		filepath.Join(f.wasm, wasmExecName):            execJS,
+		filepath.Join(f.model, "tokenizer.json"):       tokenizerJSON(4000),
+		filepath.Join(f.model, "chat_template.jinja"):  tmpl,
+		filepath.Join(f.model, "tokenizer_config.txt"): tmpl,
+	} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := f.server(t)
+	// The manifest computed from memory lists two files (< 1 KiB, raw); a
+	// model in many shards has one worth compressing.
+	big := &modelManifest{Format: manifestFormat}
+	for i := range 40 {
+		big.Files = append(big.Files, manifestFile{Name: fmt.Sprintf("model-%05d-of-00040.safetensors", i+1), Size: 1 << 30,
+			SHA256: strings.Repeat(fmt.Sprintf("%02x", i), 32)})
+	}
+	small := s.manifest
+	s.manifest = big.marshal()
+
+	page := func(name string) []byte {
+		b, err := fs.ReadFile(web.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	model := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(f.model, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		kind, path string
+		want       []byte
+		gz         bool // sent gzip-compressed when accepted
+		text       bool // compressible type: Vary: Accept-Encoding
+	}{
+		{"page", "/", page("index.html"), true, true},
+		{"page", "/app.js", page("app.js"), true, true},
+		{"page", "/tessera.js", page("tessera.js"), true, true},
+		{"page", "/tessera-worker.js", page("tessera-worker.js"), true, true},
+		{"page", "/live.js", page("live.js"), true, true},
+		{"page", "/sw.js", page("sw.js"), true, true},
+		{"page", "/style.css", page("style.css"), true, true},
+		{"page, tiny", "/favicon.svg", page("favicon.svg"), false, true},
+		{"wasm", "/" + wasmName, f.wasmBytes, true, true},
+		{"exec", "/" + wasmExecName, execJS, true, true},
+		{"model", "/model/config.json", model("config.json"), true, true},
+		{"model", "/model/tokenizer.json", model("tokenizer.json"), true, true},
+		{"model", "/model/chat_template.jinja", tmpl, true, true},
+		{"model", "/model/tokenizer_config.txt", tmpl, true, true},
+		{"model, tiny", "/model/sub/x.json", []byte("{}"), false, true},
+		{"manifest from memory", "/model/" + manifestName, s.manifest, true, true},
+		{"weights", "/model/model.safetensors", model("model.safetensors"), false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.kind+" "+c.path, func(t *testing.T) {
+			plain := get(s, c.path)
+			rawTag := plain.Header().Get("ETag")
+			if plain.Code != 200 || plain.Header().Get("Content-Encoding") != "" || !bytes.Equal(plain.Body.Bytes(), c.want) || rawTag == "" {
+				t.Fatalf("no Accept-Encoding: %d %v, %d bytes, want the %d raw bytes", plain.Code, plain.Header(), plain.Body.Len(), len(c.want))
+			}
+			wantVary := map[bool]string{true: "Accept-Encoding", false: ""}[c.text]
+			if v := plain.Header().Get("Vary"); v != wantVary {
+				t.Errorf("Vary %q, want %q", v, wantVary)
+			}
+			ae := []string{"Accept-Encoding", "gzip, deflate, br, zstd"}
+			z := get(s, c.path, ae...)
+			gzTag := z.Header().Get("ETag")
+			if !c.gz {
+				if z.Code != 200 || z.Header().Get("Content-Encoding") != "" || !bytes.Equal(z.Body.Bytes(), c.want) || gzTag != rawTag {
+					t.Fatalf("accepting gzip: %d %v, want the raw bytes as they are", z.Code, z.Header())
+				}
+			} else {
+				if z.Code != 200 || z.Header().Get("Content-Encoding") != "gzip" {
+					t.Fatalf("accepting gzip: %d %v", z.Code, z.Header())
+				}
+				if got := gunzip(t, z.Body.Bytes()); !bytes.Equal(got, c.want) || z.Body.Len() >= len(c.want) {
+					t.Errorf("gzip body: %d bytes decoding to %d, want fewer decoding to the %d raw bytes", z.Body.Len(), len(got), len(c.want))
+				}
+				if gzTag != strings.TrimSuffix(rawTag, `"`)+`-gz"` {
+					t.Errorf("ETags raw %s, gzip %s: want distinct, the gzip one ending -gz", rawTag, gzTag)
+				}
+				for _, k := range []string{"Content-Type", "Cache-Control", "Content-Security-Policy", "X-Content-Type-Options", "Vary", "Last-Modified"} {
+					if z.Header().Get(k) != plain.Header().Get(k) {
+						t.Errorf("%s: %q gzip, %q raw", k, z.Header().Get(k), plain.Header().Get(k))
+					}
+				}
+				// The raw form's ETag does not validate the gzip form.
+				if w := get(s, c.path, "Accept-Encoding", "gzip", "If-None-Match", rawTag); w.Code != 200 || w.Header().Get("Content-Encoding") != "gzip" {
+					t.Errorf("gzip with the raw ETag: %d, want 200 gzip", w.Code)
+				}
+			}
+			// Each form revalidates with its own ETag.
+			if w := get(s, c.path, "If-None-Match", rawTag); w.Code != http.StatusNotModified || w.Body.Len() != 0 {
+				t.Errorf("If-None-Match %s without gzip: %d", rawTag, w.Code)
+			}
+			if w := get(s, c.path, "Accept-Encoding", "gzip", "If-None-Match", gzTag); w.Code != http.StatusNotModified || w.Body.Len() != 0 ||
+				w.Header().Get("Content-Encoding") != "" {
+				t.Errorf("If-None-Match %s with gzip: %d %v", gzTag, w.Code, w.Header())
+			}
+			// HEAD: the headers of GET, no body.
+			r := httptest.NewRequest("HEAD", c.path, nil)
+			r.Host = "127.0.0.1"
+			r.Header.Set("Accept-Encoding", "gzip")
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			if w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Encoding") != z.Header().Get("Content-Encoding") || w.Header().Get("ETag") != gzTag {
+				t.Errorf("HEAD: %d %v, %d body bytes", w.Code, w.Header(), w.Body.Len())
+			}
+			// gzip refused with q=0: raw.
+			if w := get(s, c.path, "Accept-Encoding", "gzip;q=0, br"); w.Header().Get("Content-Encoding") != "" || !bytes.Equal(w.Body.Bytes(), c.want) {
+				t.Errorf("gzip;q=0: %v", w.Header())
+			}
+		})
+	}
+	s.manifest = small
+	// Concurrent first requests share one compression and one copy.
+	fresh := f.server(t)
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 8)
+	for i := range bodies {
+		wg.Go(func() { bodies[i] = get(fresh, "/model/tokenizer.json", "Accept-Encoding", "gzip").Body.Bytes() })
+	}
+	wg.Wait()
+	for _, b := range bodies {
+		if !bytes.Equal(gunzip(t, b), model("tokenizer.json")) || !bytes.Equal(b, bodies[0]) {
+			t.Fatal("concurrent gzip requests got different bodies")
+		}
+	}
+	if w := get(s, "/model/"+manifestName, "Accept-Encoding", "gzip"); len(small) >= gzipMin || w.Header().Get("Content-Encoding") != "" ||
+		!bytes.Equal(w.Body.Bytes(), small) || w.Header().Get("Vary") != "Accept-Encoding" {
+		t.Errorf("small manifest (%d bytes): %v, want raw", len(small), w.Header())
+	}
+	// The in-memory wasm_exec.js of the Go toolchain, when the wasm
+	// directory has none.
+	bare, err := newServer(serveConfig{Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if bare.execJS != nil {
+		w := get(bare, "/"+wasmExecName, "Accept-Encoding", "gzip")
+		if w.Code != 200 || w.Header().Get("Content-Encoding") != "gzip" || !bytes.Equal(gunzip(t, w.Body.Bytes()), bare.execJS) {
+			t.Errorf("GOROOT's %s: %d %v", wasmExecName, w.Code, w.Header())
+		}
+		if w := get(bare, "/"+wasmExecName, "Accept-Encoding", "gzip", "If-None-Match", w.Header().Get("ETag")); w.Code != http.StatusNotModified {
+			t.Errorf("GOROOT's %s revalidated: %d", wasmExecName, w.Code)
+		}
+	}
+}
+
+// Range requests get the raw bytes whatever Accept-Encoding says (the
+// worker reads weights in ranges and checks them against the manifest);
+// a file changed on disk gets a new ETag and is compressed again; a
+// bundle's NAME.gz is sent when it is at least as new as the bundle.
+func TestServeGzipRangesAndChanges(t *testing.T) {
+	f := newServeFixture(t)
+	tokPath := filepath.Join(f.model, "tokenizer.json")
+	if err := os.WriteFile(tokPath, tokenizerJSON(3000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	webDir := t.TempDir()
+	appJS := bytes.Repeat([]byte("console.log('a page script from --web');\n"), 64)
+	if err := os.WriteFile(filepath.Join(webDir, "app.js"), appJS, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := newServer(serveConfig{ModelDir: f.model, WasmDir: f.wasm, WebDir: webDir, Loopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	weights, _ := os.ReadFile(filepath.Join(f.model, "model.safetensors"))
+	tok, _ := os.ReadFile(tokPath)
+	for _, c := range []struct {
+		path string
+		raw  []byte
+	}{
+		{"/model/model.safetensors", weights},
+		{"/model/tokenizer.json", tok},
+		{"/" + wasmName, f.wasmBytes},
+	} {
+		for _, rg := range []struct {
+			hdr      string
+			from, to int
+		}{{"bytes=0-7", 0, 8}, {"bytes=100-1123", 100, 1124}, {"bytes=-16", len(c.raw) - 16, len(c.raw)}} {
+			w := get(s, c.path, "Accept-Encoding", "gzip", "Range", rg.hdr)
+			if w.Code != http.StatusPartialContent || w.Header().Get("Content-Encoding") != "" || !bytes.Equal(w.Body.Bytes(), c.raw[rg.from:rg.to]) {
+				t.Errorf("GET %s Range %s accepting gzip: %d %v, want 206 with the raw bytes", c.path, rg.hdr, w.Code, w.Header())
+			}
+		}
+	}
+
+	// Files changed on disk: a new ETag and a new gzip copy.
+	later := time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		path, file string
+		next       []byte
+	}{
+		{"/model/tokenizer.json", tokPath, tokenizerJSON(3500)},
+		{"/app.js", filepath.Join(webDir, "app.js"), bytes.Repeat([]byte("console.log('changed');\n"), 100)},
+		{"/" + wasmName, filepath.Join(f.wasm, wasmName), bytes.Repeat([]byte("\x00asm another fake module "), 4096)},
+	} {
+		before := get(s, c.path, "Accept-Encoding", "gzip")
+		if err := os.WriteFile(c.file, c.next, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(c.file, later, later); err != nil {
+			t.Fatal(err)
+		}
+		after := get(s, c.path, "Accept-Encoding", "gzip")
+		if after.Header().Get("Content-Encoding") != "gzip" || !bytes.Equal(gunzip(t, after.Body.Bytes()), c.next) {
+			t.Errorf("%s changed: %v, want the new bytes gzip-compressed", c.path, after.Header())
+		}
+		if tag := after.Header().Get("ETag"); tag == before.Header().Get("ETag") || !strings.HasSuffix(tag, `-gz"`) {
+			t.Errorf("%s changed: ETag %s, was %s", c.path, tag, before.Header().Get("ETag"))
+		}
+		if w := get(s, c.path, "Accept-Encoding", "gzip", "If-None-Match", before.Header().Get("ETag")); w.Code != 200 {
+			t.Errorf("%s changed, old ETag: %d, want 200", c.path, w.Code)
+		}
+	}
+
+	// tessera.wasm.gz beside the bundle is sent as it is; an older one is not.
+	wasmBytes, _ := os.ReadFile(filepath.Join(f.wasm, wasmName))
+	var side bytes.Buffer
+	zw := gzip.NewWriter(&side)
+	zw.Write(wasmBytes)
+	zw.Close()
+	gzPath := filepath.Join(f.wasm, wasmName+".gz")
+	if err := os.WriteFile(gzPath, side.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mod  time.Time
+		side bool
+	}{{later.Add(time.Minute), true}, {later.Add(-time.Minute), false}} {
+		if err := os.Chtimes(gzPath, c.mod, c.mod); err != nil {
+			t.Fatal(err)
+		}
+		w := get(s, "/"+wasmName, "Accept-Encoding", "gzip")
+		if w.Header().Get("Content-Encoding") != "gzip" || !bytes.Equal(gunzip(t, w.Body.Bytes()), wasmBytes) ||
+			bytes.Equal(w.Body.Bytes(), side.Bytes()) != c.side {
+			t.Errorf("%s.gz (sent: %v): %v, %d bytes", wasmName, c.side, w.Header(), w.Body.Len())
+		}
+	}
+}
+
+func TestServeAcceptsGzip(t *testing.T) {
+	for ae, want := range map[string]bool{
+		"": false, "gzip": true, "GZIP": true, "br, gzip": true, "gzip;q=1": true, "gzip; q=0.5": true,
+		"gzip;q=0": false, "gzip;q=0.0": false, "gzip; Q=0.000": false, "deflate, gzip;q=0, br": false,
+		"identity": false, "br": false, "x-gzip": false, "gzip;q=bad": false,
+	} {
+		if got := acceptsGzip(ae); got != want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", ae, got, want)
+		}
 	}
 }
