@@ -170,7 +170,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
   const manifestName = gguf ? fileUrl.slice(base.length) + MANIFEST_SUFFIX : MANIFEST;
   const manifestUrl = base + manifestName;
   let cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
-  const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false };
+  const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false, downloadMs: 0, verifyMs: 0, cacheWriteMs: 0 };
 
   let manifest = null;
   let netErr = null;
@@ -283,6 +283,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
         throw new Error(`downloading ${what}: the server answered with the range "${cr}"`);
       }
     }
+    const t0 = performance.now();
     const want = ranged ? p : f;
     const label = ranged ? what : f.name;
     const out = new Uint8Array(want.size);
@@ -315,7 +316,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
     if (off !== want.size) {
       throw new Error(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
     }
+    const t1 = performance.now();
     const got = hex(await crypto.subtle.digest('SHA-256', out));
+    stats.downloadMs += t1 - t0;
+    stats.verifyMs += performance.now() - t1;
     if (got !== want.sha256) {
       throw new Error(`integrity check failed for ${label}: sha256 ${got}, manifest says ${want.sha256}; nothing was cached`);
     }
@@ -324,6 +328,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
 
   async function store(f, key, buf) {
     if (!cache) return;
+    const t0 = performance.now();
     try {
       await cache.put(key, new Response(buf, { headers: { 'content-type': 'application/octet-stream' } }));
       // Drop copies of this file with another hash (an older model
@@ -336,6 +341,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
     } catch (e) {
       post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
     }
+    stats.cacheWriteMs += performance.now() - t0;
   }
 
   // readPart resolves to the bytes of part i of f: from the cache, else

@@ -185,7 +185,10 @@ export class Tessera {
   #busy = false;
   /**
    * Statistics of the load: {hits, misses, bytesDownloaded, offline,
-   * cacheSkipped, storageFree, persisted, engineStartMs, modelMs}.
+   * cacheSkipped, storageFree, persisted, engineStartMs, modelMs,
+   * downloadMs, verifyMs, cacheWriteMs}: the last three split modelMs's
+   * file handling (download, sha256 check, Cache Storage write) from
+   * binding the model.
    */
   loadStats = null;
   /** Statistics of the last finished generation (see Go engine.Stats). */

@@ -93,6 +93,9 @@ type testReport struct {
 		Offline         bool    `json:"offline"`
 		EngineStartMs   float64 `json:"engineStartMs"`
 		ModelMs         float64 `json:"modelMs"`
+		DownloadMs      float64 `json:"downloadMs"`
+		VerifyMs        float64 `json:"verifyMs"`
+		CacheWriteMs    float64 `json:"cacheWriteMs"`
 	} `json:"cache"`
 	Shell struct {
 		Active     bool   `json:"active"`
@@ -762,8 +765,9 @@ func TestBrowserE2E(t *testing.T) {
 	if !slices.Equal(r1.IDs, native) {
 		t.Fatalf("browser greedy ids %v\nnative ids          %v", r1.IDs, native)
 	}
-	if r1.Cache.Misses == 0 || r1.Cache.BytesDownloaded == 0 {
-		t.Errorf("first load: cache %+v, want downloads", r1.Cache)
+	if c := r1.Cache; c.Misses == 0 || c.BytesDownloaded == 0 || c.DownloadMs <= 0 || c.VerifyMs <= 0 || c.CacheWriteMs <= 0 ||
+		c.DownloadMs+c.VerifyMs+c.CacheWriteMs > c.ModelMs {
+		t.Errorf("first load: cache %+v, want downloads, checked and cached, within modelMs", c)
 	}
 	// The page's backend auto runs the CPU-only bundle (served under both
 	// names here), which decides as wgsl.ChooseAuto does: on SwiftShader, a
@@ -917,7 +921,7 @@ func TestBrowserE2E(t *testing.T) {
 	if !slices.Equal(r2.IDs, native) {
 		t.Fatalf("reload: browser ids %v, native %v", r2.IDs, native)
 	}
-	if r2.Cache.Misses != 0 || r2.Cache.Hits == 0 || !r2.Cache.Offline || modelHits.Load() != hitsAfter1 {
+	if c := r2.Cache; c.Misses != 0 || c.Hits == 0 || !c.Offline || modelHits.Load() != hitsAfter1 || c.DownloadMs+c.VerifyMs+c.CacheWriteMs != 0 {
 		t.Errorf("reload: cache %+v, model requests %d → %d; want every file from Cache Storage, offline", r2.Cache, hitsAfter1, modelHits.Load())
 	}
 	// The service worker: active after the first visit, controlling the
