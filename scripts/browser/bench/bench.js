@@ -107,24 +107,29 @@ async function runWllama() {
   const ids = [];
   let tFirst = 0, tLast = 0, timings = null, promptN = null;
   const g0 = performance.now();
-  await w.createCompletion({
-    prompt, max_tokens: max, temperature: 0, stream: true, cache_prompt: false, logprobs: 1,
-    onData: (chunk) => {
-      const now = performance.now();
-      // the ids come with the per-token log-probabilities (logprobs: 1);
-      // the raw completion streams no ids otherwise
-      const toks = [];
-      for (const c of chunk.choices || []) {
-        for (const p of (c.logprobs && c.logprobs.content) || []) toks.push(p.id);
-      }
-      if (toks.length > 0) {
-        if (ids.length === 0) tFirst = now;
-        tLast = now;
-        ids.push(...toks);
-      }
-      if (chunk.timings) { timings = chunk.timings; promptN = chunk.timings.prompt_n; }
-    },
-  });
+  try {
+    await w.createCompletion({
+      prompt, max_tokens: max, temperature: 0, stream: true, cache_prompt: false, logprobs: 1,
+      onData: (chunk) => {
+        const now = performance.now();
+        // the ids come with the per-token log-probabilities (logprobs: 1);
+        // the raw completion streams no ids otherwise
+        const toks = [];
+        for (const c of chunk.choices || []) {
+          for (const p of (c.logprobs && c.logprobs.content) || []) toks.push(p.id);
+        }
+        if (toks.length > 0) {
+          if (ids.length === 0) tFirst = now;
+          tLast = now;
+          ids.push(...toks);
+        }
+        if (chunk.timings) { timings = chunk.timings; promptN = chunk.timings.prompt_n; }
+      },
+    });
+  } catch (e) {
+    // llama.cpp's own account of a failure is in its log
+    throw new Error(`wllama's completion failed: ${e.message}; its last log lines: ${lines.slice(-12).join(' | ')}`);
+  }
   const offload = wllamaOffload(lines);
   // On the GPU when a model buffer is on a device other than the CPU (no
   // "offloaded" line is printed when ggml-webgpu found no usable device).
