@@ -23,7 +23,6 @@ import (
 	"io/fs"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/tessera-llm/tessera/core/chat"
@@ -219,10 +218,9 @@ func newEngine(m *model.Model, ck *safetensors.Checkpoint, codec tokenizer.Codec
 	e.NewSequence, e.NewEncoder = e.cpuSequence, NewCPUEncoder
 	e.SetParallel(1)
 	e.identity = identity(rawConfig, ck)
-	for _, f := range ck.Files() {
-		for _, t := range f.Tensors {
-			e.weightSize += t.Size
-		}
+	for _, n := range ck.Names() { // every tensor, a GGUF file's (which has no safetensors files) too
+		t, _ := ck.Tensor(n)
+		e.weightSize += t.Size
 	}
 	return e
 }
@@ -234,14 +232,7 @@ func newEngine(m *model.Model, ck *safetensors.Checkpoint, codec tokenizer.Codec
 func identity(rawConfig []byte, ck *safetensors.Checkpoint) [32]byte {
 	h := digest.New()
 	h.Write(rawConfig)
-	var names []string
-	for _, f := range ck.Files() {
-		for n := range f.Tensors {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range ck.Names() { // sorted; a GGUF file's tensors too
 		t, _ := ck.Tensor(n)
 		fmt.Fprintf(h, "%s|%s|%v|%d|%d\n", n, t.DType, t.Shape, t.Size, t.Offset)
 	}

@@ -496,13 +496,12 @@ func (a *actQ8) kernelBlocks() int {
 // rowsDotQ8 sets out[o−lo] = rowDotQ8(W, o, a, t, 0, blocks) for
 // lo ≤ o < hi with the four-row kernel (leftover rows run it on one row),
 // so a row's result does not depend on lo and hi.
-func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32) {
+func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32, one *[4]float32) {
 	out = out[:hi-lo]
 	ng := (hi - lo) / 4
 	if ng > 0 {
 		gemv4Q8(W, lo, 1, ng, a, t, out[:4*ng])
 	}
-	var one [4]float32
 	for o := lo + 4*ng; o < hi; o++ {
 		gemv4Q8(W, o, 0, 1, a, t, one[:])
 		out[o-lo] = one[0]
@@ -545,7 +544,7 @@ func linearQ8(p *Pool, out, x []float32, T int, W *tensor.Mat, kind actKind) {
 	}
 	prepareTiles(W, a)
 	j := &p.q8
-	*j = q8Job{out: out[:T*W.Rows], a: a, W: W}
+	*j = q8Job{out: out[:T*W.Rows], a: a, W: W, tails: p.tails}
 	grain := 1 + 32768/max(1, W.Cols*T)
 	p.For(W.Rows, max(grain, 4), j)
 	*j = q8Job{}
@@ -586,14 +585,15 @@ func (j *quantJob) Run(w, lo, hi int) {
 }
 
 type q8Job struct {
-	out []float32
-	a   *actQ8
-	W   *tensor.Mat
+	out   []float32
+	a     *actQ8
+	W     *tensor.Mat
+	tails [][4]float32 // Pool.tails
 }
 
 func (j *q8Job) Run(w, lo, hi int) {
 	if j.a.T == 1 {
-		rowsDotQ8(j.W, lo, hi, j.a, 0, j.out[lo:hi])
+		rowsDotQ8(j.W, lo, hi, j.a, 0, j.out[lo:hi], &j.tails[w])
 		return
 	}
 	prefillQ8(j.W, lo, hi, j.a, j.out)

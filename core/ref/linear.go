@@ -189,7 +189,7 @@ func LinearBatch(p *Pool, gs []GEMV) {
 	}
 	idx := p.quantizeBatch(gs) // before reading p.acts, which it may grow
 	j := &p.batch
-	*j = batchJob{gs: gs, scratch: p.rowScratch(cols), idx: idx, acts: p.acts}
+	*j = batchJob{gs: gs, scratch: p.rowScratch(cols), idx: idx, acts: p.acts, tails: p.tails}
 	p.For(rows, 1+32768/cols, j)
 	*j = batchJob{}
 }
@@ -235,6 +235,7 @@ type batchJob struct {
 	scratch [][]float32
 	idx     []int   // per GEMV: its input in acts, or −1
 	acts    []actQ8 // quantized inputs (Pool.acts)
+	tails   [][4]float32
 }
 
 func (j *batchJob) Run(w, lo, hi int) {
@@ -243,7 +244,7 @@ func (j *batchJob) Run(w, lo, hi int) {
 		n := g.W.Rows
 		if a, b := max(lo, base), min(hi, base+n); a < b {
 			if i := j.idx[gi]; i >= 0 {
-				rowsDotQ8(g.W, a-base, b-base, &j.acts[i], 0, g.Out[a-base:b-base])
+				rowsDotQ8(g.W, a-base, b-base, &j.acts[i], 0, g.Out[a-base:b-base], &j.tails[w])
 			} else {
 				rowsDot(g.W, a-base, b-base, g.X, g.Out[a-base:b-base], j.scratch[w])
 			}

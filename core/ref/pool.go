@@ -73,8 +73,12 @@ type Pool struct {
 	regions, missed        int
 	blockWindows, backoffs int
 
-	// rows is per-worker scratch for widening half-precision weight rows.
-	rows [][]float32
+	// rows is per-worker scratch for widening half-precision weight rows;
+	// tails, for the last rows of an integer GEMV that do not make a group
+	// of four (rowsDotQ8: a local array there would escape to the heap
+	// through the kernel call, one allocation per call).
+	rows  [][]float32
+	tails [][4]float32
 	// act and acts hold activations quantized for the integer block
 	// kernels (Linear's; LinearBatch's, one per distinct input).
 	act    actQ8
@@ -117,7 +121,7 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{n: n, parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n), doneCh: make(chan struct{}, 1)}
+	p := &Pool{n: n, parked: make([]atomic.Bool, n), wake: make([]chan struct{}, n), doneCh: make(chan struct{}, 1), tails: make([][4]float32, n)}
 	p.spin.Store(int64(spinWait))
 	for w := 1; w < n; w++ {
 		p.wake[w] = make(chan struct{}, 1)
@@ -333,7 +337,7 @@ func (p *Pool) rowScratch(n int) [][]float32 {
 // then allocates; pass a Pool on hot paths).
 func poolOr(p *Pool) *Pool {
 	if p == nil {
-		return &Pool{n: 1}
+		return &Pool{n: 1, tails: make([][4]float32, 1)}
 	}
 	return p
 }
