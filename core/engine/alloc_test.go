@@ -1,16 +1,12 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tessera-llm/tessera/core/generate"
-	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/safetensors"
 )
 
 // Decoding a token of a block-format GGUF model on the CPU allocates
@@ -20,12 +16,7 @@ import (
 // pool has one worker and two, whose chunks end at other rows.
 func TestDecodeAllocatesNothingGGUF(t *testing.T) {
 	for _, typ := range []string{"q8_0", "q4_k"} {
-		path := filepath.Join(t.TempDir(), "k3-micro."+typ+".gguf")
-		require.NoError(t, gguf.Export(microDir, path, gguf.ExportOptions{Type: typ}))
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		e, err := LoadGGUF(safetensors.BytesSource(data), false)
-		require.NoError(t, err)
+		e, _ := microGGUF(t, typ)
 		for _, workers := range []int{1, 2} {
 			r := model.NewRunner(e.Model, model.Options{MaxChunk: 64, Workers: workers})
 			s := generate.NewSession(r, 200)
@@ -40,6 +31,5 @@ func TestDecodeAllocatesNothingGGUF(t *testing.T) {
 			require.Zero(t, allocs, "%s, %d workers", typ, workers)
 			r.Close()
 		}
-		e.Close()
 	}
 }

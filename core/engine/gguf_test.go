@@ -48,19 +48,7 @@ func TestLoadGGUF(t *testing.T) {
 	const prompt = "Hello, tessera!"
 	want := greedyIDs(t, ref, prompt, 12)
 
-	path := filepath.Join(t.TempDir(), "k3-micro.f16.gguf")
-	if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: "f16"}); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := LoadGGUF(safetensors.BytesSource(data), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, data := microGGUF(t, "f16")
 	if got := greedyIDs(t, e, prompt, 12); !slices.Equal(got, want) {
 		t.Errorf("GGUF greedy ids %v, safetensors %v", got, want)
 	}
@@ -156,4 +144,25 @@ func TestOpenInt8KernelsEnv(t *testing.T) {
 	_, err = Open(microDir, OpenOptions{})
 	require.ErrorContains(t, err, Int8KernelsEnv+"=nope")
 	require.ErrorContains(t, err, "this CPU has")
+}
+
+// microGGUF exports k3-micro as a GGUF file of type typ and loads it from
+// its bytes; the engine is closed when the test ends. It returns the
+// file's bytes too.
+func microGGUF(t *testing.T, typ string) (*Engine, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "k3-micro."+typ+".gguf")
+	if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: typ}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := LoadGGUF(safetensors.BytesSource(data), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, data
 }

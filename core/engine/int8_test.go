@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/ref"
-	"github.com/tessera-llm/tessera/core/safetensors"
 )
 
 // TestGreedyTokensAcrossInt8Kernels decodes k3-micro exported to each
@@ -32,18 +28,7 @@ func TestGreedyTokensAcrossInt8Kernels(t *testing.T) {
 	}()
 	prompts := []string{"The quick brown fox", "Hello, tessera! Tell me a story about", "def fibonacci(n):"}
 	for _, typ := range []string{"q4_0", "q4_k", "mxfp4", "q8_0"} {
-		path := filepath.Join(t.TempDir(), "k3-micro."+typ+".gguf")
-		if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: typ}); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := LoadGGUF(safetensors.BytesSource(data), false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, _ := microGGUF(t, typ)
 		for _, p := range prompts {
 			ids := map[string][]int{}
 			for _, k := range sets {
@@ -66,6 +51,5 @@ func TestGreedyTokensAcrossInt8Kernels(t *testing.T) {
 				t.Logf("%s %q: the %s kernels agree with VNNI on %d of %d tokens", typ, p, k, n, len(ids["vnni"]))
 			}
 		}
-		e.Close()
 	}
 }
