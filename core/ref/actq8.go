@@ -494,8 +494,9 @@ func (a *actQ8) kernelBlocks() int {
 }
 
 // rowsDotQ8 sets out[o−lo] = rowDotQ8(W, o, a, t, 0, blocks) for
-// lo ≤ o < hi with the four-row kernel (leftover rows run it on one row),
-// so a row's result does not depend on lo and hi.
+// lo ≤ o < hi with the four-row kernel (leftover rows run it on one row,
+// into one: the calling worker's scratch, Pool.tails), so a row's result
+// does not depend on lo and hi.
 func rowsDotQ8(W *tensor.Mat, lo, hi int, a *actQ8, t int, out []float32, one *[4]float32) {
 	out = out[:hi-lo]
 	ng := (hi - lo) / 4
