@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -604,48 +602,39 @@ func benchTable(env benchEnv, rows []benchRow) string {
 	return b.String()
 }
 
-// benchStatic serves the named files of dir under /wllama/ with
-// Cache-Control no-cache, an ETag, and a gzip -9 copy for clients that
-// accept it, as tessera serve serves tessera.wasm.
+// benchStatic serves the named files of dir under /wllama/ as tessera
+// serve serves its own (serveBody): Cache-Control no-cache, an ETag, and
+// a gzip -9 copy for clients that accept it, made before the first page
+// load so that no load waits for it.
 func benchStatic(t *testing.T, dir string, names ...string) http.Handler {
 	t.Helper()
-	type file struct {
-		raw, gz []byte
-		tag     string
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	files := map[string]file{}
+	t.Cleanup(func() { root.Close() })
 	for _, n := range names {
-		raw, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
+		if _, err := root.Stat(n); err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(raw)
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(raw)
-		files[n] = file{raw, buf.Bytes(), hex.EncodeToString(sum[:8])}
 	}
+	s := &server{started: time.Now()}
+	s.warmGzip(root, "wllama", names...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := strings.TrimPrefix(r.URL.Path, "/wllama/")
-		f, ok := files[n]
-		if !ok {
+		f, st, ok := openRegular(root, n)
+		if !ok || !slices.Contains(names, n) {
+			if ok {
+				f.Close()
+			}
 			http.NotFound(w, r)
 			return
 		}
+		defer f.Close()
 		h := w.Header()
 		h.Set("Content-Type", contentType(n))
 		h.Set("Cache-Control", "no-cache")
-		h.Set("Vary", "Accept-Encoding")
-		body, tag := f.raw, `"`+f.tag+`"`
-		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			h.Set("Content-Encoding", "gzip")
-			body, tag = f.gz, `"`+f.tag+`-gz"`
-		}
-		h.Set("ETag", tag)
-		http.ServeContent(w, r, n, time.Time{}, bytes.NewReader(body))
+		s.serveBody(w, r, fileBody("wllama", n, f, st))
 	})
 }
 
