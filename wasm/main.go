@@ -95,6 +95,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall/js"
@@ -102,6 +103,7 @@ import (
 
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
+	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/imageio"
 	"github.com/tessera-llm/tessera/core/ref"
@@ -350,7 +352,7 @@ func fetchArray(url string) (js.Value, error) {
 
 // generate(request, onToken) → Promise<stats>. request: {prompt | tokens,
 // images, maxTokens, temperature, topK, topP, minP, repetitionPenalty,
-// seed}.
+// seed, logitBias}.
 func (h *host) generate(_ js.Value, args []js.Value) any {
 	req, onToken := arg(args, 0), arg(args, 1)
 	return promise(func() (any, error) {
@@ -481,6 +483,11 @@ func parseRequest(req js.Value) (engine.Options, error) {
 			o.Stop = append(o.Stop, st.Index(i).String())
 		}
 	}
+	if lb := req.Get("logitBias"); !lb.IsUndefined() && !lb.IsNull() {
+		if o.Sampler.LogitBias, err = parseLogitBias(lb); err != nil {
+			return o, err
+		}
+	}
 	if sc := req.Get("jsonSchema"); !sc.IsUndefined() && !sc.IsNull() {
 		raw := js.Global().Get("JSON").Call("stringify", sc).String()
 		if o.Grammar, err = grammar.Schema([]byte(raw)); err != nil {
@@ -513,6 +520,29 @@ func parseRequest(req js.Value) (engine.Options, error) {
 		f.set(v)
 	}
 	return o, nil
+}
+
+// parseLogitBias reads request.logitBias, {tokenId: bias} (OpenAI's
+// logit_bias); the engine checks the ids and biases.
+func parseLogitBias(v js.Value) ([]generate.TokenBias, error) {
+	if v.Type() != js.TypeObject || js.Global().Get("Array").Call("isArray", v).Bool() {
+		return nil, errors.New("generate: logitBias must be an object {tokenId: bias}")
+	}
+	keys := js.Global().Get("Object").Call("keys", v)
+	out := make([]generate.TokenBias, 0, keys.Length())
+	for i := 0; i < keys.Length(); i++ {
+		k := keys.Index(i).String()
+		id, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, fmt.Errorf("generate: logitBias key %q is not a token id", k)
+		}
+		b := v.Get(k)
+		if b.Type() != js.TypeNumber {
+			return nil, fmt.Errorf("generate: logitBias[%s] must be a number, got %s", k, b.Type())
+		}
+		out = append(out, generate.TokenBias{ID: id, Bias: float32(b.Float())})
+	}
+	return out, nil
 }
 
 // prefixCacheBytes is the prefix cache's budget in the browser.

@@ -319,7 +319,9 @@ export class Tessera {
   /**
    * Generates from prompt (text, or an array of token ids), yielding
    * {id, text} per token. options: maxTokens (default 128), temperature
-   * (0 = greedy), topK, topP, minP, repetitionPenalty, seed, signal (an
+   * (0 = greedy), topK, topP, minP, repetitionPenalty, seed, logitBias
+   * ({tokenId: bias}, bias in [-100, 100] added to the token's logit; -100
+   * bans it, as OpenAI's logit_bias), signal (an
    * AbortSignal: aborting stops after the current token and ends the
    * iteration), image or images (an array): for a vision model
    * (info().vision), a Blob/File (decoded by the browser, EXIF orientation
@@ -359,6 +361,14 @@ export class Tessera {
         }
         request[k] = options[k];
       }
+    }
+    if (options.logitBias !== undefined && options.logitBias !== null) {
+      const lb = options.logitBias;
+      if (typeof lb !== 'object' || Array.isArray(lb)) throw new TesseraError('generate: logitBias must be an object {tokenId: bias}');
+      for (const [id, b] of Object.entries(lb)) {
+        if (typeof b !== 'number' || !Number.isFinite(b)) throw new TesseraError(`generate: logitBias[${id}] must be a finite number, got ${b}`);
+      }
+      request.logitBias = { ...lb };
     }
     const onLive = options.onLive;
     if (onLive !== undefined && onLive !== null) {

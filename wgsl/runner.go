@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/tessera-llm/tessera/core/config"
@@ -92,6 +93,12 @@ type Runner struct {
 
 	logits, outTok *Buffer
 	weights        *Buffer // [V] sampling scratch
+
+	// the logit bias as a dense [V] vector (made at its first use) and
+	// the entries it holds, so a generation uploads it once
+	bias     *Buffer
+	biasHost []float32
+	biasSet  []generate.TokenBias
 
 	live liveState // the live routing/state view (live.go)
 
@@ -219,6 +226,10 @@ func (r *Runner) Close() {
 	}
 	_ = r.d.Sync()
 	r.b.release()
+	if r.bias != nil {
+		r.bias.Release()
+		r.bias, r.biasHost, r.biasSet = nil, nil, nil
+	}
 	if r.longWait {
 		r.d.longWaits--
 		r.longWait = false
@@ -584,13 +595,54 @@ func (r *Runner) deviceSampling(opt generate.SamplerOptions, vocab int) error {
 	return nil
 }
 
+// deviceBan is a banned token's bias on the GPU: a finite stand-in for
+// the host's −∞ (generate.BanBias), since WGSL may assume no infinities;
+// every sampler gives it probability 0 as it does −∞.
+const deviceBan = -1e30
+
+// setBias makes r.bias hold lb (ids checked by generate's ValidateVocab),
+// uploading it only when it differs from what the buffer holds. It runs
+// before a piece is recorded: a write flushes recorded work.
+func (r *Runner) setBias(lb []generate.TokenBias) error {
+	if len(lb) == 0 || slices.Equal(lb, r.biasSet) {
+		return nil
+	}
+	V := r.cfg.VocabSize
+	if r.bias == nil {
+		b, err := r.d.NewBuffer(V)
+		if err != nil {
+			return fmt.Errorf("wgsl: the logit bias buffer: %w", err)
+		}
+		r.bias, r.biasHost = b, make([]float32, V)
+	}
+	clear(r.biasHost)
+	for _, b := range lb {
+		if b.ID < 0 || b.ID >= V {
+			return fmt.Errorf("wgsl: logit bias token %d is outside the vocabulary [0, %d)", b.ID, V)
+		}
+		r.biasHost[b.ID] = b.Bias
+		if b.Bias <= generate.BanBias {
+			r.biasHost[b.ID] = deviceBan
+		}
+	}
+	if err := r.bias.WriteF32(0, r.biasHost); err != nil {
+		return err
+	}
+	r.biasSet = append(r.biasSet[:0], lb...)
+	return nil
+}
+
 // SampleNext runs tokens like Forward and returns the next token picked on
 // the GPU from the first vocab logits of the last token: the argmax when
 // opt.Temperature is 0, else the token generate.Sampler.SampleDraw picks
-// for the draw u (Device.Sample). Only the token id is read back; a
-// repetition penalty is refused (SamplesOnDevice).
+// for the draw u (Device.Sample), after the logit bias (added on the GPU).
+// Only the token id is read back; a repetition penalty is refused
+// (SamplesOnDevice).
 func (r *Runner) SampleNext(tokens []int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
 	if err := r.deviceSampling(opt, vocab); err != nil {
+		return 0, err
+	}
+	if err := r.setBias(opt.LogitBias); err != nil {
 		return 0, err
 	}
 	if err := r.begin(tokens); err != nil {
@@ -607,6 +659,9 @@ func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.Sampler
 	if err := r.deviceSampling(opt, vocab); err != nil {
 		return 0, err
 	}
+	if err := r.setBias(opt.LogitBias); err != nil {
+		return 0, err
+	}
 	if err := r.beginEmbeddings(emb, T); err != nil {
 		return 0, err
 	}
@@ -619,6 +674,11 @@ func (r *Runner) SampleNextEmbeddings(emb []float32, T int, opt generate.Sampler
 func (r *Runner) sampleLast(T int, opt generate.SamplerOptions, vocab int, u float64) (int, error) {
 	if err := r.d.Linear(r.logits.At(0), r.hiddenRow(T-1), 1, r.lmHead); err != nil {
 		return 0, err
+	}
+	if len(opt.LogitBias) > 0 { // uploaded by setBias before the piece was recorded
+		if err := r.d.Add(r.logits.At(0), r.logits.At(0), r.bias.At(0), vocab, 1); err != nil {
+			return 0, err
+		}
 	}
 	var err error
 	if opt.Temperature == 0 {

@@ -265,6 +265,61 @@ func TestSessionSamplesOnGPU(t *testing.T) {
 	}
 }
 
+// TestSessionLogitBiasOnGPU: a logit bias is added on the GPU (one more
+// dispatch, still one submit per token), and
+// greedy and seeded tokens equal the CPU session's; no banned token is
+// picked.
+func TestSessionLogitBiasOnGPU(t *testing.T) {
+	m := presetModel(t, "k3-nano", 3, "F32")
+	prompt := []int{5, 17, 200, 3, 99, 42, 7}
+	run := func(s *generate.Session, o generate.SamplerOptions) []int {
+		var out []int
+		for tok, err := range s.Generate(prompt, generate.Options{MaxTokens: 24, Sampler: o}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, tok)
+		}
+		return out
+	}
+	cpu := model.NewRunner(m, model.Options{MaxChunk: 16})
+	defer cpu.Close()
+	base := run(generate.NewSession(cpu, 128), generate.SamplerOptions{})
+	// the first greedy tokens banned, two others nudged
+	var bias []generate.TokenBias
+	for _, b := range []generate.TokenBias{{ID: base[0]}, {ID: base[1]}, {ID: base[2]}, {ID: base[3]}, {ID: 11, Bias: 1.5}, {ID: 300, Bias: -2}} {
+		if b.Bias == 0 {
+			b.Bias = generate.BanBias
+		}
+		if !slices.ContainsFunc(bias, func(x generate.TokenBias) bool { return x.ID == b.ID }) {
+			bias = append(bias, b)
+		}
+	}
+	for _, o := range []generate.SamplerOptions{{LogitBias: bias}, {Temperature: 0.9, TopK: 30, Seed: 6, LogitBias: bias}} {
+		g := newRunner(t, m, wgsl.RunnerOptions{MaxChunk: 16, MaxContext: 128})
+		if !g.SamplesOnDevice(o, m.Cfg.VocabSize) {
+			t.Fatalf("T=%g: a logit bias should not keep sampling off the GPU", o.Temperature)
+		}
+		gt := run(generate.NewSessionOn(g, 128), o)
+		stats := g.Stats()
+		ct := run(generate.NewSession(cpu, 128), o)
+		if !slices.Equal(gt, ct) {
+			t.Fatalf("T=%g: biased tokens differ:\nGPU %v\nCPU %v", o.Temperature, gt, ct)
+		}
+		for _, id := range gt {
+			if i := slices.IndexFunc(bias, func(b generate.TokenBias) bool { return b.ID == id }); i >= 0 && bias[i].Bias == generate.BanBias {
+				t.Fatalf("T=%g: banned token %d picked: %v", o.Temperature, id, gt)
+			}
+		}
+		if o.Temperature == 0 && slices.Equal(gt, base) {
+			t.Fatalf("the bias changed nothing: %v", gt)
+		}
+		if stats.Submits != 1 {
+			t.Errorf("T=%g: %d submits for the last decoded token, want 1", o.Temperature, stats.Submits)
+		}
+	}
+}
+
 // TestSamplesOnDeviceRepetitionRule: the GPU declines to sample exactly
 // when the host sampler would apply a repetition penalty
 // (generate.SamplerOptions.Penalizes; generate's TestRepetitionPenaltyRule

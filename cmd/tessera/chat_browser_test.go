@@ -41,6 +41,12 @@ try {
     for await (const c of await engine.chat.completions.create({ ...base, stream: true, stream_options: { include_usage: true } })) r.chunks.push(c);
     r.generate = [];
     for await (const p of engine.generate(m.prompt, { maxTokens: spec.maxTokens, temperature: 0 })) r.generate.push(p);
+    // logit bias: the first greedy token banned (generate), forced (chat), a bad key
+    const ban = r.generate[0].id;
+    r.biased = [];
+    for await (const p of engine.generate(m.prompt, { maxTokens: 4, temperature: 0, logitBias: { [ban]: -100 } })) r.biased.push(p);
+    r.forced = await engine.chat.completions.create({ ...base, max_tokens: 3, logit_bias: { [ban]: 100 } });
+    try { for await (const p of engine.generate(m.prompt, { maxTokens: 2, logitBias: { x: 1 } })) {} r.badBias = ''; } catch (e) { r.badBias = e.message; }
     const text = r.plain.choices[0].message.content;
     if (text.length >= 4) {
       r.stopSeq = text.slice(2, 4);
@@ -144,6 +150,12 @@ type chatReport struct {
 			ID   int    `json:"id"`
 			Text string `json:"text"`
 		} `json:"generate"`
+		Biased []struct {
+			ID   int    `json:"id"`
+			Text string `json:"text"`
+		} `json:"biased"`
+		Forced        chatCompletion `json:"forced"`
+		BadBias       string         `json:"badBias"`
 		StopSeq       string         `json:"stopSeq"`
 		Stopped       chatCompletion `json:"stopped"`
 		StopChunks    []chatChunk    `json:"stopChunks"`
@@ -392,6 +404,13 @@ func TestBrowserChatAPI(t *testing.T) {
 				}
 				assert.Equal(t, cut, st.String())
 			}
+			// logitBias: the banned first token is not picked; logit_bias
+			// +100 makes the reply that token three times; a bad key is named
+			if assert.NotEmpty(t, r.Biased) {
+				assert.NotEqual(t, r.Generate[0].ID, r.Biased[0].ID, "logitBias -100 on the first greedy token")
+			}
+			assert.Equal(t, strings.Repeat(r.Generate[0].Text, 3), r.Forced.Choices[0].Message.Content, "logit_bias +100")
+			assert.Contains(t, r.BadBias, `logitBias key "x" is not a token id`)
 			// An image part (data: URL) is placed by the template and costs
 			// its image tokens.
 			require.Len(t, r.Image.Choices, 1)

@@ -2,7 +2,10 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/generate"
@@ -13,6 +16,7 @@ type samplingFlags struct {
 	temp, topP, minP, rep *float64
 	topK                  *int
 	seed                  *uint64
+	bias                  *string
 }
 
 // addSamplingFlags registers the sampling flags with the given default
@@ -25,6 +29,7 @@ func addSamplingFlags(fs *flag.FlagSet, temp, topP float64) *samplingFlags {
 		minP: fs.Float64("min-p", 0, "drop tokens below min-p × the top probability"),
 		rep:  fs.Float64("repetition-penalty", 1, "penalty for tokens already seen (1: off)"),
 		seed: fs.Uint64("seed", 1, "random seed"),
+		bias: fs.String("logit-bias", "", "add BIAS to token ID's logit before sampling: ID:BIAS[,ID:BIAS...], BIAS in [-100, 100]; -100 bans the token"),
 	}
 }
 
@@ -32,7 +37,29 @@ func addSamplingFlags(fs *flag.FlagSet, temp, topP float64) *samplingFlags {
 func (f *samplingFlags) options() (generate.SamplerOptions, error) {
 	so := generate.SamplerOptions{Temperature: float32(*f.temp), TopK: *f.topK, TopP: float32(*f.topP),
 		MinP: float32(*f.minP), RepetitionPenalty: float32(*f.rep), Seed: *f.seed}
+	var err error
+	if so.LogitBias, err = parseLogitBias(*f.bias); err != nil {
+		return so, err
+	}
 	return so, so.Validate()
+}
+
+// parseLogitBias reads --logit-bias: comma-separated ID:BIAS pairs.
+func parseLogitBias(s string) ([]generate.TokenBias, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []generate.TokenBias
+	for _, pair := range strings.Split(s, ",") {
+		id, bias, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		n, err1 := strconv.Atoi(id)
+		b, err2 := strconv.ParseFloat(bias, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("--logit-bias: %q is not ID:BIAS (e.g. 135:-100)", pair)
+		}
+		out = append(out, generate.TokenBias{ID: n, Bias: float32(b)})
+	}
+	return out, nil
 }
 
 // gpuMemoryHelp is the --gpu-memory flag's help (run, chat, bench).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/generate"
@@ -34,10 +35,12 @@ type Sampling struct {
 	TopK              *int           `json:"top_k,omitempty"`
 	MinP              *float64       `json:"min_p,omitempty"`
 	RepetitionPenalty *float64       `json:"repetition_penalty,omitempty"`
+	// LogitBias maps token ids (as strings) to a bias in [−100, 100]
+	// added to their logits; −100 bans the token.
+	LogitBias map[string]float64 `json:"logit_bias,omitempty"`
 	// Accepted at their neutral values only.
-	FrequencyPenalty *float64           `json:"frequency_penalty,omitempty"`
-	PresencePenalty  *float64           `json:"presence_penalty,omitempty"`
-	LogitBias        map[string]float64 `json:"logit_bias,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
 	// Accepted and ignored: bookkeeping that does not change what is
 	// generated (a local server stores nothing and has one tier).
 	Store       *bool             `json:"store,omitempty"`
@@ -241,8 +244,13 @@ func (s *Sampling) Check() error {
 			return Invalid(p.name, "unsupported_value", "'%s' is not supported by tessera (use repetition_penalty); only 0 is accepted.", p.name)
 		}
 	}
-	if len(s.LogitBias) > 0 {
-		return Invalid("logit_bias", "unsupported_value", "'logit_bias' is not supported by tessera; only an empty map is accepted.")
+	for k, v := range s.LogitBias {
+		if id, err := strconv.Atoi(k); err != nil || id < 0 {
+			return Invalid("logit_bias", "invalid_value", "Invalid 'logit_bias': keys must be token ids (non-negative integers), got %q.", k)
+		}
+		if math.IsNaN(v) || v < generate.BanBias || v > -generate.BanBias {
+			return Invalid("logit_bias", "invalid_value", "Invalid 'logit_bias' of token %s: expected a value between %d and %d, got %g.", k, generate.BanBias, -generate.BanBias, v)
+		}
 	}
 	return nil
 }
@@ -361,6 +369,10 @@ func (s *Sampling) SamplerOptions() generate.SamplerOptions {
 		o.Seed = uint64(*s.Seed)
 	} else {
 		o.Seed = rand.Uint64()
+	}
+	for k, v := range s.LogitBias { // keys checked by Check
+		id, _ := strconv.Atoi(k)
+		o.LogitBias = append(o.LogitBias, generate.TokenBias{ID: id, Bias: float32(v)})
 	}
 	return o
 }

@@ -26,6 +26,11 @@ func TestParseRequest(t *testing.T) {
 	assert.True(t, in.AddGenerationPrompt)
 	assert.Equal(t, map[string]any{"enable_thinking": false, "tool_choice": "none"}, in.Vars)
 
+	// logit_bias: token ids to biases
+	r, err = ParseRequest([]byte(`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"42": -100, "7": 2.5}}`))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []generate.TokenBias{{ID: 7, Bias: 2.5}, {ID: 42, Bias: generate.BanBias}}, r.SamplerOptions().LogitBias)
+
 	// Bookkeeping fields common clients send are accepted.
 	_, err = ParseRequest([]byte(`{"messages": [{"role": "user", "content": "x"}], "store": false, "metadata": {"a": "b"},
 		"service_tier": "auto", "parallel_tool_calls": true, "logit_bias": {}, "user": "u"}`))
@@ -45,7 +50,9 @@ func TestParseRequest(t *testing.T) {
 		{`{"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]}`, "stop", "invalid_value", "at most 4"},
 		{`{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}`, "stream_options", "invalid_value", "only allowed when 'stream'"},
 		{`{"messages": [{"role": "user", "content": "x"}], "presence_penalty": 1}`, "presence_penalty", "unsupported_value", "not supported"},
-		{`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"42": 5}}`, "logit_bias", "unsupported_value", "not supported"},
+		{`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"x": 5}}`, "logit_bias", "invalid_value", `keys must be token ids (non-negative integers), got "x"`},
+		{`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"-3": 5}}`, "logit_bias", "invalid_value", "token ids"},
+		{`{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"42": 101}}`, "logit_bias", "invalid_value", "of token 42: expected a value between -100 and 100, got 101"},
 		{`{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}`, "top_logprobs", "invalid_value", "'logprobs': true"},
 		{`{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21}`, "top_logprobs", "invalid_value", "[0, 20]"},
 		{`{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}}`, "response_format.type", "invalid_value", "Supported values"},

@@ -288,7 +288,7 @@ func (e *Engine) Generate(ctx context.Context, opt Options, emit func(Piece) boo
 	if opt.MaxTokens <= 0 {
 		return st, bad(fmt.Errorf("maxTokens must be > 0, got %d", opt.MaxTokens))
 	}
-	if err := opt.Sampler.Validate(); err != nil {
+	if err := opt.Sampler.ValidateVocab(e.codec.Vocab()); err != nil {
 		return st, bad(err)
 	}
 	if opt.TopLogprobs < 0 || opt.TopLogprobs > 20 {

@@ -270,10 +270,6 @@ func (d *deviceSampling) draw() float64 {
 // device, else −1) and the decode loop.
 func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), opt Options) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
-		if err := opt.Sampler.Validate(); err != nil {
-			yield(-1, err)
-			return
-		}
 		if n == 0 {
 			yield(-1, errors.New("empty prompt"))
 			return
@@ -283,6 +279,10 @@ func (s *Session) generate(n int, prefill func(*deviceSampling) (int, error), op
 		logits := s.logits
 		if opt.Vocab > 0 && opt.Vocab < len(logits) {
 			logits = logits[:opt.Vocab]
+		}
+		if err := opt.Sampler.ValidateVocab(len(logits)); err != nil {
+			yield(-1, err)
+			return
 		}
 		// A backend that samples on the device reads back one token id per
 		// step instead of the logits (not with a repetition penalty, which
@@ -347,10 +347,10 @@ func (s *Session) sample(smp *Sampler, logits []float32, process func([]float32)
 // DeviceSampler is implemented by backends that sample the next token on
 // the device (wgsl.Runner), so a decode step reads back one token id:
 // SampleNext feeds tokens and returns the token a Sampler with opt would
-// pick (SampleDraw; no repetition penalty) from the last position's logits
-// restricted to the first vocab ids, given the draw u (Sampler.Draw; unused
-// when greedy). SamplesOnDevice reports whether it can for these options
-// and vocab logits.
+// pick (SampleDraw: the logit bias, no repetition penalty) from the last
+// position's logits restricted to the first vocab ids, given the draw u
+// (Sampler.Draw; unused when greedy). SamplesOnDevice reports whether it
+// can for these options and vocab logits.
 type DeviceSampler interface {
 	SamplesOnDevice(opt SamplerOptions, vocab int) bool
 	SampleNext(tokens []int, opt SamplerOptions, vocab int, u float64) (int, error)

@@ -27,7 +27,22 @@ type SamplerOptions struct {
 	RepetitionPenalty float32
 	// Seed makes sampling deterministic.
 	Seed uint64
+	// LogitBias is added to the listed tokens' logits before anything else
+	// (OpenAI's logit_bias): each bias in [−100, 100], where −100 (BanBias)
+	// bans the token. A token appears at most once.
+	LogitBias []TokenBias
 }
+
+// TokenBias is one entry of SamplerOptions.LogitBias: Bias is added to
+// token ID's logit (BanBias sets it to −∞).
+type TokenBias struct {
+	ID   int
+	Bias float32
+}
+
+// BanBias is the logit bias that bans a token, as in OpenAI's API: the
+// token's logit becomes −∞ rather than 100 less.
+const BanBias = -100
 
 // Validate reports options out of range, naming the option.
 func (o SamplerOptions) Validate() error {
@@ -43,7 +58,56 @@ func (o SamplerOptions) Validate() error {
 	case o.RepetitionPenalty < 0:
 		return fmt.Errorf("repetition penalty must be ≥ 0, got %g", o.RepetitionPenalty)
 	}
+	for i, b := range o.LogitBias {
+		switch {
+		case b.ID < 0:
+			return fmt.Errorf("logit bias: token id %d is negative", b.ID)
+		case !(b.Bias >= BanBias && b.Bias <= -BanBias):
+			return fmt.Errorf("logit bias of token %d must be in [%d, %d], got %g", b.ID, BanBias, -BanBias, b.Bias)
+		}
+		for _, p := range o.LogitBias[:i] {
+			if p.ID == b.ID {
+				return fmt.Errorf("logit bias: token %d is listed twice", b.ID)
+			}
+		}
+	}
 	return nil
+}
+
+// ValidateVocab is Validate for sampling from vocab logits: the logit
+// bias must name tokens below vocab and must not ban all of them.
+func (o SamplerOptions) ValidateVocab(vocab int) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	bans := 0
+	for _, b := range o.LogitBias {
+		if b.ID >= vocab {
+			return fmt.Errorf("logit bias: token %d is outside the vocabulary [0, %d)", b.ID, vocab)
+		}
+		if b.Bias <= BanBias {
+			bans++
+		}
+	}
+	if vocab > 0 && bans >= vocab {
+		return fmt.Errorf("logit bias bans all %d tokens of the vocabulary", vocab)
+	}
+	return nil
+}
+
+// Bias applies the logit bias to logits in place (ids outside logits
+// are skipped; ValidateVocab rejects them).
+func (o SamplerOptions) Bias(logits []float32) {
+	for _, b := range o.LogitBias {
+		if b.ID >= len(logits) {
+			continue
+		}
+		if b.Bias <= BanBias {
+			logits[b.ID] = float32(math.Inf(-1))
+		} else {
+			logits[b.ID] += b.Bias
+		}
+	}
 }
 
 // Penalizes reports whether the options apply a repetition penalty (one
@@ -80,9 +144,11 @@ func NewSampler(opt SamplerOptions, vocab int) *Sampler {
 }
 
 // Sample returns the next token for logits (modified in place by the
-// repetition penalty and temperature); history lists the tokens so far.
+// logit bias, the repetition penalty and temperature); history lists the
+// tokens so far.
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	o := s.Opt
+	o.Bias(logits)
 	if o.Penalizes() {
 		s.stamp++
 		for _, id := range history {
@@ -113,6 +179,7 @@ func (s *Sampler) Draw() float64 { return s.rng.Float64() }
 // from the sampler's generator; the repetition penalty is not applied.
 // It is the reference a device sampler is tested against.
 func (s *Sampler) SampleDraw(logits []float32, u float64) int {
+	s.Opt.Bias(logits)
 	if s.Opt.Temperature == 0 {
 		return Argmax(logits)
 	}

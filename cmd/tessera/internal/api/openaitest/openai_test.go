@@ -29,6 +29,7 @@ import (
 	"github.com/tessera-llm/tessera/core/chat"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/grammar"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 const microModel = "../../../../../models/k3-micro"
@@ -101,6 +102,20 @@ func TestOpenAIClient(t *testing.T) {
 		require.NotZero(t, plain.Usage.PromptTokens)
 		require.Equal(t, plain.Usage.PromptTokens+plain.Usage.CompletionTokens, plain.Usage.TotalTokens)
 		require.LessOrEqual(t, plain.Usage.CompletionTokens, int64(12))
+	})
+	t.Run("logit bias", func(t *testing.T) {
+		// +100 on one token makes greedy decoding repeat it (the ban's
+		// −∞ is generate's TestLogitBias*)
+		tok, err := tokenizer.Load(microModel + "/tokenizer.json")
+		require.NoError(t, err)
+		want, err := tok.Decode([]int{300, 300, 300, 300})
+		require.NoError(t, err)
+		p := chatParams("And God said", 4)
+		p.Temperature = openai.Float(0)
+		p.LogitBias = map[string]int64{"300": 100}
+		r, err := c.Chat.Completions.New(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, want, r.Choices[0].Message.Content)
 	})
 	t.Run("streamed equals plain", func(t *testing.T) {
 		p := chatParams("And God said", 12)
@@ -307,6 +322,8 @@ func TestOpenAIErrors(t *testing.T) {
 		{`{"model": "k3-micro", "messages": [{"role":"wizard","content":"hi"}]}`, 400, "invalid_value"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "frobnicate": 1}`, 400, "unknown_parameter"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "top_logprobs": 2}`, 400, "invalid_value"},
+		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "logit_bias": {"99999": 5}}`, 400, "invalid_value"},
+		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "logit_bias": {"5": -101}}`, 400, "invalid_value"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "response_format": {"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"pattern":"x"}}}}}}`, 400, "invalid_value"},
 		{`{"model": "k3-micro", "messages": [{"role":"user","content":"hi"}], "max_tokens": 2, "response_format": {"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"abc":{"type":"string"}},"required":["abc"]}}}}`, 400, "invalid_value"},
 	} {
