@@ -22,10 +22,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tessera-llm/tessera/cmd/internal/host"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/ref"
+	"github.com/tessera-llm/tessera/core/tokenizer"
 )
 
 // The browser benchmark's defaults: a KJV passage k3-micro continues
@@ -369,8 +371,21 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		if format != "safetensors" && format != "f16" {
 			t.Setenv(engine.Int8KernelsEnv, "go")
 		}
-		native := e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", nativeModel, "--prompt", prompt,
-			"--max-tokens", strconv.Itoa(genTok), "--ids"))
+		nativeRun := func(bias string) []int {
+			return e2eParseIDs(t, e2eRun(t, "run", "--backend", "cpu", "--model", nativeModel, "--prompt", prompt,
+				"--max-tokens", strconv.Itoa(genTok), "--ids", "--logit-bias", bias))
+		}
+		native := nativeRun("")
+		// wllama 3.8.1 fails a completion whose streamed text is not valid
+		// UTF-8 (its JSON glue throws "invalid UTF-8 byte", and the reply
+		// then reads "Invalid magic number"). A random-weight model's greedy
+		// output can hold a byte token that is not a character on its own:
+		// such a model runs with those tokens banned, in both runtimes.
+		bias, banned := benchUTF8Bans(t, filepath.Join(modelDir, "tokenizer.json"), native)
+		if bias != "" {
+			native = nativeRun(bias)
+			t.Logf("%s: its greedy output holds tokens that are not UTF-8 on their own; %d such tokens banned (logit bias) in both runtimes", name, banned)
+		}
 		if _, err := ref.SetInt8Kernels(ref.Int8Kernels()[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -399,6 +414,9 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			}
 			if v.Threads > 0 {
 				q.Set("threads", strconv.Itoa(v.Threads))
+			}
+			if bias != "" {
+				q.Set("bias", bias)
 			}
 			return site.load(t, b, page, q, v.String()+" "+phase, 5*time.Minute)
 		}
@@ -462,8 +480,11 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 					}
 				}
 			}
+			if bias != "" {
+				row.Note = fmt.Sprintf("the %d tokens that are not UTF-8 on their own banned (logit bias) in both runtimes: wllama 3.8.1 fails on such text", banned)
+			}
 			if v.Runtime == "wllama" && v.Backend == "gpu" && !strings.HasPrefix(row.RanOn, "gpu") {
-				row.Note = "wllama's WebGPU backend did not take the model; it ran on the CPU"
+				row.Note = strings.TrimPrefix(row.Note+"; wllama's WebGPU backend did not take the model; it ran on the CPU", "; ")
 				if a := runs[v][0].Adapter; !a.Available {
 					row.Note += " (no WebGPU adapter: " + a.Reason + ")"
 				} else if !slices.Contains(a.Features, "shader-f16") {
@@ -493,6 +514,31 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	}{env, rows}
 	benchWrite(t, outPath, doc, benchTable(env, rows))
 	t.Logf("wrote %s in %v", outPath, time.Since(start).Round(time.Second))
+}
+
+// benchUTF8Bans returns, when ids hold a token whose bytes are not valid
+// UTF-8 on their own, --logit-bias banning every such token of the
+// tokenizer (tokPath) and their number; else "" and 0.
+func benchUTF8Bans(t *testing.T, tokPath string, ids []int) (string, int) {
+	t.Helper()
+	tok, err := tokenizer.Load(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := func(id int) bool {
+		s, err := tok.Decode([]int{id})
+		return err != nil || utf8.ValidString(s) // unassigned ids are never sampled
+	}
+	if !slices.ContainsFunc(ids, func(id int) bool { return !valid(id) }) {
+		return "", 0
+	}
+	var bans []string
+	for id := range tok.Vocab() {
+		if !valid(id) {
+			bans = append(bans, fmt.Sprintf("%d:-100", id))
+		}
+	}
+	return strings.Join(bans, ","), len(bans)
 }
 
 // benchWrite writes doc as JSON to outPath and table next to it (.md),
@@ -814,7 +860,8 @@ func benchEnvInt(t *testing.T, name string, def int) int {
 // TestBenchHelpers checks the browser benchmark's plumbing without a
 // browser: wllama's files are served gzip -9 to clients that accept it,
 // plain otherwise, and revalidate with 304; the byte counter sees exactly
-// the bodies; benchFirstDiff finds the first differing id.
+// the bodies; benchFirstDiff finds the first differing id; benchUTF8Bans
+// bans the tokens that are not UTF-8 alone, only when the ids hold one.
 func TestBenchHelpers(t *testing.T) {
 	dir := t.TempDir()
 	wasm := bytes.Repeat([]byte("\x00asm wllama "), 4000)
@@ -868,5 +915,18 @@ func TestBenchHelpers(t *testing.T) {
 		if got := benchFirstDiff(c.a, c.b); got != c.want {
 			t.Errorf("benchFirstDiff(%v, %v) = %d, want %d", c.a, c.b, got, c.want)
 		}
+	}
+	// k3-micro's byte-level vocabulary: id 135 is the lone byte 0x87, not
+	// UTF-8; the tokens of "And God said" are all valid
+	tokPath := filepath.Join("..", "..", "models", "k3-micro", "tokenizer.json")
+	if bias, n := benchUTF8Bans(t, tokPath, []int{1, 135}); n < 64 || !strings.Contains(","+bias+",", ",135:-100,") || strings.Count(bias, ":-100") != n {
+		t.Errorf("benchUTF8Bans with id 135: %d bans %q, want every continuation byte (≥ 64) banned, 135 among them", n, bias)
+	}
+	tok, err := tokenizer.Load(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bias, n := benchUTF8Bans(t, tokPath, tok.Encode("And God said")); bias != "" || n != 0 {
+		t.Errorf("benchUTF8Bans on valid text: %d bans %q, want none", n, bias)
 	}
 }

@@ -23,6 +23,9 @@ const runtime = q.get('runtime');
 const backend = q.get('backend');
 const prompt = q.get('prompt') || '';
 const max = parseInt(q.get('max') || '64', 10);
+// bias=ID:-100,...: tokens banned in both runtimes (the Go test sets it
+// for a model whose greedy output holds bytes that are not UTF-8 alone)
+const banned = (q.get('bias') || '').split(',').filter((x) => x).map((x) => parseInt(x.split(':')[0], 10));
 const out = document.getElementById('out');
 
 function log(s) { out.textContent += s + '\n'; }
@@ -56,7 +59,8 @@ async function runTessera() {
   const ids = [];
   let tFirst = 0, tLast = 0;
   const g0 = performance.now();
-  for await (const piece of engine.generate(prompt, { maxTokens: max, temperature: 0 })) {
+  const logitBias = banned.length ? Object.fromEntries(banned.map((id) => [id, -100])) : undefined;
+  for await (const piece of engine.generate(prompt, { maxTokens: max, temperature: 0, logitBias })) {
     if (piece.id < 0) continue; // held-back text, not a token
     const now = performance.now();
     if (ids.length === 0) tFirst = now;
@@ -110,6 +114,10 @@ async function runWllama() {
   try {
     await w.createCompletion({
       prompt, max_tokens: max, temperature: 0, stream: true, cache_prompt: false, logprobs: 1,
+      // llama.cpp's ban: a bias of false is −∞ (its −100 is only added);
+      // post-sampling probabilities, or the top log-probability could name
+      // a banned token
+      ...(banned.length ? { logit_bias: banned.map((id) => [id, false]), post_sampling_probs: true } : {}),
       onData: (chunk) => {
         const now = performance.now();
         // the ids come with the per-token log-probabilities (logprobs: 1);
