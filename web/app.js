@@ -163,6 +163,14 @@ async function load() {
   $('load-label').textContent = `Ready in ${((performance.now() - t0) / 1000).toFixed(2)} s` +
     (c.hits && !c.misses ? ' (from the cache' + (c.offline ? ', offline)' : ')') : '');
   $('load-progress').value = $('load-progress').max;
+  if (c.misses && !c.cacheSkipped) {
+    // the downloaded files are still being written to the cache
+    const label = $('load-label');
+    const ready = label.textContent;
+    label.textContent = ready + ' · saving for offline use…';
+    engine.stored().then(() => { label.textContent = ready + ' · saved for offline use'; },
+      (e) => { label.textContent = ready; console.warn(`tessera: ${e.message}`); });
+  }
   showFacts(info);
   gpuNotice(info);
   kept = keepEngineOffline(info);
@@ -561,7 +569,7 @@ async function lazyVisionCheck(blob, prompt, max) {
     for await (const p of e.generate(prompt, { maxTokens: max, temperature: 0 })) {
       if (p.id >= 0) out.ids.push(p.id);
     }
-    out.loadStats = e.loadStats;
+    out.loadStats = await e.stored();
     out.keysTextOnly = await keys();
     for await (const p of e.generate(prompt, { image: blob, maxTokens: 1, temperature: 0 })) void p;
     out.keysAfterImage = await keys();
@@ -572,7 +580,7 @@ async function lazyVisionCheck(blob, prompt, max) {
       await caches.delete(name);
       const w = await Tessera.load(params.get('visionnorange'), { cacheName: name });
       for await (const p of w.generate(prompt, { maxTokens: 1, temperature: 0 })) void p;
-      out.noRange = { loadStats: w.loadStats, keys: await keys() };
+      out.noRange = { loadStats: await w.stored(), keys: await keys() };
       w.dispose();
     }
     // keepOffline fetches the part not read yet (the vision tower's)
@@ -649,6 +657,8 @@ async function testRun() {
     });
     Object.assign(result, r, { ok: true });
     result.live = liveReport();
+    // the next phase reloads from the cache (offline)
+    result.stored = await engine.stored();
     if (params.get('abort') === '1' && phase === 1) result.abort = await abortCheck();
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();

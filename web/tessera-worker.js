@@ -157,6 +157,10 @@ function validParts(f) {
 // part that holds the vision tower. fetchFile resolves to a Uint8Array for
 // a whole file, and for a file in parts to {size, parts: [{offset, size}],
 // read(i)}, read(i) resolving to part i's bytes.
+// A downloaded file or part streams into Cache Storage as it arrives; the
+// write is committed only after the sha256 check passes (it is aborted
+// otherwise, so nothing unverified is ever cached). Writes finish in the
+// background, after the load if need be: flush() waits for them.
 // storageFree, when a number, replaces the free storage the browser reports
 // (tests).
 async function openModel(modelUrl, cacheName, storageFree) {
@@ -247,9 +251,11 @@ async function openModel(modelUrl, cacheName, storageFree) {
     }
   }
 
-  // fromCache returns the cached bytes under key (size bytes), or null.
+  // fromCache returns the cached bytes under key (size bytes), or null;
+  // a write under way to key is waited for.
   async function fromCache(size, key) {
     if (!cache) return null;
+    if (writes.has(key)) await writes.get(key);
     const hit = await cache.match(key);
     if (!hit) return null;
     const buf = new Uint8Array(await hit.arrayBuffer());
@@ -263,8 +269,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
   // download fetches file f, or only its part p (an HTTP Range request)
   // when p is given, and checks it against the manifest's sha256. A server
   // that ignores the Range header sends the whole file, checked whole: the
-  // result is then {buf: the file, whole: true}, else {buf, whole: false}.
-  async function download(f, p) {
+  // result is then {buf: the file, whole: true}, else {buf, whole: false}
+  // and the bytes were streamed into the cache under key as they came
+  // (committed once checked: see track).
+  async function download(f, p, key) {
     const what = p ? `${f.name} (bytes ${p.offset}-${p.offset + p.size - 1})` : f.name;
     let resp;
     try {
@@ -287,6 +295,22 @@ async function openModel(modelUrl, cacheName, storageFree) {
     const want = ranged ? p : f;
     const label = ranged ? what : f.name;
     const out = new Uint8Array(want.size);
+    // The cache's copy: a stream of views of out (no second copy in
+    // memory), closed after the sha256 check, errored on any failure. A
+    // whole file sent for a part is cached part by part by readPart.
+    let sink = null;
+    if (cache && (ranged || !p)) {
+      const body = new ReadableStream({ start(c) { sink = c; } });
+      track(f, key, cache.put(key, new Response(body, { headers: { 'content-type': 'application/octet-stream' } })));
+    }
+    const fail = (msg) => {
+      const e = new Error(msg);
+      if (sink) {
+        failed.add(key);
+        sink.error(e);
+      }
+      return e;
+    };
     let off = 0;
     const reader = resp.body.getReader();
     for (;;) {
@@ -294,15 +318,16 @@ async function openModel(modelUrl, cacheName, storageFree) {
       try {
         chunk = await reader.read();
       } catch (e) {
-        throw new Error(`downloading ${label} was interrupted after ${off} of ${want.size} bytes: ${e.message}`);
+        throw fail(`downloading ${label} was interrupted after ${off} of ${want.size} bytes: ${e.message}`);
       }
       if (chunk.done) break;
       const c = chunk.value;
       if (off + c.length > want.size) {
         reader.cancel();
-        throw new Error(`integrity check failed for ${label}: the server sent more than the ${want.size} bytes the manifest lists`);
+        throw fail(`integrity check failed for ${label}: the server sent more than the ${want.size} bytes the manifest lists`);
       }
       out.set(c, off);
+      if (sink) sink.enqueue(out.subarray(off, off + c.length));
       off += c.length;
       stats.bytesDownloaded += c.length;
       if (p && p.vision) {
@@ -314,34 +339,41 @@ async function openModel(modelUrl, cacheName, storageFree) {
       }
     }
     if (off !== want.size) {
-      throw new Error(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
+      throw fail(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
     }
     const t1 = performance.now();
     const got = hex(await crypto.subtle.digest('SHA-256', out));
     stats.downloadMs += t1 - t0;
     stats.verifyMs += performance.now() - t1;
     if (got !== want.sha256) {
-      throw new Error(`integrity check failed for ${label}: sha256 ${got}, manifest says ${want.sha256}; nothing was cached`);
+      throw fail(`integrity check failed for ${label}: sha256 ${got}, manifest says ${want.sha256}; nothing was cached`);
     }
+    if (sink) sink.close();
     return { buf: out, whole: !ranged };
   }
 
-  async function store(f, key, buf) {
-    if (!cache) return;
-    const t0 = performance.now();
-    try {
-      await cache.put(key, new Response(buf, { headers: { 'content-type': 'application/octet-stream' } }));
-      // Drop copies of this file with another hash (an older model
-      // version, or the file cached whole before it came in parts).
+  // track follows the cache write put of f's bytes under key: once it is
+  // committed, copies of f with another hash (an older model version, or
+  // the file cached whole before it came in parts) are dropped; a write
+  // that fails for another reason than a failed download is a warning.
+  const writes = new Map(); // key → its write under way
+  function track(f, key, put) {
+    const w = put.then(async () => {
       const prefix = base + f.name + '?';
       const keep = keysOf(f);
       for (const req of await cache.keys()) {
         if (req.url.startsWith(prefix) && !keep.has(req.url)) await cache.delete(req);
       }
-    } catch (e) {
-      post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
-    }
-    stats.cacheWriteMs += performance.now() - t0;
+    }).catch((e) => {
+      if (!failed.has(key)) post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
+    }).finally(() => { if (writes.get(key) === w) writes.delete(key); });
+    writes.set(key, w);
+  }
+  const failed = new Set(); // keys whose download failed: their aborted write is expected
+
+  // flush waits for the cache writes under way.
+  async function flush() {
+    while (writes.size > 0) await Promise.all([...writes.values()]);
   }
 
   // readPart resolves to the bytes of part i of f: from the cache, else
@@ -363,9 +395,12 @@ async function openModel(modelUrl, cacheName, storageFree) {
       throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
     }
     stats.misses++;
-    const got = await download(f, p);
+    const got = await download(f, p, key);
     if (!got.whole) {
-      await store(f, key, got.buf);
+      // streamed into the cache under key; a part read on demand after
+      // the load (the vision tower's) is cached when the read resolves,
+      // as no load waits for it
+      if (p.vision) await writes.get(key);
       return got.buf;
     }
     for (const q of f.parts) {
@@ -374,7 +409,12 @@ async function openModel(modelUrl, cacheName, storageFree) {
         throw new Error(`integrity check failed for ${f.name}: bytes ${q.offset}-${q.offset + q.size - 1} do not match the manifest's sha256 for them; nothing was cached`);
       }
     }
-    for (const q of f.parts) await store(f, partKey(f, q), got.buf.slice(q.offset, q.offset + q.size));
+    if (cache) {
+      for (const q of f.parts) {
+        const k = partKey(f, q);
+        track(f, k, cache.put(k, new Response(got.buf.subarray(q.offset, q.offset + q.size), { headers: { 'content-type': 'application/octet-stream' } })));
+      }
+    }
     return got.buf.slice(p.offset, p.offset + p.size);
   }
 
@@ -396,9 +436,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
       throw new Error(`${f.name} is not cached and the model URL cannot be reached (offline)`);
     }
     stats.misses++;
-    buf = (await download(f)).buf;
-    await store(f, key, buf);
-    return buf;
+    return (await download(f, null, key)).buf; // streamed into the cache under key
   }
 
   // keepAll downloads and caches every part the engine has not read (the
@@ -407,15 +445,17 @@ async function openModel(modelUrl, cacheName, storageFree) {
   // downloaded.
   async function keepAll() {
     if (!cache) throw new Error('the model is not being cached (no Cache Storage, caching disabled, or too little storage)');
+    await flush(); // the load's writes: their parts are cached
     const before = stats.bytesDownloaded;
     for (const f of files.values()) {
       for (let i = 0; f.parts && i < f.parts.length; i++) {
         if (!(await cache.match(partKey(f, f.parts[i])))) await readPart(f, i);
       }
     }
+    await flush();
     return stats.bytesDownloaded - before;
   }
-  return { base, loadUrl, fetchFile, stats, keepAll };
+  return { base, loadUrl, fetchFile, stats, keepAll, flush, writing: () => writes.size > 0 };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -601,7 +641,10 @@ async function handle(msg) {
       loadStats = m.stats;
       model = m;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
-      loadStats.modelMs = performance.now() - t1; // fetch/verify/cache files, bind the model, probe the GPU
+      loadStats.modelMs = performance.now() - t1; // fetch/verify files, bind the model, probe the GPU
+      // the cache writes may outlive the load: cacheWriteMs is by how much
+      const tLoaded = performance.now();
+      m.written = m.writing() ? m.flush().then(() => { m.stats.cacheWriteMs = performance.now() - tLoaded; }) : Promise.resolve();
       return { info, cache: loadStats };
     }
     case 'generate': {
@@ -641,6 +684,11 @@ async function handle(msg) {
     case 'keepOffline':
       if (!model) throw new Error('keepOffline: no model is loaded');
       return { bytes: await model.keepAll() };
+    case 'stored':
+      if (!model) throw new Error('stored: no model is loaded');
+      await model.written;
+      await model.flush();
+      return { cache: loadStats };
     case 'saveSession': {
       // The engine's snapshot of the conversation, written to OPFS under a
       // temporary name and then moved over the old copy, so a failed save

@@ -113,6 +113,8 @@ export class Tessera {
    * loads without being cached, with a console warning and
    * loadStats.cacheSkipped; loadStats.persisted says whether the browser
    * agreed to keep the cache under storage pressure (storage.persist()).
+   * It resolves once the model is ready; the downloaded files may still be
+   * being written to the cache (stored() waits for that).
    */
   static async load(modelUrl, options = {}) {
     if (typeof modelUrl !== 'string' || modelUrl === '') {
@@ -186,9 +188,11 @@ export class Tessera {
   /**
    * Statistics of the load: {hits, misses, bytesDownloaded, offline,
    * cacheSkipped, storageFree, persisted, engineStartMs, modelMs,
-   * downloadMs, verifyMs, cacheWriteMs}: the last three split modelMs's
-   * file handling (download, sha256 check, Cache Storage write) from
-   * binding the model.
+   * downloadMs, verifyMs, cacheWriteMs}: downloadMs and verifyMs split
+   * modelMs's file handling (download, sha256 check) from binding the
+   * model; cacheWriteMs is how long the Cache Storage writes, which run
+   * while the files download, outlived the load (known once stored()
+   * resolves; 0 before).
    */
   loadStats = null;
   /** Statistics of the last finished generation (see Go engine.Stats). */
@@ -277,6 +281,19 @@ export class Tessera {
    */
   async keepOffline() {
     return this.#call({ type: 'keepOffline' });
+  }
+
+  /**
+   * Resolves to loadStats once the files the load downloaded are committed
+   * to Cache Storage, so that the next visit loads them offline. load()
+   * resolves as soon as the model is ready: the files stream into the
+   * cache as they download, and a large file's write can take longer than
+   * its download (keepOffline() waits for the writes too).
+   */
+  async stored() {
+    const r = await this.#call({ type: 'stored' });
+    this.loadStats = { ...r.cache, persisted: this.loadStats ? this.loadStats.persisted : undefined };
+    return this.loadStats;
   }
 
   /**

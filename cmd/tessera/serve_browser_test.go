@@ -765,7 +765,10 @@ func TestBrowserE2E(t *testing.T) {
 	if !slices.Equal(r1.IDs, native) {
 		t.Fatalf("browser greedy ids %v\nnative ids          %v", r1.IDs, native)
 	}
-	if c := r1.Cache; c.Misses == 0 || c.BytesDownloaded == 0 || c.DownloadMs <= 0 || c.VerifyMs <= 0 || c.CacheWriteMs <= 0 ||
+	// (cacheWriteMs is the wait for writes that ran during the download
+	// and the binding: it may be 0; the second phase's hits show they
+	// were committed)
+	if c := r1.Cache; c.Misses == 0 || c.BytesDownloaded == 0 || c.DownloadMs <= 0 || c.VerifyMs <= 0 || c.CacheWriteMs < 0 ||
 		c.DownloadMs+c.VerifyMs+c.CacheWriteMs > c.ModelMs {
 		t.Errorf("first load: cache %+v, want downloads, checked and cached, within modelMs", c)
 	}
