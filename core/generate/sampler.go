@@ -58,18 +58,20 @@ func (o SamplerOptions) Validate() error {
 	case o.RepetitionPenalty < 0:
 		return fmt.Errorf("repetition penalty must be ≥ 0, got %g", o.RepetitionPenalty)
 	}
-	for i, b := range o.LogitBias {
+	var seen map[int]bool // made once per validation, never per token
+	for _, b := range o.LogitBias {
 		switch {
 		case b.ID < 0:
 			return fmt.Errorf("logit bias: token id %d is negative", b.ID)
 		case !(b.Bias >= BanBias && b.Bias <= -BanBias):
 			return fmt.Errorf("logit bias of token %d must be in [%d, %d], got %g", b.ID, BanBias, -BanBias, b.Bias)
+		case seen[b.ID]:
+			return fmt.Errorf("logit bias: token %d is listed twice", b.ID)
 		}
-		for _, p := range o.LogitBias[:i] {
-			if p.ID == b.ID {
-				return fmt.Errorf("logit bias: token %d is listed twice", b.ID)
-			}
+		if seen == nil {
+			seen = make(map[int]bool, len(o.LogitBias))
 		}
+		seen[b.ID] = true
 	}
 	return nil
 }
