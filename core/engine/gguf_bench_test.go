@@ -3,14 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/ref"
-	"github.com/tessera-llm/tessera/core/safetensors"
 )
 
 // BenchmarkGGUFDecode times greedy decode of k3-micro exported to each
@@ -22,18 +18,7 @@ import (
 func BenchmarkGGUFDecode(b *testing.B) {
 	const n = 32
 	for _, typ := range []string{"q4_k", "mxfp4", "q8_0"} {
-		path := filepath.Join(b.TempDir(), "k3-micro."+typ+".gguf")
-		if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: typ}); err != nil {
-			b.Fatal(err)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e, err := LoadGGUF(safetensors.BytesSource(data), false)
-		if err != nil {
-			b.Fatal(err)
-		}
+		e, _ := microGGUF(b, typ)
 		for _, int8 := range []bool{true, false} {
 			b.Run(fmt.Sprintf("%s/int8=%v", typ, int8), func(b *testing.B) {
 				was := ref.SetInt8Activations(int8)
@@ -56,6 +41,5 @@ func BenchmarkGGUFDecode(b *testing.B) {
 				b.ReportMetric(float64(b.N*(n-1))/decode.Seconds(), "tok/s")
 			})
 		}
-		e.Close()
 	}
 }

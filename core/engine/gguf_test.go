@@ -149,7 +149,7 @@ func TestOpenInt8KernelsEnv(t *testing.T) {
 // microGGUF exports k3-micro as a GGUF file of type typ and loads it from
 // its bytes; the engine is closed when the test ends. It returns the
 // file's bytes too.
-func microGGUF(t *testing.T, typ string) (*Engine, []byte) {
+func microGGUF(t testing.TB, typ string) (*Engine, []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "k3-micro."+typ+".gguf")
 	if err := gguf.Export(microDir, path, gguf.ExportOptions{Type: typ}); err != nil {
