@@ -365,11 +365,11 @@ async function openModel(modelUrl, cacheName, storageFree) {
         if (req.url.startsWith(prefix) && !keep.has(req.url)) await cache.delete(req);
       }
     }).catch((e) => {
-      if (!failed.has(key)) post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
+      if (!failed.delete(key)) post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
     }).finally(() => { if (writes.get(key) === w) writes.delete(key); });
     writes.set(key, w);
   }
-  const failed = new Set(); // keys whose download failed: their aborted write is expected
+  const failed = new Set(); // keys whose download failed: their aborted write is expected (once)
 
   // flush waits for the cache writes under way.
   async function flush() {

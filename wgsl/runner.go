@@ -596,7 +596,7 @@ func (r *Runner) deviceSampling(opt generate.SamplerOptions, vocab int) error {
 }
 
 // deviceBan is a banned token's bias on the GPU: a finite stand-in for
-// the host's −∞ (generate.BanBias), since WGSL may assume no infinities;
+// the host's −∞ (generate.TokenBias.Bans), since WGSL may assume no infinities;
 // every sampler gives it probability 0 as it does −∞.
 const deviceBan = -1e30
 
@@ -621,7 +621,7 @@ func (r *Runner) setBias(lb []generate.TokenBias) error {
 			return fmt.Errorf("wgsl: logit bias token %d is outside the vocabulary [0, %d)", b.ID, V)
 		}
 		r.biasHost[b.ID] = b.Bias
-		if b.Bias <= generate.BanBias {
+		if b.Bans() {
 			r.biasHost[b.ID] = deviceBan
 		}
 	}

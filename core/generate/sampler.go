@@ -44,6 +44,10 @@ type TokenBias struct {
 // token's logit becomes −∞ rather than 100 less.
 const BanBias = -100
 
+// Bans reports whether b bans its token (Bias ≤ BanBias): the one rule
+// the host sampler (−∞) and a device sampler (its finite stand-in) apply.
+func (b TokenBias) Bans() bool { return b.Bias <= BanBias }
+
 // Validate reports options out of range, naming the option.
 func (o SamplerOptions) Validate() error {
 	switch {
@@ -87,7 +91,7 @@ func (o SamplerOptions) ValidateVocab(vocab int) error {
 		if b.ID >= vocab {
 			return fmt.Errorf("logit bias: token %d is outside the vocabulary [0, %d)", b.ID, vocab)
 		}
-		if b.Bias <= BanBias {
+		if b.Bans() {
 			bans++
 		}
 	}
@@ -104,7 +108,7 @@ func (o SamplerOptions) Bias(logits []float32) {
 		if b.ID >= len(logits) {
 			continue
 		}
-		if b.Bias <= BanBias {
+		if b.Bans() {
 			logits[b.ID] = float32(math.Inf(-1))
 		} else {
 			logits[b.ID] += b.Bias
