@@ -8,7 +8,7 @@
 // prints "RESULT <json>" to the console and POSTs the JSON (ids, text,
 // stats, info, cache use) to ?report= (a same-origin path). With
 // ?phases=N it then reloads itself as phase 2…N, which must load the model
-// from Cache Storage. With ?vision=URL&image=URL it also loads the vision
+// from the model store (OPFS). With ?vision=URL&image=URL it also loads the vision
 // model at ?vision on the CPU-only bundle and on ?gpuwasm (WebGPU),
 // generates greedily with the image and the prompt on both, and reports the
 // ids with the image's RGBA (base64) as the engine received it; ?decode=
@@ -163,14 +163,8 @@ async function load() {
   $('load-label').textContent = `Ready in ${((performance.now() - t0) / 1000).toFixed(2)} s` +
     (c.hits && !c.misses ? ' (from the cache' + (c.offline ? ', offline)' : ')') : '');
   $('load-progress').value = $('load-progress').max;
-  if (c.misses && !c.cacheSkipped) {
-    // the downloaded files are still being written to the cache
-    const label = $('load-label');
-    const ready = label.textContent;
-    label.textContent = ready + ' · saving for offline use…';
-    engine.stored().then(() => { label.textContent = ready + ' · saved for offline use'; },
-      (e) => { label.textContent = ready; console.warn(`tessera: ${e.message}`); });
-  }
+  // the downloaded files were committed to the store as the load ended
+  if (c.misses && !c.cacheSkipped && c.cacheWriteMs > 0) $('load-label').textContent += ' · saved for offline use';
   showFacts(info);
   gpuNotice(info);
   kept = keepEngineOffline(info);
@@ -371,9 +365,20 @@ async function abortCheck() {
   return { tokens: n, stopped: engine.lastStats && engine.lastStats.stopped };
 }
 
+// storeOrphans counts the files in the model store cacheName's OPFS
+// directory that its Cache Storage index does not list (must be 0: a
+// failed download leaves no bytes behind).
+async function storeOrphans(cacheName) {
+  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(cacheName, { create: true });
+  let files = 0;
+  for await (const entry of dir.keys()) void entry, files++;
+  const weights = (await (await caches.open(cacheName)).keys()).filter((r) => /\?(sha256|bytes)=/.test(r.url)).length;
+  return files - weights;
+}
+
 // failureChecks loads each model URL, expecting an error, and counts the
-// weight files of that URL left in Cache Storage (must be 0: nothing
-// unverified is ever cached).
+// weight files of that URL left in the model store (must be 0: nothing
+// unverified is ever cached) and the store's unindexed files.
 async function failureChecks(urls) {
   const out = {};
   for (const url of urls) {
@@ -387,7 +392,7 @@ async function failureChecks(urls) {
     const c = await caches.open('tessera-models-v1');
     const abs = new URL(url, location.href).href;
     const cachedWeights = (await c.keys()).filter((r) => r.url.startsWith(abs) && r.url.includes('.safetensors')).length;
-    out[url] = { error, cachedWeights };
+    out[url] = { error, cachedWeights, orphans: await storeOrphans('tessera-models-v1') };
   }
   return out;
 }
@@ -407,6 +412,7 @@ async function quotaCheck() {
   }
   const c = await caches.open(name);
   out.cachedWeights = (await c.keys()).filter((r) => r.url.includes('.safetensors')).length;
+  out.orphans = await storeOrphans(name);
   await caches.delete(name);
   return out;
 }
@@ -547,7 +553,7 @@ async function ggufCheck() {
       error = err.message;
     }
     const abs = new URL(url, location.href).href;
-    out.bad[url] = { error, cached: (await c.keys()).filter((q) => q.url.startsWith(abs + '?')).length };
+    out.bad[url] = { error, cached: (await c.keys()).filter((q) => q.url.startsWith(abs + '?')).length, orphans: await storeOrphans('tessera-models-v1') };
   }
   return out;
 }

@@ -9,7 +9,7 @@
 // it controls the page (app.js keepEngineOffline). Shell requests go to the
 // network first, so an online page is never stale; when the network fails
 // or answers with an error, the stored copy is served. Model files are not handled here: the engine's worker keeps
-// them in its own cache (tessera-models-v1) and checks them against the
+// them in its own store (tessera-models-v1: OPFS, indexed in Cache Storage) and checks them against the
 // manifest. Everything else (the OpenAI API under /v1/, other paths) passes
 // through untouched.
 'use strict';

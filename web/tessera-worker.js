@@ -17,11 +17,12 @@
 //
 // Weights: model.manifest.json (written by `tessera manifest`) lists every
 // file with its size and sha256 (for a GGUF file, <file>.gguf.manifest.json
-// lists that one file). Each file is read from Cache Storage when a
-// verified copy is there, else downloaded with streaming progress, checked
-// against the manifest and only then stored, so an interrupted or corrupt
-// download never becomes a cache entry. When the network is unreachable the
-// cached manifest is used, so a model loaded once works offline.
+// lists that one file). Each file is read from the store (openStore: OPFS,
+// indexed in Cache Storage) when a verified copy is there, else downloaded
+// with streaming progress, checked against the manifest and only then
+// committed, so an interrupted or corrupt download never becomes a cache
+// entry. When the network is unreachable the cached manifest is used, so a
+// model loaded once works offline.
 //
 // Images: a Blob is decoded by the browser (createImageBitmap, EXIF
 // orientation applied, no colour-space conversion, no premultiplication)
@@ -36,6 +37,7 @@ const MANIFEST = 'model.manifest.json';
 const MANIFEST_SUFFIX = '.manifest.json'; // a GGUF file's manifest: <file>.gguf.manifest.json
 const MANIFEST_FORMAT = 'tessera-manifest/1';
 const SESSION_EXT = '.tessera-session';
+const WRITE_BATCH = 4 << 20; // a download is written to the store in pieces of this size
 
 // sessionDir is the OPFS directory saved conversations live in.
 async function sessionDir() {
@@ -150,17 +152,155 @@ function validParts(f) {
   return at === f.size;
 }
 
+// The store of verified model files named cacheName: their bytes in the
+// origin private file system (OPFS), in the directory of that name, one
+// file per cached file or part, named by the sha256 of its key; and an
+// index in Cache Storage (the cache of that name, which also keeps the
+// manifest), one small entry per key, put only once the bytes are written,
+// flushed and moved to their final name. A key in the index is thus a
+// complete, verified copy, and a download that fails leaves neither.
+// OPFS is read with a synchronous access handle straight into the wasm
+// heap, range by range: a cached model is never held in JavaScript memory,
+// and reads run at file speed (Cache Storage reads ran at about a tenth).
+// openStore resolves to null without cacheName or Cache Storage, and to
+// {cache, files: null} (the manifest cached, the model not, with a
+// warning) without OPFS's synchronous access handles.
+async function openStore(cacheName) {
+  if (!cacheName || !self.caches) return null;
+  const cache = await self.caches.open(cacheName).catch(() => null);
+  if (!cache) return null;
+  let dir = null;
+  if (self.navigator && navigator.storage && navigator.storage.getDirectory &&
+      typeof FileSystemFileHandle !== 'undefined' && FileSystemFileHandle.prototype.createSyncAccessHandle) {
+    dir = await navigator.storage.getDirectory().then((root) => root.getDirectoryHandle(cacheName, { create: true })).catch(() => null);
+  }
+  if (!dir) {
+    post({ type: 'warning', message: 'this browser offers no origin private file system with synchronous access in workers: the model is not cached and is downloaded again next time' });
+    return { cache, files: null };
+  }
+  // a key's file: the sha256 of the key as Cache Storage lists it (a
+  // parsed URL, so that sweep finds the names open uses)
+  const fileOf = async (key) => hex(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(new URL(key).href)));
+  const store = {
+    cache,
+    files: {
+      // open resolves to the committed copy under key (storedFile), or null; a key whose bytes are gone or of another size is
+      // dropped.
+      async open(key, size) {
+        if (!(await cache.match(key))) return null;
+        const name = await fileOf(key);
+        const fh = await dir.getFileHandle(name).catch(() => null);
+        const sf = fh && await storedFile(fh);
+        if (sf && sf.size === size) return sf;
+        if (sf) sf.close();
+        await store.drop(key);
+        return null;
+      },
+      // writer opens a temporary file for key's bytes: write(bytes, at)
+      // as they come, then commit() (flush, move to the final name, index)
+      // or abort(). It rejects when the file cannot be created.
+      async writer(key) {
+        const name = await fileOf(key);
+        const tmp = `${name}.${Math.random().toString(36).slice(2)}.tmp`;
+        let fh, h;
+        try {
+          fh = await dir.getFileHandle(tmp, { create: true });
+          h = await fh.createSyncAccessHandle();
+        } catch (e) {
+          if (fh) await dir.removeEntry(tmp).catch(() => {});
+          throw e;
+        }
+        let open = true;
+        const abort = async () => {
+          if (open) { open = false; h.close(); }
+          await dir.removeEntry(tmp).catch(() => {});
+        };
+        return {
+          write(bytes, at) {
+            const n = h.write(bytes, { at });
+            if (n !== bytes.length) throw new DOMException(`wrote ${n} of ${bytes.length} bytes (storage full?)`, 'QuotaExceededError');
+          },
+          abort,
+          async commit() {
+            try {
+              h.flush();
+              h.close();
+              open = false;
+              // a copy already there (another tab's, or an unindexed one)
+              // is replaced; one being read stays, and ours is dropped
+              await dir.removeEntry(name).catch(() => {});
+              const moved = await fh.move(name).then(() => true, () => false);
+              if (!moved && !(await dir.getFileHandle(name).catch(() => null))) throw new Error('could not move the written file to its name');
+              if (!moved) await dir.removeEntry(tmp).catch(() => {});
+              await cache.put(key, new Response('{}', { headers: { 'content-type': 'application/json' } }));
+            } catch (e) {
+              await abort();
+              throw e;
+            }
+          },
+        };
+      },
+    },
+    // drop removes key from the index and its bytes.
+    async drop(key) {
+      await cache.delete(key);
+      await dir.removeEntry(await fileOf(key)).catch(() => {});
+    },
+    // sweep removes the files no key indexes: left by a write that never
+    // finished, or by a page that deleted the cache (Cache Storage) and not
+    // the files. A file open elsewhere (another tab's write) is kept.
+    async sweep() {
+      const keep = new Set();
+      for (const req of await cache.keys()) keep.add(await fileOf(req.url));
+      for await (const [name] of dir.entries()) {
+        if (!keep.has(name)) await dir.removeEntry(name).catch(() => {});
+      }
+    },
+  };
+  await store.sweep().catch(() => {});
+  return store;
+}
+
+// storedFile opens an OPFS file for reading by range: {size, readInto(dst,
+// at) → bytes read, readHeap(addr, n, at), close()}, both reads
+// synchronous; readHeap reads into tessera.wasm's heap at addr, its view of
+// the memory made here, at the call (the Go side's allocations while it
+// passes the arguments may grow the memory, detaching any older view).
+// Another open handle on the file (a second tab reading the same model)
+// makes it fall back to reading slices of the file through
+// FileReaderSync, slower but without a lock.
+async function storedFile(fh) {
+  const heap = (addr, n) => new Uint8Array(self.wasm.instance.exports.mem.buffer, addr, n);
+  try {
+    const h = await fh.createSyncAccessHandle();
+    const readInto = (dst, at) => h.read(dst, { at });
+    return { size: h.getSize(), readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close: () => h.close() };
+  } catch (e) {
+    if (e.name !== 'NoModificationAllowedError') return null;
+  }
+  const f = await fh.getFile().catch(() => null);
+  if (!f) return null;
+  const r = new FileReaderSync();
+  const readInto = (dst, at) => {
+    const b = new Uint8Array(r.readAsArrayBuffer(f.slice(at, at + dst.length)));
+    dst.set(b);
+    return b.length;
+  };
+  return { size: f.size, readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close() {} };
+}
+
 // openModel returns a fetchFile(name) for the Go loader and load stats.
 // A file the manifest splits into parts is fetched part by part as the
 // engine reads it (HTTP Range requests), each part checked against its own
 // sha256 and cached on its own: a text-only session never downloads the
-// part that holds the vision tower. fetchFile resolves to a Uint8Array for
-// a whole file, and for a file in parts to {size, parts: [{offset, size}],
-// read(i)}, read(i) resolving to part i's bytes.
-// A downloaded file or part streams into Cache Storage as it arrives; the
-// write is committed only after the sha256 check passes (it is aborted
-// otherwise, so nothing unverified is ever cached). Writes finish in the
-// background, after the load if need be: flush() waits for them.
+// part that holds the vision tower. fetchFile resolves to the file's
+// bytes (a Uint8Array, when it is not cached) or its cached copy
+// ({size, readInto, close}: storedFile), and for a file in parts to
+// {size, parts: [{offset, size}], read(i)}, read(i) resolving to part i
+// as either. A download is written to the store as it arrives and
+// committed only after its sha256 check (see openStore); the load then
+// reads the stored copy, so the downloaded bytes and the wasm heap's copy
+// of the weights are not held at once.
 // storageFree, when a number, replaces the free storage the browser reports
 // (tests).
 async function openModel(modelUrl, cacheName, storageFree) {
@@ -173,7 +313,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
   const fileUrl = new URL(modelUrl, self.location.href).href;
   const manifestName = gguf ? fileUrl.slice(base.length) + MANIFEST_SUFFIX : MANIFEST;
   const manifestUrl = base + manifestName;
-  let cache = (self.caches && cacheName) ? await self.caches.open(cacheName).catch(() => null) : null;
+  const opened = await openStore(cacheName);
+  const cache = opened ? opened.cache : null; // the manifest's copy
+  let store = opened && opened.files ? opened : null; // the weights'
   const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false, downloadMs: 0, verifyMs: 0, cacheWriteMs: 0 };
 
   let manifest = null;
@@ -230,11 +372,11 @@ async function openModel(modelUrl, cacheName, storageFree) {
   // Storage: the files still to download must fit in what the browser lets
   // this origin keep (with 10 % to spare), else they are downloaded but not
   // cached — better than failing halfway through filling the quota.
-  if (cache && !stats.offline) {
+  if (store && !stats.offline) {
     let need = 0;
     for (const f of files.values()) {
       for (const p of (f.parts || [f])) {
-        if (!p.vision && !(await cache.match(f.parts ? partKey(f, p) : keyOf(f)))) need += p.size;
+        if (!p.vision && !(await store.cache.match(f.parts ? partKey(f, p) : keyOf(f)))) need += p.size;
       }
     }
     let free = typeof storageFree === 'number' ? storageFree : null;
@@ -247,36 +389,57 @@ async function openModel(modelUrl, cacheName, storageFree) {
       const mb = (n) => (n / 1e6).toFixed(1) + ' MB';
       post({ type: 'warning', message: `not enough browser storage to keep this model for offline use (it needs ${mb(need)}, ${mb(Math.max(0, free))} are free): it is loaded now and downloaded again next time` });
       stats.cacheSkipped = true;
-      cache = null;
+      store = null;
     }
   }
 
-  // fromCache returns the cached bytes under key (size bytes), or null;
-  // a write under way to key is waited for.
-  async function fromCache(size, key) {
-    if (!cache) return null;
-    if (writes.has(key)) await writes.get(key);
-    const hit = await cache.match(key);
-    if (!hit) return null;
-    const buf = new Uint8Array(await hit.arrayBuffer());
-    if (buf.length !== size) { // never put unverified, but be safe
-      await cache.delete(key);
-      return null;
+  // share runs one fetch of key at a time (fn: its bytes, or null once
+  // the store has them), shared by the callers asking meanwhile (the
+  // engine's read of a vision part and keepOffline's, say, or a part
+  // fetched ahead and then read).
+  const fetching = new Map();
+  const counted = new Set(); // keys this load has counted (hits, misses, progress): once each
+  function share(key, fn) {
+    if (!fetching.has(key)) fetching.set(key, fn().finally(() => fetching.delete(key)));
+    return fetching.get(key);
+  }
+
+  // once resolves to key's bytes (fetch: a shared fetch of them) or, when
+  // the store has them, to the caller's own handle on the stored copy
+  // (closing it closes no other's). A copy the index lists but that cannot
+  // be opened (its file gone, or of another size) is dropped and fetched
+  // again.
+  async function once(key, size, fetch) {
+    for (let attempt = 0; ; attempt++) {
+      const bytes = await fetch();
+      if (bytes) return bytes;
+      const sf = await store.files.open(key, size);
+      if (sf) return sf;
+      if (attempt > 0) throw new Error(`the browser's model store lost ${key} as it was read`);
     }
-    return buf;
+  }
+
+  // stored reports whether key is in the store.
+  async function stored(key) {
+    return store ? !!(await store.cache.match(key)) : false;
   }
 
   // download fetches file f, or only its part p (an HTTP Range request)
   // when p is given, and checks it against the manifest's sha256. A server
   // that ignores the Range header sends the whole file, checked whole: the
-  // result is then {buf: the file, whole: true}, else {buf, whole: false}
-  // and the bytes were streamed into the cache under key as they came
-  // (committed once checked: see track).
+  // result is then {buf: the file, whole: true}, else {buf, whole: false,
+  // stored}, stored saying whether the bytes were committed to the store
+  // under key as well (written as they came, committed once checked).
   async function download(f, p, key) {
     const what = p ? `${f.name} (bytes ${p.offset}-${p.offset + p.size - 1})` : f.name;
     let resp;
     try {
-      resp = await fetch(base + f.name, p ? { headers: { Range: `bytes=${p.offset}-${p.offset + p.size - 1}` } } : undefined);
+      // no-store: the store keeps the checked copy; the browser's HTTP
+      // cache would write every byte to disk a second time (parts of a
+      // size it caches: 64 MiB parts made the cold load a fifth slower)
+      const init = { cache: 'no-store' };
+      if (p) init.headers = { Range: `bytes=${p.offset}-${p.offset + p.size - 1}` };
+      resp = await fetch(base + f.name, init);
     } catch (e) {
       throw new Error(`downloading ${what} failed (network): ${e.message}`);
     }
@@ -295,23 +458,29 @@ async function openModel(modelUrl, cacheName, storageFree) {
     const want = ranged ? p : f;
     const label = ranged ? what : f.name;
     const out = new Uint8Array(want.size);
-    // The cache's copy: a stream of views of out (no second copy in
-    // memory), closed after the sha256 check, errored on any failure. A
-    // whole file sent for a part is cached part by part by readPart.
-    let sink = null;
-    if (cache && (ranged || !p)) {
-      const body = new ReadableStream({ start(c) { sink = c; } });
-      track(f, key, cache.put(key, new Response(body, { headers: { 'content-type': 'application/octet-stream' } })));
-    }
-    const fail = (msg) => {
-      const e = new Error(msg);
-      if (sink) {
-        failed.add(key);
-        sink.error(e);
+    // The store's copy, written as the bytes come. A whole file sent for
+    // a part is stored part by part by readPart.
+    let w = store && (ranged || !p) ? await store.files.writer(key).catch((e) => { cannotStore(f, e); return null; }) : null;
+    let wrote = 0; // ms spent writing
+    const write = (c, at) => {
+      if (!w) return;
+      const t = performance.now();
+      try {
+        w.write(c, at);
+      } catch (e) {
+        cannotStore(f, e);
+        w.abort();
+        w = null;
       }
-      return e;
+      wrote += performance.now() - t;
+    };
+    const fail = (msg) => {
+      if (w) w.abort();
+      return new Error(msg);
     };
     let off = 0;
+    let shown = 0; // when progress was last posted
+    let written = 0; // bytes written to the store's copy
     const reader = resp.body.getReader();
     for (;;) {
       let chunk;
@@ -327,95 +496,150 @@ async function openModel(modelUrl, cacheName, storageFree) {
         throw fail(`integrity check failed for ${label}: the server sent more than the ${want.size} bytes the manifest lists`);
       }
       out.set(c, off);
-      if (sink) sink.enqueue(out.subarray(off, off + c.length));
       off += c.length;
+      if (off - written >= WRITE_BATCH) { // few large writes: each is a call into the file system
+        write(out.subarray(written, off), written);
+        written = off;
+      }
       stats.bytesDownloaded += c.length;
-      if (p && p.vision) {
-        // read on demand, after the load: its own progress
-        post({ type: 'progress', file: f.name, loaded: off, total: want.size, fromCache: false });
-      } else {
-        done += c.length;
-        post({ type: 'progress', file: f.name, loaded: done, total, fromCache: false });
+      if (!(p && p.vision)) done += c.length;
+      // progress at most every 50 ms (a message per network chunk cost
+      // the page's thread, and so the download, seconds per GB)
+      const now = performance.now();
+      if (now - shown >= 50 || off === want.size) {
+        shown = now;
+        if (p && p.vision) {
+          // read on demand, after the load: its own progress
+          post({ type: 'progress', file: f.name, loaded: off, total: want.size, fromCache: false });
+        } else {
+          post({ type: 'progress', file: f.name, loaded: done, total, fromCache: false });
+        }
       }
     }
+    if (off > written) write(out.subarray(written, off), written);
     if (off !== want.size) {
       throw fail(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
     }
     const t1 = performance.now();
     const got = hex(await crypto.subtle.digest('SHA-256', out));
-    stats.downloadMs += t1 - t0;
+    stats.downloadMs += t1 - t0 - wrote;
     stats.verifyMs += performance.now() - t1;
     if (got !== want.sha256) {
       throw fail(`integrity check failed for ${label}: sha256 ${got}, manifest says ${want.sha256}; nothing was cached`);
     }
-    if (sink) sink.close();
-    return { buf: out, whole: !ranged };
+    let stored = false;
+    if (w) {
+      const t = performance.now();
+      stored = await w.commit().then(() => true, (e) => { cannotStore(f, e); return false; });
+      if (stored) await dropOthers(f);
+      stats.cacheWriteMs += wrote + performance.now() - t;
+    }
+    return { buf: out, whole: !ranged, stored };
   }
 
-  // track follows the cache write put of f's bytes under key: once it is
-  // committed, copies of f with another hash (an older model version, or
-  // the file cached whole before it came in parts) are dropped; a write
-  // that fails for another reason than a failed download is a warning.
-  const writes = new Map(); // key → its write under way
-  function track(f, key, put) {
-    const w = put.then(async () => {
-      const prefix = base + f.name + '?';
-      const keep = keysOf(f);
-      for (const req of await cache.keys()) {
-        if (req.url.startsWith(prefix) && !keep.has(req.url)) await cache.delete(req);
-      }
-    }).catch((e) => {
-      if (!failed.delete(key)) post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
-    }).finally(() => { if (writes.get(key) === w) writes.delete(key); });
-    writes.set(key, w);
-  }
-  const failed = new Set(); // keys whose download failed: their aborted write is expected (once)
-
-  // flush waits for the cache writes under way.
-  async function flush() {
-    while (writes.size > 0) await Promise.all([...writes.values()]);
+  // cannotStore warns, once per file, that f could not be cached.
+  const warned = new Set();
+  function cannotStore(f, e) {
+    if (warned.has(f.name)) return;
+    warned.add(f.name);
+    post({ type: 'warning', message: `could not cache ${f.name} (${e.name}: ${e.message}); it will be downloaded again next time` });
   }
 
-  // readPart resolves to the bytes of part i of f: from the cache, else
-  // downloaded (a server without Range support sends the whole file:
-  // every part of it is then cached).
-  async function readPart(f, i) {
+  // dropOthers removes the copies of f with another hash (an older model
+  // version, or the file cached whole before it came in parts).
+  async function dropOthers(f) {
+    const prefix = base + f.name + '?';
+    const keep = keysOf(f);
+    for (const req of await store.cache.keys()) {
+      if (req.url.startsWith(prefix) && !keep.has(req.url)) await store.drop(req.url);
+    }
+  }
+
+  // store writes bytes already checked under key (a part of a file a
+  // server sent whole), reporting whether it did.
+  async function storeChecked(f, key, bytes) {
+    let w = null;
+    try {
+      w = await store.files.writer(key);
+      w.write(bytes, 0);
+      await w.commit();
+      return true;
+    } catch (e) {
+      if (w) await w.abort();
+      cannotStore(f, e);
+      return false;
+    }
+  }
+
+  // readPart resolves to part i of f: from the store, else downloaded (a
+  // server without Range support sends the whole file: every part of it
+  // is then stored). With a store, the next part (not the vision tower's)
+  // downloads while the engine binds one (fetchAhead).
+  function readPart(f, i) {
+    asked.set(f.name, Math.max(asked.get(f.name) ?? -1, i));
+    if (ranges) fetchAhead(f, i + 1);
+    return once(partKey(f, f.parts[i]), f.parts[i].size, () => partFetch(f, i));
+  }
+
+  // fetchAhead starts fetching part j of f into the store, unless it is
+  // the vision tower's, under way, or more than one past the last part the
+  // engine asked for. Only once the server has answered a range request
+  // with a range: one without sends the whole file for every request.
+  const asked = new Map(); // file name → the highest part index the engine asked for
+  let ranges = false; // the server answered a range request with a range
+  function fetchAhead(f, j) {
+    const p = f.parts[j];
+    if (!store || !p || p.vision || fetching.has(partKey(f, p)) || j > (asked.get(f.name) ?? -1) + 1) return;
+    partFetch(f, j).catch(() => {}); // an error comes again when the engine reads it
+  }
+
+  // partFetch resolves to part i's bytes, or null once the store has them.
+  function partFetch(f, i) {
     const p = f.parts[i];
     const key = partKey(f, p);
-    let buf = await fromCache(p.size, key);
-    if (buf) {
-      stats.hits++;
-      if (!p.vision) {
-        done += p.size;
-        post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+    return share(key, async () => {
+      if (await stored(key)) {
+        if (!counted.has(key)) {
+          counted.add(key);
+          stats.hits++;
+          if (!p.vision) {
+            done += p.size;
+            post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+          }
+        }
+        return null;
       }
-      return buf;
-    }
-    if (stats.offline) {
-      throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
-    }
-    stats.misses++;
-    const got = await download(f, p, key);
-    if (!got.whole) {
-      // streamed into the cache under key; a part read on demand after
-      // the load (the vision tower's) is cached when the read resolves,
-      // as no load waits for it
-      if (p.vision) await writes.get(key);
-      return got.buf;
-    }
-    for (const q of f.parts) {
-      const b = got.buf.subarray(q.offset, q.offset + q.size);
-      if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
-        throw new Error(`integrity check failed for ${f.name}: bytes ${q.offset}-${q.offset + q.size - 1} do not match the manifest's sha256 for them; nothing was cached`);
+      if (stats.offline) {
+        throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
       }
-    }
-    if (cache) {
+      stats.misses++;
+      const got = await download(f, p, key);
+      counted.add(key);
+      if (!got.whole) {
+        ranges = true;
+        fetchAhead(f, i + 1);
+        return got.stored ? null : got.buf;
+      }
       for (const q of f.parts) {
-        const k = partKey(f, q);
-        track(f, k, cache.put(k, new Response(got.buf.subarray(q.offset, q.offset + q.size), { headers: { 'content-type': 'application/octet-stream' } })));
+        const b = got.buf.subarray(q.offset, q.offset + q.size);
+        if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
+          throw new Error(`integrity check failed for ${f.name}: bytes ${q.offset}-${q.offset + q.size - 1} do not match the manifest's sha256 for them; nothing was cached`);
+        }
       }
-    }
-    return got.buf.slice(p.offset, p.offset + p.size);
+      let all = false;
+      if (store) {
+        const t = performance.now();
+        all = true;
+        for (const q of f.parts) {
+          const k = partKey(f, q);
+          all = (await storeChecked(f, k, got.buf.subarray(q.offset, q.offset + q.size))) && all;
+          counted.add(k);
+        }
+        if (all) await dropOthers(f);
+        stats.cacheWriteMs += performance.now() - t;
+      }
+      return all ? null : got.buf.slice(p.offset, p.offset + p.size);
+    });
   }
 
   async function fetchFile(name) {
@@ -425,37 +649,41 @@ async function openModel(modelUrl, cacheName, storageFree) {
       return { size: f.size, parts: f.parts.map((p) => ({ offset: p.offset, size: p.size })), read: (i) => readPart(f, i) };
     }
     const key = keyOf(f);
-    let buf = await fromCache(f.size, key);
-    if (buf) {
-      stats.hits++;
-      done += f.size;
-      post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
-      return buf;
-    }
-    if (stats.offline) {
-      throw new Error(`${f.name} is not cached and the model URL cannot be reached (offline)`);
-    }
-    stats.misses++;
-    return (await download(f, null, key)).buf; // streamed into the cache under key
+    return once(key, f.size, () => share(key, async () => {
+      if (await stored(key)) {
+        stats.hits++;
+        done += f.size;
+        post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+        return null;
+      }
+      if (stats.offline) {
+        throw new Error(`${f.name} is not cached and the model URL cannot be reached (offline)`);
+      }
+      stats.misses++;
+      const got = await download(f, null, key);
+      // the stored copy is read, so that the downloaded bytes can go
+      return got.stored ? null : got.buf;
+    }));
   }
 
-  // keepAll downloads and caches every part the engine has not read (the
+  // keepAll downloads and stores every part the engine has not read (the
   // vision tower's, otherwise fetched on the first image), so that the
   // model works offline with images too; it resolves to the bytes it
   // downloaded.
   async function keepAll() {
-    if (!cache) throw new Error('the model is not being cached (no Cache Storage, caching disabled, or too little storage)');
-    await flush(); // the load's writes: their parts are cached
+    if (!store) throw new Error('the model is not being cached (no Cache Storage or OPFS, caching disabled, or too little storage)');
     const before = stats.bytesDownloaded;
     for (const f of files.values()) {
       for (let i = 0; f.parts && i < f.parts.length; i++) {
-        if (!(await cache.match(partKey(f, f.parts[i])))) await readPart(f, i);
+        if (!(await store.cache.match(partKey(f, f.parts[i])))) {
+          const sf = await readPart(f, i);
+          if (sf && sf.close) sf.close();
+        }
       }
     }
-    await flush();
     return stats.bytesDownloaded - before;
   }
-  return { base, loadUrl, fetchFile, stats, keepAll, flush, writing: () => writes.size > 0 };
+  return { base, loadUrl, fetchFile, stats, keepAll };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -642,9 +870,6 @@ async function handle(msg) {
       model = m;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
       loadStats.modelMs = performance.now() - t1; // fetch/verify files, bind the model, probe the GPU
-      // the cache writes may outlive the load: cacheWriteMs is by how much
-      const tLoaded = performance.now();
-      m.written = m.writing() ? m.flush().then(() => { m.stats.cacheWriteMs = performance.now() - tLoaded; }) : Promise.resolve();
       return { info, cache: loadStats };
     }
     case 'generate': {
@@ -686,8 +911,6 @@ async function handle(msg) {
       return { bytes: await model.keepAll() };
     case 'stored':
       if (!model) throw new Error('stored: no model is loaded');
-      await model.written;
-      await model.flush();
       return { cache: loadStats };
     case 'saveSession': {
       // The engine's snapshot of the conversation, written to OPFS under a

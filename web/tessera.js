@@ -107,14 +107,16 @@ export class Tessera {
    * allowSoftwareAdapter), where auto always takes the CPU; each falls back
    * to tessera.wasm where the server has no such file; tessera.wasm
    * otherwise; info().gpuRunner says which bundle runs), execUrl
-   * (wasm_exec.js), workerUrl, cacheName (Cache Storage
-   * bucket; '' disables caching). When the files to download do not fit in
+   * (wasm_exec.js), workerUrl, cacheName (the model store: the OPFS
+   * directory holding the weights and the Cache Storage bucket indexing
+   * them, both of this name; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
    * loads without being cached, with a console warning and
    * loadStats.cacheSkipped; loadStats.persisted says whether the browser
    * agreed to keep the cache under storage pressure (storage.persist()).
-   * It resolves once the model is ready; the downloaded files may still be
-   * being written to the cache (stored() waits for that).
+   * It resolves once the model is ready, its downloaded files committed
+   * to the store (written while they download, committed once their
+   * sha256 matches).
    */
   static async load(modelUrl, options = {}) {
     if (typeof modelUrl !== 'string' || modelUrl === '') {
@@ -190,9 +192,8 @@ export class Tessera {
    * cacheSkipped, storageFree, persisted, engineStartMs, modelMs,
    * downloadMs, verifyMs, cacheWriteMs}: downloadMs and verifyMs split
    * modelMs's file handling (download, sha256 check) from binding the
-   * model; cacheWriteMs is how long the Cache Storage writes, which run
-   * while the files download, outlived the load (known once stored()
-   * resolves; 0 before).
+   * model; cacheWriteMs is the time spent writing downloaded files to the
+   * store (OPFS), part of modelMs.
    */
   loadStats = null;
   /** Statistics of the last finished generation (see Go engine.Stats). */
@@ -285,10 +286,9 @@ export class Tessera {
 
   /**
    * Resolves to loadStats once the files the load downloaded are committed
-   * to Cache Storage, so that the next visit loads them offline. load()
-   * resolves as soon as the model is ready: the files stream into the
-   * cache as they download, and a large file's write can take longer than
-   * its download (keepOffline() waits for the writes too).
+   * to the store, so that the next visit loads them offline: at once, as
+   * load() commits them before it resolves (kept for pages written when
+   * the write could outlive the load).
    */
   async stored() {
     const r = await this.#call({ type: 'stored' });

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/chat"
+	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/core/vision"
@@ -46,7 +47,10 @@ type manifestFile struct {
 	// the browser fetches (HTTP Range), checks and caches one by one, as
 	// the engine reads them: a safetensors file whose vision tower
 	// (vision_tower.*, mm_projector.*) lies in one run of tensors gets a
-	// part for it, which a text-only page never downloads.
+	// part for it, which a text-only page never downloads, and a file
+	// larger than the part size (defaultPartSize) is cut into parts of at
+	// most that size, so that the page never holds more than a part of a
+	// download in memory to check it.
 	Parts []manifestPart `json:"parts,omitempty"`
 }
 
@@ -89,9 +93,17 @@ func manifestFiles(dir string) ([]string, error) {
 	return names, nil
 }
 
+// defaultPartSize is the part size of `tessera manifest` (--part-size) and
+// of the manifest `tessera serve` writes: big enough that the requests
+// cost nothing next to the bytes, small enough that a part's download
+// and its sha256 check (WebCrypto digests whole buffers, copying them)
+// take little memory next to the weights.
+const defaultPartSize = 64 << 20
+
 // buildManifest hashes the model files of dir (a directory, or a GGUF
-// file: its manifest lists the file by its base name).
-func buildManifest(dir string) (*modelManifest, error) {
+// file: its manifest lists the file by its base name), cutting files
+// larger than partSize into parts (0: only a vision tower's part).
+func buildManifest(dir string, partSize int64) (*modelManifest, error) {
 	names, err := manifestFiles(dir)
 	if err != nil {
 		return nil, err
@@ -105,6 +117,13 @@ func buildManifest(dir string) (*modelManifest, error) {
 			if parts, err = safetensorsParts(path); err != nil {
 				return nil, err
 			}
+		}
+		if strings.HasSuffix(n, ".safetensors") || strings.HasSuffix(n, ".gguf") {
+			st, err := os.Stat(path)
+			if err != nil {
+				return nil, err
+			}
+			parts = splitParts(parts, st.Size(), partSize)
 		}
 		f, err := hashFile(path, parts)
 		if err != nil {
@@ -148,6 +167,30 @@ func hashFile(path string, parts []manifestPart) (manifestFile, error) {
 		return manifestFile{}, fmt.Errorf("%s changed while it was hashed (%d bytes past its parts)", path, k)
 	}
 	return manifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), Parts: parts}, nil
+}
+
+// splitParts cuts the parts of a file of size bytes (nil: the file as one
+// part) into pieces of at most partSize bytes, each keeping its part's
+// Vision flag; nil when that leaves one part. partSize 0 cuts nothing.
+func splitParts(parts []manifestPart, size, partSize int64) []manifestPart {
+	if parts == nil {
+		parts = []manifestPart{{Offset: 0, Size: size}}
+	}
+	var out []manifestPart
+	for _, p := range parts {
+		for off := p.Offset; off < p.Offset+p.Size; {
+			n := p.Offset + p.Size - off
+			if partSize > 0 {
+				n = min(n, partSize)
+			}
+			out = append(out, manifestPart{Offset: off, Size: n, Vision: p.Vision})
+			off += n
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
 }
 
 // safetensorsParts plans the parts of a safetensors file: nil unless its
@@ -257,9 +300,10 @@ func (mf *modelManifest) marshal() []byte {
 }
 
 func cmdManifest(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("manifest", "--model DIR|FILE.gguf [--out FILE]", stderr)
+	fs := newFlags("manifest", "--model DIR|FILE.gguf [--out FILE] [--part-size BYTES]", stderr)
 	dir := fs.String("model", "", "model directory (config.json + safetensors) or GGUF file")
 	out := fs.String("out", "", "output file (default DIR/"+manifestName+", or FILE.gguf"+ggufManifestSuffix+"; - for stdout)")
+	partSize := fs.String("part-size", "64M", "cut weight files larger than this into parts the browser downloads, checks and caches one by one (0: whole files)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -267,7 +311,11 @@ func cmdManifest(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("need --model DIR and no other arguments: %w", errUsage)
 	}
-	mf, err := buildManifest(*dir)
+	ps, err := engine.ParseBytes(*partSize)
+	if err != nil || ps < 0 || (ps > 0 && ps < 1<<20) {
+		return fmt.Errorf("--part-size %q: want a size of at least 1M (64M, 256M, …) or 0 for whole files: %w", *partSize, errUsage)
+	}
+	mf, err := buildManifest(*dir, ps)
 	if err != nil {
 		return err
 	}

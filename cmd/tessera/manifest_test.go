@@ -72,6 +72,12 @@ func TestManifest(t *testing.T) {
 	if code := runMain([]string{"manifest"}, &stdout, &errb); code != 2 {
 		t.Errorf("no --model: exit %d", code)
 	}
+	for _, bad := range []string{"x", "-1", "1000", "12Q"} {
+		errb.Reset()
+		if code := runMain([]string{"manifest", "--model", dir, "--part-size", bad}, &stdout, &errb); code != 2 || !strings.Contains(errb.String(), `--part-size "`+bad+`"`) {
+			t.Errorf("--part-size %s: exit %d, %q", bad, code, errb.String())
+		}
+	}
 	errb.Reset()
 	if code := runMain([]string{"manifest", "--model", t.TempDir()}, &stdout, &errb); code != 1 || !strings.Contains(errb.String(), "config.json") {
 		t.Errorf("empty dir: exit %d, %q", code, errb.String())
@@ -115,6 +121,54 @@ func TestManifestGGUF(t *testing.T) {
 		mf.Files[0].SHA256 != hex.EncodeToString(sum[:]) || mf.TotalSize != int64(len(data)) || mf.Format != manifestFormat {
 		t.Errorf("manifest %+v, want the one file of %d bytes", mf, len(data))
 	}
+}
+
+// splitParts cuts parts bigger than the part size into pieces that keep
+// their part's Vision flag and cover it; one part is none.
+func TestSplitParts(t *testing.T) {
+	type p = manifestPart
+	for _, tc := range []struct {
+		name        string
+		parts       []p
+		size, limit int64
+		want        []p
+	}{
+		{"small file", nil, 100, 64, []p{{Offset: 0, Size: 64}, {Offset: 64, Size: 36}}},
+		{"exact", nil, 128, 64, []p{{Offset: 0, Size: 64}, {Offset: 64, Size: 64}}},
+		{"fits", nil, 64, 64, nil},
+		{"no limit", nil, 1000, 0, nil},
+		{"vision kept", []p{{Offset: 0, Size: 70}, {Offset: 70, Size: 30, Vision: true}}, 100, 64,
+			[]p{{Offset: 0, Size: 64}, {Offset: 64, Size: 6}, {Offset: 70, Size: 30, Vision: true}}},
+		{"vision cut", []p{{Offset: 0, Size: 10}, {Offset: 10, Size: 130, Vision: true}}, 140, 64,
+			[]p{{Offset: 0, Size: 10}, {Offset: 10, Size: 64, Vision: true}, {Offset: 74, Size: 64, Vision: true}, {Offset: 138, Size: 2, Vision: true}}},
+		{"vision, no limit", []p{{Offset: 0, Size: 10}, {Offset: 10, Size: 5, Vision: true}}, 15, 0,
+			[]p{{Offset: 0, Size: 10}, {Offset: 10, Size: 5, Vision: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, splitParts(tc.parts, tc.size, tc.limit))
+		})
+	}
+
+	// tessera manifest --part-size on a GGUF file: parts of at most that
+	// size, each with its own sha256, covering the file
+	file := filepath.Join(t.TempDir(), "m.f16.gguf")
+	e2eRun(t, "export", "--model", "../../models/k3-micro", "--out", file, "--type", "f16") // 26 MiB
+	e2eRun(t, "manifest", "--model", file, "--part-size", "1M")
+	mf, err := readManifest(file)
+	require.NoError(t, err)
+	require.Len(t, mf.Files, 1)
+	data := mustRead(t, file)
+	f := mf.Files[0]
+	require.Len(t, f.Parts, (len(data)+1<<20-1)>>20)
+	at := int64(0)
+	for i, q := range f.Parts {
+		assert.Equal(t, at, q.Offset, "part %d", i)
+		assert.LessOrEqual(t, q.Size, int64(1<<20), "part %d", i)
+		sum := sha256.Sum256(data[q.Offset : q.Offset+q.Size])
+		assert.Equal(t, hex.EncodeToString(sum[:]), q.SHA256, "part %d", i)
+		at += q.Size
+	}
+	assert.Equal(t, int64(len(data)), at)
 }
 
 // A safetensors file whose vision tensors lie in one run gets parts: the

@@ -153,7 +153,7 @@ func (s *server) openModel(dir string) error {
 		} else if err != nil {
 			why = err.Error()
 		}
-		fresh, berr := buildManifest(dir)
+		fresh, berr := buildManifest(dir, defaultPartSize)
 		if berr != nil {
 			return fmt.Errorf("--model %s: %w", dir, berr)
 		}
