@@ -404,14 +404,14 @@ async function openModel(modelUrl, cacheName, storageFree) {
     return fetching.get(key);
   }
 
-  // once resolves to key's bytes (fetch: a shared fetch of them) or, when
+  // once resolves to key's bytes (get: a shared fetch of them) or, when
   // the store has them, to the caller's own handle on the stored copy
   // (closing it closes no other's). A copy the index lists but that cannot
   // be opened (its file gone, or of another size) is dropped and fetched
   // again.
-  async function once(key, size, fetch) {
+  async function once(key, size, get) {
     for (let attempt = 0; ; attempt++) {
-      const bytes = await fetch();
+      const bytes = await get();
       if (bytes) return bytes;
       const sf = await store.files.open(key, size);
       if (sf) return sf;
@@ -430,7 +430,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
   // result is then {buf: the file, whole: true}, else {buf, whole: false,
   // stored}, stored saying whether the bytes were committed to the store
   // under key as well (written as they came, committed once checked).
-  async function download(f, p, key) {
+  // arrived, if given, is called once a ranged part's bytes are all in,
+  // before they are checked and committed.
+  async function download(f, p, key, arrived) {
     const what = p ? `${f.name} (bytes ${p.offset}-${p.offset + p.size - 1})` : f.name;
     let resp;
     try {
@@ -520,6 +522,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
     if (off !== want.size) {
       throw fail(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
     }
+    if (ranged && arrived) arrived();
     const t1 = performance.now();
     const got = hex(await crypto.subtle.digest('SHA-256', out));
     stats.downloadMs += t1 - t0 - wrote;
@@ -613,13 +616,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
         throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
       }
       stats.misses++;
-      const got = await download(f, p, key);
+      // the next part downloads while this one is checked and committed
+      const got = await download(f, p, key, () => { ranges = true; fetchAhead(f, i + 1); });
       counted.add(key);
-      if (!got.whole) {
-        ranges = true;
-        fetchAhead(f, i + 1);
-        return got.stored ? null : got.buf;
-      }
+      if (!got.whole) return got.stored ? null : got.buf;
       for (const q of f.parts) {
         const b = got.buf.subarray(q.offset, q.offset + q.size);
         if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
