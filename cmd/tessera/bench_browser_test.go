@@ -164,7 +164,11 @@ func newBenchSite(t *testing.T, mux *http.ServeMux, log *syncBuffer) *benchSite 
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := newHTTPServer(benchCount(benchIsolate(mux), &s.sent, &s.requests))
+	link, err := benchNewLink(os.Getenv("BENCH_MBITS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := newHTTPServer(benchCount(benchLimit(benchIsolate(mux), link), &s.sent, &s.requests))
 	go hs.Serve(ln)
 	s.addr, s.close = ln.Addr().String(), func() { hs.Close() }
 	t.Cleanup(s.close)
@@ -505,6 +509,9 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 
 	env.finish(root, loadBefore)
 	env.Rounds, env.Prompt, env.PromptTokens, env.GenTokens = rounds, prompt, promptTok, genTok
+	if v := os.Getenv("BENCH_MBITS"); v != "" {
+		env.Link = "a " + v + " Mbit/s link (BENCH_MBITS) shared by every download"
+	}
 	env.Settings = "greedy (temperature 0); model format " + format + "; tessera: Tessera.load backend gpu|auto|cpu, default make wasm bundle; " +
 		"wllama 3.8.1: the GGUF of BENCH_FORMAT (F16 from tessera export for safetensors), n_threads its default (half the cores) or as the row says, n_ctx 1024, n_gpu_layers 0 on the CPU path (its default on WebGPU), " +
 		"logprobs 1 (its stream carries the ids only with them), other settings its defaults; pages cross-origin isolated (COOP/COEP) unless BENCH_ISOLATE=0"
@@ -610,6 +617,8 @@ type benchEnv struct {
 	PromptTokens int     `json:"promptTokens"`
 	GenTokens    int     `json:"genTokens"`
 	Settings     string  `json:"settings"`
+	// Link: the download link's speed (BENCH_MBITS), "loopback" without one.
+	Link string `json:"link"`
 }
 
 // finish records the date, the machine, its load average before (given)
@@ -627,8 +636,8 @@ func (env *benchEnv) finish(root, loadBefore string) {
 // benchTable renders the medians as markdown.
 func benchTable(env benchEnv, rows []benchRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s, %s (%d cores), load average %s → %s; %s; WebGPU adapter: %s\n", env.Date, env.CPU, env.Cores,
-		env.LoadBefore, env.LoadAfter, env.Chromium, cmp.Or(env.Adapter, "none"))
+	fmt.Fprintf(&b, "\n%s, %s (%d cores), load average %s → %s; %s; WebGPU adapter: %s; downloads over %s\n", env.Date, env.CPU, env.Cores,
+		env.LoadBefore, env.LoadAfter, env.Chromium, cmp.Or(env.Adapter, "none"), cmp.Or(env.Link, "loopback"))
 	fmt.Fprintf(&b, "prompt %d tokens, %d greedy tokens, medians of %d rounds (fresh profile per round; cold = first load, warm = reload); "+
 		"Chromium at about:blank: renderer %s + GPU process %s\n\n",
 		env.PromptTokens, env.GenTokens, env.Rounds, bytesStr(env.BaselineRSS.Renderer), bytesStr(env.BaselineRSS.GPU))
@@ -697,6 +706,74 @@ func benchIsolate(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// benchLink is a network link of a given speed that every response body
+// the bench site sends crosses, all connections sharing it as a user's
+// downloads share theirs (BENCH_MBITS): a cold load then includes the
+// time a real download takes rather than loopback's.
+type benchLink struct {
+	mu   sync.Mutex
+	rate float64   // bytes a second
+	free time.Time // when the bytes sent so far have crossed the link
+}
+
+// benchNewLink parses BENCH_MBITS (megabits a second); "" is no limit.
+func benchNewLink(mbits string) (*benchLink, error) {
+	if mbits == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseFloat(mbits, 64)
+	if err != nil || !(v >= 1 && v <= 1e5) {
+		return nil, fmt.Errorf("BENCH_MBITS=%q: want the link's speed in megabits a second, 1 to 100000", mbits)
+	}
+	return &benchLink{rate: v * 1e6 / 8}, nil
+}
+
+// send waits until n more bytes have crossed the link.
+func (l *benchLink) send(n int) {
+	l.mu.Lock()
+	now := time.Now()
+	if l.free.Before(now) {
+		l.free = now // an idle link saves no capacity for later
+	}
+	l.free = l.free.Add(time.Duration(float64(n) / l.rate * float64(time.Second)))
+	wait := time.Until(l.free)
+	l.mu.Unlock()
+	time.Sleep(wait)
+}
+
+// benchLimit sends h's response bodies through link (nil: unlimited).
+func benchLimit(h http.Handler, link *benchLink) http.Handler {
+	if link == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&linkWriter{ResponseWriter: w, link: link}, r)
+	})
+}
+
+// linkWriter writes through a benchLink, 64 KiB at a time.
+type linkWriter struct {
+	http.ResponseWriter
+	link *benchLink
+}
+
+func (w *linkWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), 64<<10)
+		w.link.send(k)
+		k, err := w.ResponseWriter.Write(p[:k])
+		n += k
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (w *linkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // benchCount adds the response body bytes h writes to n and counts requests
 // (the report POSTs excluded).
@@ -861,7 +938,8 @@ func benchEnvInt(t *testing.T, name string, def int) int {
 // browser: wllama's files are served gzip -9 to clients that accept it,
 // plain otherwise, and revalidate with 304; the byte counter sees exactly
 // the bodies; benchFirstDiff finds the first differing id; benchUTF8Bans
-// bans the tokens that are not UTF-8 alone, only when the ids hold one.
+// bans the tokens that are not UTF-8 alone, only when the ids hold one;
+// BENCH_MBITS's link holds a body to its speed and refuses bad speeds.
 func TestBenchHelpers(t *testing.T) {
 	dir := t.TempDir()
 	wasm := bytes.Repeat([]byte("\x00asm wllama "), 4000)
@@ -928,5 +1006,26 @@ func TestBenchHelpers(t *testing.T) {
 	}
 	if bias, n := benchUTF8Bans(t, tokPath, tok.Encode("And God said")); bias != "" || n != 0 {
 		t.Errorf("benchUTF8Bans on valid text: %d bans %q, want none", n, bias)
+	}
+
+	for _, bad := range []string{"fast", "0", "-5", "NaN", "1e6"} {
+		if _, err := benchNewLink(bad); err == nil || !strings.Contains(err.Error(), "BENCH_MBITS") {
+			t.Errorf("BENCH_MBITS=%q: error %v, want one naming BENCH_MBITS", bad, err)
+		}
+	}
+	if l, err := benchNewLink(""); l != nil || err != nil {
+		t.Errorf("BENCH_MBITS unset: %v %v, want no link", l, err)
+	}
+	link, err := benchNewLink("16") // 2 MB/s: the 48,000-byte file in 24 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = benchLimit(benchStatic(t, dir, "wllama.wasm"), link)
+	start := time.Now()
+	if res := get("/wllama/wllama.wasm", nil); res.ContentLength != int64(len(wasm)) {
+		t.Fatalf("through the link: %d bytes, want %d", res.ContentLength, len(wasm))
+	}
+	if d := time.Since(start); d < 23*time.Millisecond {
+		t.Errorf("%d bytes crossed a 2 MB/s link in %v, want ≥ 24 ms", len(wasm), d)
 	}
 }

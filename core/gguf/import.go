@@ -1,11 +1,13 @@
 package gguf
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/config"
@@ -26,6 +28,11 @@ import (
 //	attn_k_b [dn, r, H], attn_v_b [r, dv, H] → kv_b_proj [H·(dn+dv), r]
 //	ffn_*_exps [.., .., E] → experts.{e}.w{1,3,2} (views of slice e)
 //	output.weight → lm_head.weight (tie_word_embeddings false)
+//
+// The converted tensors are computed when the model first reads them
+// (convSource), not on import: importing reads nothing past the header,
+// and binding then reads the file front to back, so a browser binds the
+// parts it has while the later ones download.
 
 func init() { model.RegisterGGUF(OpenModel) }
 
@@ -116,7 +123,7 @@ func ImportCheckpoint(f *File) (*config.Config, *safetensors.Checkpoint, error) 
 	if !ok {
 		src = sizedSource{f.src, int64(f.size)}
 	}
-	srcs := map[string]safetensors.Source{ggufShard: src, convShard: safetensors.BytesSource(im.conv)}
+	srcs := map[string]safetensors.Source{ggufShard: src, convShard: &im.conv}
 	ck, err := safetensors.Assemble(srcs, im.tensors, map[string]string{"format": "gguf"})
 	if err != nil {
 		return nil, nil, err
@@ -161,7 +168,7 @@ type importer struct {
 	cfg     *config.Config
 	arch    string
 	tensors []*safetensors.Tensor
-	conv    []byte // data of the converted tensors
+	conv    convSource // the converted tensors
 }
 
 // view adds name as a view of GGUF tensor g's bytes [off, off+size).
@@ -171,14 +178,58 @@ func (im *importer) view(name string, g *TensorInfo, shape []int, off, size uint
 		Offset: int64(im.f.DataOffset + g.Offset + off), Size: int64(size), Shard: ggufShard})
 }
 
-// derived adds name as converted float32 data.
-func (im *importer) derived(name string, shape []int, x []float32) {
-	off := len(im.conv)
-	for _, v := range x {
-		im.conv = binary.LittleEndian.AppendUint32(im.conv, math.Float32bits(v))
-	}
+// derived adds name as float32 data that conv computes when it is read.
+func (im *importer) derived(name string, shape []int, conv func() ([]float32, error)) {
+	n := int64(4 * numel(shape))
 	im.tensors = append(im.tensors, &safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: shape,
-		Offset: int64(off), Size: int64(4 * len(x)), Shard: convShard})
+		Offset: im.conv.n, Size: n, Shard: convShard})
+	im.conv.items = append(im.conv.items, convItem{off: im.conv.n, n: n, conv: conv})
+	im.conv.n += n
+}
+
+// convSource holds the converted tensors end to end (safetensors.Source).
+// Each is computed from the GGUF file on every read that reaches it; the
+// model reads each once while it binds, so nothing is kept.
+type convSource struct {
+	n     int64
+	items []convItem // by offset
+}
+
+// convItem is one converted tensor: n bytes at off, conv's values.
+type convItem struct {
+	off, n int64
+	conv   func() ([]float32, error)
+}
+
+func (c *convSource) Size() int64 { return c.n }
+
+func (c *convSource) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > c.n {
+		return 0, fmt.Errorf("read at offset %d of %d converted bytes", off, c.n)
+	}
+	end := min(c.n, off+int64(len(p)))
+	i, _ := slices.BinarySearchFunc(c.items, off, func(it convItem, at int64) int { return cmp.Compare(it.off+it.n, at+1) })
+	for ; i < len(c.items) && c.items[i].off < end; i++ {
+		it := c.items[i]
+		x, err := it.conv()
+		if err != nil {
+			return 0, err
+		}
+		if int64(4*len(x)) != it.n {
+			return 0, fmt.Errorf("gguf import: internal: a conversion gave %d values, want %d", len(x), it.n/4)
+		}
+		lo, hi := max(off, it.off), min(end, it.off+it.n)
+		for j := lo; j < hi; {
+			k := (j - it.off) / 4
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(x[k]))
+			j += int64(copy(p[j-off:hi-off], b[(j-it.off)%4:]))
+		}
+	}
+	if n := int(end - off); n < len(p) {
+		return n, io.EOF
+	}
+	return len(p), nil
 }
 
 // tensor looks up a GGUF tensor that must hold n elements.
@@ -218,11 +269,13 @@ func (im *importer) bind(s model.TensorSpec) error {
 		return im.copy(name, gname, shape)
 	case opResScore:
 		if key == r.pair { // …_res_proj: ones
-			x := make([]float32, numel(shape))
-			for i := range x {
-				x[i] = 1
-			}
-			im.derived(name, shape, x)
+			im.derived(name, shape, func() ([]float32, error) {
+				x := make([]float32, numel(shape))
+				for i := range x {
+					x[i] = 1
+				}
+				return x, nil
+			})
 			return nil
 		}
 		return im.copy(name, gname, shape)
@@ -231,17 +284,19 @@ func (im *importer) bind(s model.TensorSpec) error {
 		if err != nil {
 			return err
 		}
-		a, err := im.f.Float32(g.Name)
-		if err != nil {
-			return err
-		}
-		for i, v := range a {
-			if !(v < 0) {
-				return fmt.Errorf("tensor %s: element %d is %v; ssm_a = −exp(A_log) must be negative", gname, i, v)
+		im.derived(name, shape, func() ([]float32, error) {
+			a, err := im.f.Float32(g.Name)
+			if err != nil {
+				return nil, err
 			}
-			a[i] = float32(math.Log(float64(-v)))
-		}
-		im.derived(name, shape, a)
+			for i, v := range a {
+				if !(v < 0) {
+					return nil, fmt.Errorf("tensor %s: element %d is %v; ssm_a = −exp(A_log) must be negative", gname, i, v)
+				}
+				a[i] = float32(math.Log(float64(-v)))
+			}
+			return a, nil
+		})
 		return nil
 	case opSplitKVB:
 		return im.kvb(name, bid+r.gguf, bid+r.pair, shape)
@@ -281,11 +336,7 @@ func (im *importer) copy(name, gname string, shape []int) error {
 		return fmt.Errorf("tensor %s: shape %v, want ne[0] = %d for %s %v", gname, g.Ne, shape[1], name, shape)
 	}
 	if _, blocked := blockedType(g.Type); blocked && (len(shape) != 2 || shape[0] == 1) {
-		x, err := im.f.Float32(gname)
-		if err != nil {
-			return err
-		}
-		im.derived(name, shape, x)
+		im.derived(name, shape, func() ([]float32, error) { return im.f.Float32(gname) })
 		return nil
 	}
 	im.view(name, g, shape, 0, g.Size)
@@ -307,25 +358,27 @@ func (im *importer) kvb(name, kName, vName string, shape []int) error {
 	if kg.Ne[0] != uint64(dn) || vg.Ne[0] != uint64(r) {
 		return fmt.Errorf("tensors %s %v and %s %v: want ne [%d %d %d] and [%d %d %d]", kName, kg.Ne, vName, vg.Ne, dn, r, H, r, dv, H)
 	}
-	k, err := im.f.Float32(kName)
-	if err != nil {
-		return err
-	}
-	v, err := im.f.Float32(vName)
-	if err != nil {
-		return err
-	}
-	w := make([]float32, H*(dn+dv)*r)
-	for h := 0; h < H; h++ {
-		for i := 0; i < dn; i++ {
-			row := w[(h*(dn+dv)+i)*r:]
-			for j := 0; j < r; j++ {
-				row[j] = k[(h*r+j)*dn+i]
-			}
+	im.derived(name, shape, func() ([]float32, error) {
+		k, err := im.f.Float32(kName)
+		if err != nil {
+			return nil, err
 		}
-		copy(w[(h*(dn+dv)+dn)*r:(h+1)*(dn+dv)*r], v[h*dv*r:(h+1)*dv*r])
-	}
-	im.derived(name, shape, w)
+		v, err := im.f.Float32(vName)
+		if err != nil {
+			return nil, err
+		}
+		w := make([]float32, H*(dn+dv)*r)
+		for h := 0; h < H; h++ {
+			for i := 0; i < dn; i++ {
+				row := w[(h*(dn+dv)+i)*r:]
+				for j := 0; j < r; j++ {
+					row[j] = k[(h*r+j)*dn+i]
+				}
+			}
+			copy(w[(h*(dn+dv)+dn)*r:(h+1)*(dn+dv)*r], v[h*dv*r:(h+1)*dv*r])
+		}
+		return w, nil
+	})
 	return nil
 }
 

@@ -2,9 +2,12 @@ package gguf
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -217,4 +220,127 @@ func TestImportHostileExpertCount(t *testing.T) {
 	_, _, err = ImportCheckpoint(g)
 	assert.ErrorContains(t, err, "blk.1.ffn_gate_exps.weight")
 	assert.ErrorContains(t, err, "60000 experts")
+}
+
+// readLog is a GGUF file's bytes that records where each read starts.
+type readLog struct {
+	b    []byte
+	offs []int64
+}
+
+func (r *readLog) ReadAt(p []byte, off int64) (int, error) {
+	r.offs = append(r.offs, off)
+	return bytes.NewReader(r.b).ReadAt(p, off)
+}
+
+func (r *readLog) Size() int64 { return int64(len(r.b)) }
+
+// TestImportReadsInFileOrder: importing reads the header only (the
+// converted tensors wait for the model to read them), and binding reads
+// the file front to back, never further back than one layer's tensors span,
+// so a browser binds the parts of a download it has while later ones come.
+func TestImportReadsInFileOrder(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano", layout: "kimi_k3"})
+	b, err := os.ReadFile(exportFile(t, dir, "q8_0", true))
+	require.NoError(t, err)
+	src := &readLog{b: b}
+	f, err := Parse(src, src.Size(), Limits{})
+	require.NoError(t, err)
+	src.offs = nil
+	cfg, ck, err := ImportCheckpoint(f)
+	require.NoError(t, err)
+	defer ck.Close()
+	for _, off := range src.offs {
+		assert.Less(t, uint64(off), f.DataOffset, "import read tensor data")
+	}
+	for _, name := range []string{"A_log", "kv_b_proj.weight", "attn_res_proj.weight"} {
+		n := 0
+		for _, s := range ck.Names() {
+			if tt, _ := ck.Tensor(s); tt.Shard == convShard && strings.HasSuffix(s, name) {
+				n++
+			}
+		}
+		assert.Positive(t, n, "no converted %s tensor: the test misses a conversion", name)
+	}
+
+	span := map[string][2]uint64{} // a layer's first and last byte
+	for _, g := range f.Tensors {
+		blk, _, ok := strings.Cut(strings.TrimPrefix(g.Name, "blk."), ".")
+		if !ok || !strings.HasPrefix(g.Name, "blk.") {
+			continue
+		}
+		lo, hi := f.DataOffset+g.Offset, f.DataOffset+g.Offset+g.Size
+		if s, ok := span[blk]; ok {
+			lo, hi = min(lo, s[0]), max(hi, s[1])
+		}
+		span[blk] = [2]uint64{lo, hi}
+	}
+	layer := uint64(0)
+	for _, s := range span {
+		layer = max(layer, s[1]-s[0])
+	}
+	src.offs = nil
+	_, err = model.Load(cfg, ck)
+	require.NoError(t, err)
+	require.NotEmpty(t, src.offs)
+	far := int64(0)
+	for i, off := range src.offs {
+		assert.LessOrEqual(t, uint64(far-min(far, off)), layer, "read %d at %d after one at %d", i, off, far)
+		far = max(far, off)
+	}
+}
+
+// TestConvSourceReadAt: any range of the converted tensors reads as the
+// same bytes as the whole, across tensor boundaries and inside a float.
+func TestConvSourceReadAt(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano", layout: "kimi_k3"})
+	f, err := Open(exportFile(t, dir, "f16", true))
+	require.NoError(t, err)
+	defer f.Close()
+	cfg, err := importConfig(f)
+	require.NoError(t, err)
+	im := &importer{f: f, cfg: cfg, arch: f.Architecture()}
+	for _, s := range model.Spec(cfg) {
+		require.NoError(t, im.bind(s))
+	}
+	cs := &im.conv
+	require.Greater(t, len(cs.items), 1)
+	all := make([]byte, cs.Size())
+	n, err := cs.ReadAt(all, 0)
+	require.NoError(t, err)
+	require.Equal(t, len(all), n)
+	second := cs.items[1].off
+	for _, r := range []struct{ off, n int64 }{{0, 1}, {1, 6}, {3, 2}, {second - 3, 7}, {second, 4}, {cs.Size() - 5, 5}, {7, cs.Size() - 7}} {
+		p := make([]byte, r.n)
+		n, err := cs.ReadAt(p, r.off)
+		require.NoError(t, err, "%+v", r)
+		assert.Equal(t, int(r.n), n)
+		assert.Equal(t, all[r.off:r.off+r.n], p, "%+v", r)
+	}
+	p := make([]byte, 8)
+	n, err = cs.ReadAt(p, cs.Size()-3)
+	assert.Equal(t, 3, n)
+	assert.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, all[len(all)-3:], p[:3])
+	_, err = cs.ReadAt(p, cs.Size()+1)
+	assert.ErrorContains(t, err, "read at offset")
+}
+
+// TestImportBadSsmA: a non-negative ssm_a (−exp(A_log) must be negative)
+// fails the load, naming the tensor and the element.
+func TestImportBadSsmA(t *testing.T) {
+	dir := makeModel(t, modelSpec{preset: "k3-nano"})
+	path := exportFile(t, dir, "f32", true)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, err := Parse(bytes.NewReader(b), int64(len(b)), Limits{})
+	require.NoError(t, err)
+	g, ok := f.Tensor("blk.0.ssm_a")
+	require.True(t, ok)
+	require.Equal(t, TypeF32, g.Type)
+	binary.LittleEndian.PutUint32(b[f.DataOffset+g.Offset+4:], math.Float32bits(0.5))
+	f, err = Parse(bytes.NewReader(b), int64(len(b)), Limits{})
+	require.NoError(t, err)
+	_, _, err = LoadModel(f, false)
+	assert.ErrorContains(t, err, "tensor blk.0.ssm_a: element 1 is 0.5; ssm_a = −exp(A_log) must be negative")
 }
