@@ -316,7 +316,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
   const opened = await openStore(cacheName);
   const cache = opened ? opened.cache : null; // the manifest's copy
   let store = opened && opened.files ? opened : null; // the weights'
-  const stats = { hits: 0, misses: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false, downloadMs: 0, verifyMs: 0, cacheWriteMs: 0 };
+  const stats = { hits: 0, misses: 0, fetchedAhead: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false, downloadMs: 0, verifyMs: 0, cacheWriteMs: 0 };
 
   let manifest = null;
   let netErr = null;
@@ -431,8 +431,10 @@ async function openModel(modelUrl, cacheName, storageFree) {
   // stored}, stored saying whether the bytes were committed to the store
   // under key as well (written as they came, committed once checked).
   // arrived, if given, is called once a ranged part's bytes are all in,
-  // before they are checked and committed.
-  async function download(f, p, key, arrived) {
+  // before they are checked and committed; the check waits for the promise
+  // it may return (the next part's request going out first). requested, if
+  // given, is called once this download's request is out.
+  async function download(f, p, key, arrived, requested) {
     const what = p ? `${f.name} (bytes ${p.offset}-${p.offset + p.size - 1})` : f.name;
     let resp;
     try {
@@ -441,7 +443,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
       // size it caches: 64 MiB parts made the cold load a fifth slower)
       const init = { cache: 'no-store' };
       if (p) init.headers = { Range: `bytes=${p.offset}-${p.offset + p.size - 1}` };
-      resp = await fetch(base + f.name, init);
+      const answer = fetch(base + f.name, init);
+      if (requested) requested();
+      resp = await answer;
     } catch (e) {
       throw new Error(`downloading ${what} failed (network): ${e.message}`);
     }
@@ -522,7 +526,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
     if (off !== want.size) {
       throw fail(`downloading ${label} stopped after ${off} of ${want.size} bytes (interrupted?); nothing was cached`);
     }
-    if (ranged && arrived) arrived();
+    if (ranged && arrived) await arrived();
     const t1 = performance.now();
     const got = hex(await crypto.subtle.digest('SHA-256', out));
     stats.downloadMs += t1 - t0 - wrote;
@@ -576,70 +580,103 @@ async function openModel(modelUrl, cacheName, storageFree) {
 
   // readPart resolves to part i of f: from the store, else downloaded (a
   // server without Range support sends the whole file: every part of it
-  // is then stored). With a store, the next part (not the vision tower's)
-  // downloads while the engine binds one (fetchAhead).
+  // is then stored). With a store, the parts after it download meanwhile
+  // (pump).
   function readPart(f, i) {
     asked.set(f.name, Math.max(asked.get(f.name) ?? -1, i));
-    if (ranges) fetchAhead(f, i + 1);
-    return once(partKey(f, f.parts[i]), f.parts[i].size, () => partFetch(f, i));
+    const got = once(partKey(f, f.parts[i]), f.parts[i].size, () => partFetch(f, i));
+    pump(f);
+    return got;
   }
 
-  // fetchAhead starts fetching part j of f into the store, unless it is
-  // the vision tower's, under way, or more than one past the last part the
-  // engine asked for. Only once the server has answered a range request
-  // with a range: one without sends the whole file for every request.
+  // pump keeps one download streaming: once no part's bytes are arriving,
+  // it starts the first part of f past the last one the engine asked for
+  // (at most AHEAD past it) that is neither fetched nor being fetched, not
+  // the vision tower's. One stream at a time takes the link's whole speed,
+  // and the next starts as the last byte of one arrives, so the link never
+  // waits on a check, a commit or the engine. Only once the server has
+  // answered a range request with a range: one without sends the whole
+  // file for every request.
+  const AHEAD = 2;
   const asked = new Map(); // file name → the highest part index the engine asked for
+  const arriving = new Set(); // keys being fetched whose bytes are not all in
+  const failed = new Set(); // keys whose fetch failed
   let ranges = false; // the server answered a range request with a range
-  function fetchAhead(f, j) {
-    const p = f.parts[j];
-    if (!store || !p || p.vision || fetching.has(partKey(f, p)) || j > (asked.get(f.name) ?? -1) + 1) return;
-    partFetch(f, j).catch(() => {}); // an error comes again when the engine reads it
+  function pump(f) {
+    if (!store || !ranges || arriving.size > 0) return null;
+    const last = asked.get(f.name) ?? -1;
+    for (let j = last + 1; j <= last + AHEAD && j < f.parts.length; j++) {
+      const p = f.parts[j];
+      const key = partKey(f, p);
+      if (p.vision || fetching.has(key) || counted.has(key) || failed.has(key)) continue;
+      // an error comes again when the engine reads it
+      return new Promise((out) => {
+        partFetch(f, j, () => { stats.fetchedAhead++; out(); }).catch(() => {}).finally(out);
+      });
+    }
+    return null;
   }
 
-  // partFetch resolves to part i's bytes, or null once the store has them.
-  function partFetch(f, i) {
+  // partFetch resolves to part i's bytes, or null once the store has them;
+  // requested, if given, is called once its download's request is out.
+  function partFetch(f, i, requested) {
     const p = f.parts[i];
     const key = partKey(f, p);
     return share(key, async () => {
-      if (await stored(key)) {
-        if (!counted.has(key)) {
-          counted.add(key);
-          stats.hits++;
-          if (!p.vision) {
-            done += p.size;
-            post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
-          }
-        }
-        return null;
+      arriving.add(key);
+      try {
+        return await fetchPart(f, p, key, requested);
+      } catch (e) {
+        failed.add(key); // not fetched ahead again: the engine's read retries it
+        throw e;
+      } finally {
+        arriving.delete(key);
+        pump(f);
       }
-      if (stats.offline) {
-        throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
-      }
-      stats.misses++;
-      // the next part downloads while this one is checked and committed
-      const got = await download(f, p, key, () => { ranges = true; fetchAhead(f, i + 1); });
-      counted.add(key);
-      if (!got.whole) return got.stored ? null : got.buf;
-      for (const q of f.parts) {
-        const b = got.buf.subarray(q.offset, q.offset + q.size);
-        if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
-          throw new Error(`integrity check failed for ${f.name}: bytes ${q.offset}-${q.offset + q.size - 1} do not match the manifest's sha256 for them; nothing was cached`);
-        }
-      }
-      let all = false;
-      if (store) {
-        const t = performance.now();
-        all = true;
-        for (const q of f.parts) {
-          const k = partKey(f, q);
-          all = (await storeChecked(f, k, got.buf.subarray(q.offset, q.offset + q.size))) && all;
-          counted.add(k);
-        }
-        if (all) await dropOthers(f);
-        stats.cacheWriteMs += performance.now() - t;
-      }
-      return all ? null : got.buf.slice(p.offset, p.offset + p.size);
     });
+  }
+
+  // fetchPart is partFetch's fetch of part p of f, under key.
+  async function fetchPart(f, p, key, requested) {
+    if (await stored(key)) {
+      if (!counted.has(key)) {
+        counted.add(key);
+        stats.hits++;
+        if (!p.vision) {
+          done += p.size;
+          post({ type: 'progress', file: f.name, loaded: done, total, fromCache: true });
+        }
+      }
+      return null;
+    }
+    if (stats.offline) {
+      throw new Error(`${f.name} (bytes ${p.offset}-${p.offset + p.size - 1}) is not cached and the model URL cannot be reached (offline)`);
+    }
+    stats.misses++;
+    // The next part downloads while this one is checked and committed:
+    // its request goes out first (the check holds the thread).
+    const got = await download(f, p, key, () => { ranges = true; arriving.delete(key); return pump(f); }, requested);
+    counted.add(key);
+    if (!got.whole) return got.stored ? null : got.buf;
+    for (const q of f.parts) {
+      const b = got.buf.subarray(q.offset, q.offset + q.size);
+      if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
+        throw new Error(`integrity check failed for ${f.name}: bytes ${q.offset}-${q.offset + q.size - 1} do not match the manifest's sha256 for them; nothing was cached`);
+      }
+    }
+    let all = false;
+    if (store) {
+      const t = performance.now();
+      all = true;
+      for (const q of f.parts) {
+        const k = partKey(f, q);
+        all = (await storeChecked(f, k, got.buf.subarray(q.offset, q.offset + q.size))) && all;
+        counted.add(k);
+      }
+      if (all) await dropOthers(f);
+      stats.cacheWriteMs += performance.now() - t;
+    }
+    return all ? null : got.buf.slice(p.offset, p.offset + p.size);
   }
 
   async function fetchFile(name) {

@@ -188,12 +188,13 @@ export class Tessera {
   #dead = null;
   #busy = false;
   /**
-   * Statistics of the load: {hits, misses, bytesDownloaded, offline,
-   * cacheSkipped, storageFree, persisted, engineStartMs, modelMs,
+   * Statistics of the load: {hits, misses, fetchedAhead, bytesDownloaded,
+   * offline, cacheSkipped, storageFree, persisted, engineStartMs, modelMs,
    * downloadMs, verifyMs, cacheWriteMs}: downloadMs and verifyMs split
    * modelMs's file handling (download, sha256 check) from binding the
    * model; cacheWriteMs is the time spent writing downloaded files to the
-   * store (OPFS), part of modelMs.
+   * store (OPFS), part of modelMs; fetchedAhead counts the parts that began
+   * downloading before the engine asked for them.
    */
   loadStats = null;
   /** Statistics of the last finished generation (see Go engine.Stats). */

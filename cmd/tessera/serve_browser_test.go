@@ -481,6 +481,7 @@ type visionReport struct {
 		IDs       []int  `json:"ids"`
 		LoadStats struct {
 			BytesDownloaded int64 `json:"bytesDownloaded"`
+			FetchedAhead    int   `json:"fetchedAhead"`
 		} `json:"loadStats"`
 		KeysTextOnly   []string `json:"keysTextOnly"`
 		KeysAfterImage []string `json:"keysAfterImage"`
@@ -488,6 +489,7 @@ type visionReport struct {
 		NoRange struct {
 			LoadStats struct {
 				BytesDownloaded int64 `json:"bytesDownloaded"`
+				FetchedAhead    int   `json:"fetchedAhead"`
 			} `json:"loadStats"`
 			Keys []string `json:"keys"`
 		} `json:"noRange"`
@@ -1078,15 +1080,19 @@ func e2eCheckLazyVision(t *testing.T, v *visionReport, modelDir string) {
 		t.Errorf("the vision model's manifest has no text parts (two at least) and vision part: %+v", mf.Files)
 	case l.LoadStats.BytesDownloaded != want || !has(l.KeysTextOnly, text) || has(l.KeysTextOnly, vis):
 		t.Errorf("text-only session: downloaded %d bytes (want %d, the vision part left out), cached %v", l.LoadStats.BytesDownloaded, want, l.KeysTextOnly)
+	case l.LoadStats.FetchedAhead == 0:
+		// the engine binds the first text part while the second downloads
+		t.Errorf("text-only session: no part was fetched ahead of the engine's read (stats %+v)", l.LoadStats)
 	case !has(l.KeysAfterImage, vis):
 		t.Errorf("after an image: cached %v, want the vision part %s too", l.KeysAfterImage, vis)
 	default:
-		t.Logf("text-only session on the vision model: %d bytes downloaded, the vision part (%s) only with the first image", want, vis)
+		t.Logf("text-only session on the vision model: %d bytes downloaded, the vision part (%s) only with the first image; %d parts fetched ahead", want, vis, l.LoadStats.FetchedAhead)
 	}
 	// Without range support the whole checkpoint comes at once, and each
 	// of its parts is cached.
-	if nr := l.NoRange; nr.LoadStats.BytesDownloaded != mf.TotalSize || !has(nr.Keys, text) || !has(nr.Keys, vis) {
-		t.Errorf("from a server without ranges: downloaded %d bytes (want the whole model, %d), cached %v", nr.LoadStats.BytesDownloaded, mf.TotalSize, nr.Keys)
+	// (once: nothing is fetched ahead, as each request would bring it all)
+	if nr := l.NoRange; nr.LoadStats.BytesDownloaded != mf.TotalSize || !has(nr.Keys, text) || !has(nr.Keys, vis) || nr.LoadStats.FetchedAhead != 0 {
+		t.Errorf("from a server without ranges: downloaded %d bytes (want the whole model, %d), cached %v, %d parts fetched ahead (want 0)", nr.LoadStats.BytesDownloaded, mf.TotalSize, nr.Keys, nr.LoadStats.FetchedAhead)
 	}
 	// keepOffline after a text-only load fetches and caches the vision
 	// part, once.
