@@ -580,33 +580,33 @@ async function openModel(modelUrl, cacheName, storageFree) {
 
   // readPart resolves to part i of f: from the store, else downloaded (a
   // server without Range support sends the whole file: every part of it
-  // is then stored). With a store, the parts after it download meanwhile
-  // (pump).
+  // is then stored). With a store, the other parts download meanwhile, in
+  // file order (pump).
   function readPart(f, i) {
-    asked.set(f.name, Math.max(asked.get(f.name) ?? -1, i));
     const got = once(partKey(f, f.parts[i]), f.parts[i].size, () => partFetch(f, i));
     pump(f);
     return got;
   }
 
-  // pump keeps one download streaming: once no part's bytes are arriving,
-  // it starts the first part of f past the last one the engine asked for
-  // (at most AHEAD past it) that is neither fetched nor being fetched, not
-  // the vision tower's. One stream at a time takes the link's whole speed,
-  // and the next starts as the last byte of one arrives, so the link never
-  // waits on a check, a commit or the engine. Only once the server has
-  // answered a range request with a range: one without sends the whole
-  // file for every request.
-  const AHEAD = 2;
-  const asked = new Map(); // file name → the highest part index the engine asked for
+  // pump keeps one download streaming while the model loads: once no
+  // part's bytes are arriving, it starts the first part of f in file order
+  // that is neither fetched, nor being fetched, nor failed, nor the vision
+  // tower's. One stream at a time takes the link's whole speed, and the
+  // next starts as the last byte of one arrives, so the link never waits
+  // on a check, a commit or the engine. The parts go to the store, not to
+  // memory, so it runs ahead of the engine as far as the file goes: a
+  // loader that reads out of file order (a safetensors file keeps its
+  // tensors in name order, layers.10 before layers.2) finds them there or
+  // on their way. Only with a store, until the load ends (stop), and once
+  // the server has answered a range request with a range: one without
+  // sends the whole file for every request.
   const arriving = new Set(); // keys being fetched whose bytes are not all in
   const failed = new Set(); // keys whose fetch failed
   let ranges = false; // the server answered a range request with a range
+  let stopped = false; // the load ended
   function pump(f) {
-    if (!store || !ranges || arriving.size > 0) return null;
-    const last = asked.get(f.name) ?? -1;
-    for (let j = last + 1; j <= last + AHEAD && j < f.parts.length; j++) {
-      const p = f.parts[j];
+    if (!store || !ranges || stopped || arriving.size > 0) return null;
+    for (const [j, p] of f.parts.entries()) {
       const key = partKey(f, p);
       if (p.vision || fetching.has(key) || counted.has(key) || failed.has(key)) continue;
       // an error comes again when the engine reads it
@@ -720,7 +720,9 @@ async function openModel(modelUrl, cacheName, storageFree) {
     }
     return stats.bytesDownloaded - before;
   }
-  return { base, loadUrl, fetchFile, stats, keepAll };
+  // stop ends the read-ahead (the load is over: bound, or failed).
+  const stop = () => { stopped = true; };
+  return { base, loadUrl, fetchFile, stats, keepAll, stop };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -902,7 +904,7 @@ async function handle(msg) {
       const t1 = performance.now();
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
       const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
-        gpuMemory: msg.gpuMemory || undefined, exact: !!msg.exact });
+        gpuMemory: msg.gpuMemory || undefined, exact: !!msg.exact }).finally(m.stop);
       loadStats = m.stats;
       model = m;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
