@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/model"
@@ -188,11 +189,18 @@ func (im *importer) derived(name string, shape []int, conv func() ([]float32, er
 }
 
 // convSource holds the converted tensors end to end (safetensors.Source).
-// Each is computed from the GGUF file on every read that reaches it; the
-// model reads each once while it binds, so nothing is kept.
+// Each is computed from the GGUF file when a read reaches it, and kept
+// only until a read reaches its last byte: the model reads each once while
+// it binds, in one read or in chunks (safetensors reads 1 MiB at a time
+// where it converts), so each is computed once and nothing stays.
 type convSource struct {
 	n     int64
 	items []convItem // by offset
+
+	mu   sync.Mutex
+	at   int       // the item whose values x holds
+	x    []float32 // items[at]'s values until read to the end; nil: none
+	runs int       // conversions run (tests)
 }
 
 // convItem is one converted tensor: n bytes at off, conv's values.
@@ -207,18 +215,28 @@ func (c *convSource) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > c.n {
 		return 0, fmt.Errorf("read at offset %d of %d converted bytes", off, c.n)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	end := min(c.n, off+int64(len(p)))
 	i, _ := slices.BinarySearchFunc(c.items, off, func(it convItem, at int64) int { return cmp.Compare(it.off+it.n, at+1) })
 	for ; i < len(c.items) && c.items[i].off < end; i++ {
 		it := c.items[i]
-		x, err := it.conv()
-		if err != nil {
-			return 0, err
+		if c.at != i || c.x == nil {
+			x, err := it.conv()
+			if err != nil {
+				return 0, err
+			}
+			if int64(4*len(x)) != it.n {
+				return 0, fmt.Errorf("gguf import: internal: a conversion gave %d values, want %d", len(x), it.n/4)
+			}
+			c.at, c.x = i, x
+			c.runs++
 		}
-		if int64(4*len(x)) != it.n {
-			return 0, fmt.Errorf("gguf import: internal: a conversion gave %d values, want %d", len(x), it.n/4)
-		}
+		x := c.x
 		lo, hi := max(off, it.off), min(end, it.off+it.n)
+		if hi == it.off+it.n {
+			c.x = nil // read to its end
+		}
 		for j := lo; j < hi; {
 			k := (j - it.off) / 4
 			var b [4]byte

@@ -2,11 +2,13 @@ package gguf
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -324,6 +326,21 @@ func TestConvSourceReadAt(t *testing.T) {
 	assert.Equal(t, all[len(all)-3:], p[:3])
 	_, err = cs.ReadAt(p, cs.Size()+1)
 	assert.ErrorContains(t, err, "read at offset")
+
+	// A tensor read in chunks (as safetensors' ReadFloat32 reads, 1 MiB at
+	// a time) is converted once, and not kept once read to its end.
+	big := slices.MaxFunc(cs.items, func(a, b convItem) int { return cmp.Compare(a.n, b.n) })
+	require.Greater(t, big.n, int64(64))
+	runs := cs.runs
+	got := make([]byte, big.n)
+	for at := int64(0); at < big.n; at += 60 {
+		n, err := cs.ReadAt(got[at:min(big.n, at+60)], big.off+at)
+		require.NoError(t, err)
+		require.Equal(t, int(min(big.n-at, 60)), n)
+	}
+	assert.Equal(t, all[big.off:big.off+big.n], got)
+	assert.Equal(t, runs+1, cs.runs, "conversions for one tensor read in %d-byte chunks", 60)
+	assert.Nil(t, cs.x, "values kept after the tensor was read to its end")
 }
 
 // TestImportBadSsmA: a non-negative ssm_a (−exp(A_log) must be negative)
