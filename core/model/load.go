@@ -1,8 +1,12 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tessera-llm/tessera/core/bind"
@@ -102,9 +106,60 @@ func (b *binder) model(m *Model) {
 		b.family(m)
 		return
 	}
-	for i := 0; i < cfg.NumHiddenLayers && b.Err == nil; i++ {
-		m.Layers = append(m.Layers, b.layer(cfg, i))
+	m.Layers = make([]*Layer, cfg.NumHiddenLayers)
+	for _, i := range b.layerOrder(cfg.NumHiddenLayers) {
+		if b.Err != nil {
+			break
+		}
+		m.Layers[i] = b.layer(cfg, i)
 	}
+}
+
+// layerOrder is the order to bind n layers in: the order their tensors
+// lie in the checkpoint's safetensors files. Writers keep tensors in name
+// order (model.layers.10 before model.layers.2), and a source read as it
+// downloads (the browser's) then binds what has arrived instead of
+// waiting for a part far ahead while the layers before it sit ready.
+// Layers are in index order where nothing says otherwise: a spec (no
+// checkpoint), or one assembled from another format (a GGUF keeps them in
+// index order already).
+func (b *binder) layerOrder(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	if b.CK == nil || len(b.CK.Files()) == 0 {
+		return order
+	}
+	file := map[string]int{} // shard name → its place (Files is sorted by name)
+	for i, f := range b.CK.Files() {
+		file[f.Name] = i
+	}
+	type at struct{ file, off int64 }
+	first := make([]at, n) // each layer's first byte; absent layers last, in index order
+	for i := range first {
+		first[i] = at{math.MaxInt64, 0}
+	}
+	prefix := b.Prefix + "model.layers."
+	for _, name := range b.CK.Names() {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		num, _, ok := strings.Cut(rest, ".")
+		i, err := strconv.Atoi(num)
+		if !ok || err != nil || i < 0 || i >= n {
+			continue // not a layer's tensor: the unused-tensor check reports it
+		}
+		t, _ := b.CK.Tensor(name)
+		if a := (at{int64(file[t.Shard]), t.Offset}); a.file < first[i].file || a.file == first[i].file && a.off < first[i].off {
+			first[i] = a
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		return cmp.Or(cmp.Compare(first[x].file, first[y].file), cmp.Compare(first[x].off, first[y].off))
+	})
+	return order
 }
 
 // ignorable reports tensors the text model does not bind: the vision tower
