@@ -106,6 +106,7 @@ import (
 	"github.com/tessera-llm/tessera/core/generate"
 	"github.com/tessera-llm/tessera/core/grammar"
 	"github.com/tessera-llm/tessera/core/imageio"
+	"github.com/tessera-llm/tessera/core/model"
 	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/wgsl"
@@ -120,7 +121,13 @@ type host struct {
 	gpu    *gpuInfo
 }
 
+// heapLimit is the most memory a model on the CPU may take: the 4 GiB a
+// wasm32 heap can grow to (Chromium grants it; Go's runtime uses it), less
+// 512 MiB for the runtime, the runner's scratch and the files in flight.
+const heapLimit = 4<<30 - 512<<20
+
 func main() {
+	model.HeapLimit = heapLimit
 	h := &host{}
 	exports := map[string]any{
 		"load":           js.FuncOf(h.load),
@@ -131,6 +138,7 @@ func main() {
 		"saveSession":    js.FuncOf(h.saveSession),
 		"restoreSession": js.FuncOf(h.restoreSession),
 		"dispose":        js.FuncOf(h.dispose),
+		"check":          js.FuncOf(check),
 		// loseGPUForTest(wait) → Promise<whether a GPU device was
 		// destroyed> (tests of the device-lost fallback; wait: resolve
 		// once the loss has been observed).
@@ -160,20 +168,7 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		if base.Type() != js.TypeString {
 			return nil, errors.New("load: the model URL must be a string")
 		}
-		url := base.String()
-		// a URL ending in .gguf is one GGUF file (engine.LoadGGUF);
-		// anything else a model directory
-		ggufName := ""
-		if strings.HasSuffix(strings.ToLower(url), ".gguf") {
-			ggufName = path.Base(url)
-			url = strings.TrimSuffix(url, ggufName)
-		} else if !strings.HasSuffix(url, "/") {
-			url += "/"
-		}
-		var fetchFile js.Value
-		if opts.Type() == js.TypeObject && opts.Get("fetchFile").Type() == js.TypeFunction {
-			fetchFile = opts.Get("fetchFile")
-		}
+		url, ggufName := modelPath(base.String())
 		// The fetched files stay in JavaScript memory (jsSource): the engine
 		// reads tensors from them by range. On the GPU the matrices go from
 		// there to GPU buffers one at a time (engine.LoadDeferred), so the
@@ -181,24 +176,7 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		// are copied into the heap and the files released. A file the
 		// manifest splits into parts is fetched part by part as it is read.
 		var files []*jsSource
-		open := func(name string) (safetensors.Source, error) {
-			fetch := func() (js.Value, error) {
-				if fetchFile.IsUndefined() {
-					return fetchArray(url + name)
-				}
-				return callFetchFile(fetchFile, name)
-			}
-			v, err := fetch()
-			if err != nil {
-				return nil, err
-			}
-			f, err := newJSSource(name, v, fetch)
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, f)
-			return f, nil
-		}
+		open := opener(url, opts, &files)
 		loadErr := func(err error) error { return fmt.Errorf("loading the model from %s: %w", url+ggufName, err) }
 		// loadModel reads the model through open: the GGUF file, or the
 		// directory's files (deferred: weights left for the GPU upload)
@@ -315,6 +293,48 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		}
 		return h.infoValue()
 	})
+}
+
+// modelPath splits a model URL into its directory's URL (ending in "/")
+// and, for a URL ending in .gguf — one GGUF file (engine.LoadGGUF) rather
+// than a model directory — the file's name.
+func modelPath(u string) (dir, ggufName string) {
+	if strings.HasSuffix(strings.ToLower(u), ".gguf") {
+		ggufName = path.Base(u)
+		return strings.TrimSuffix(u, ggufName), ggufName
+	}
+	if !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u, ""
+}
+
+// opener reads the model's files under url: through opts.fetchFile (the
+// worker's fetcher) when there is one, else by plain fetch; each file
+// opened is added to files.
+func opener(url string, opts js.Value, files *[]*jsSource) safetensors.Opener {
+	var fetchFile js.Value
+	if opts.Type() == js.TypeObject && opts.Get("fetchFile").Type() == js.TypeFunction {
+		fetchFile = opts.Get("fetchFile")
+	}
+	return func(name string) (safetensors.Source, error) {
+		fetch := func() (js.Value, error) {
+			if fetchFile.IsUndefined() {
+				return fetchArray(url + name)
+			}
+			return callFetchFile(fetchFile, name)
+		}
+		v, err := fetch()
+		if err != nil {
+			return nil, err
+		}
+		f, err := newJSSource(name, v, fetch)
+		if err != nil {
+			return nil, err
+		}
+		*files = append(*files, f)
+		return f, nil
+	}
 }
 
 // callFetchFile asks the worker's fetcher for a file: a Uint8Array, a

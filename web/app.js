@@ -156,8 +156,23 @@ async function load() {
   if (!navigator.gpu) {
     showNotice('<b>No WebGPU in this browser.</b> The model runs on the CPU (WebAssembly), which is slower but works everywhere.');
   }
+  const backend = params.get('backend') || 'auto';
+  // A model named by ?model= is checked before its download (Tessera.check:
+  // its headers only): the page says what it will download and the decode
+  // speed to expect on this CPU, and stops, saying why, where it cannot load.
+  if (params.get('model') && !testMode) {
+    $('load-label').textContent = 'Checking the model…';
+    const c = await Tessera.check(modelUrl, { backend });
+    const line = $('load-check');
+    line.textContent = `${c.architecture}: ${fmtBytes(c.download.bytes)} to download` +
+      (c.download.stored ? ` (${fmtBytes(c.download.stored)} already stored)` : '') +
+      ` · ${fmtBytes(c.memoryBytes)} in memory · about ${c.cpu.decodeTokPerSec.toFixed(0)} tok/s to expect on this CPU` +
+      (c.backend === 'gpu' ? ' (it runs on the GPU here)' : '') + [''].concat(c.warnings).join(' · ');
+    line.hidden = false;
+    if (!c.ok) throw new Error(c.problems.join('; '));
+  }
   const t0 = performance.now();
-  engine = await Tessera.load(modelUrl, { onProgress, backend: params.get('backend') || 'auto' });
+  engine = await Tessera.load(modelUrl, { onProgress, backend });
   const info = await engine.info();
   const c = engine.loadStats || {};
   $('load-label').textContent = `Ready in ${((performance.now() - t0) / 1000).toFixed(2)} s` +
@@ -648,6 +663,49 @@ async function visionCheck() {
   return out;
 }
 
+// checkCheck runs Tessera.check on each model of ?check= (in a cache of
+// its own, so nothing is stored beforehand): its figures, the bytes it
+// fetched and the cache keys it left; then on the models of ?checkbad=,
+// which must reject; then on the first model with a tiny storage quota
+// (storageFreeForTest) at a context of ?checkctx=, and with a bad context.
+async function checkCheck() {
+  const name = 'tessera-check-test';
+  const keys = async () => (await (await caches.open(name)).keys()).map((r) => r.url);
+  const out = { runs: {}, bad: {} };
+  const urls = params.get('check').split(',').filter(Boolean);
+  for (const url of urls) {
+    await caches.delete(name);
+    try {
+      const r = await Tessera.check(url, { cacheName: name, probeMs: 20 });
+      out.runs[url] = { ...r, keys: await keys() };
+    } catch (err) {
+      out.runs[url] = { error: err.message };
+    }
+  }
+  for (const url of (params.get('checkbad') || '').split(',').filter(Boolean)) {
+    try {
+      await Tessera.check(url, { cacheName: name, probeMs: 5 });
+      out.bad[url] = 'resolved';
+    } catch (err) {
+      out.bad[url] = err.message;
+    }
+  }
+  try {
+    const r = await Tessera.check(urls[0], { cacheName: name, probeMs: 5, storageFreeForTest: 1000, context: Number(params.get('checkctx') || '8192') });
+    out.tight = { fitsStorage: r.download.fitsStorage, warnings: r.warnings, context: r.context, memoryBytes: r.memoryBytes, ok: r.ok };
+  } catch (err) {
+    out.tight = { error: err.message };
+  }
+  try {
+    await Tessera.check(urls[0], { cacheName: name, context: 0 });
+    out.badContext = 'resolved';
+  } catch (err) {
+    out.badContext = err.message;
+  }
+  await caches.delete(name);
+  return out;
+}
+
 async function testRun() {
   const phase = Number(params.get('phase') || '1');
   const phases = Number(params.get('phases') || '1');
@@ -669,6 +727,7 @@ async function testRun() {
     if (params.get('gpu') === '1' && phase === 1) result.gpu = await gpuCheck();
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();
     if (params.get('gguf') && phase === 1) result.gguf = await ggufCheck();
+    if (params.get('check') && phase === 1) result.check = await checkCheck();
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
     if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();

@@ -9,6 +9,7 @@
 //                  {type: 'saveSession', id, name, messages}
 //                  {type: 'restoreSession', id, name}  {type: 'deleteSession', id, name}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
+//                  {type: 'check', id, modelUrl, wasmUrl, wasmFallbackUrl, execUrl, cacheName, backend, context, probeMs, allowSoftwareAdapter, storageFreeForTest}
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
 //                  {type: 'token', id, tokenId, text, live}  (live: request.live's snapshot, now and then)
 //                  {type: 'chat-start', id, promptTokens}
@@ -38,6 +39,7 @@ const MANIFEST_SUFFIX = '.manifest.json'; // a GGUF file's manifest: <file>.gguf
 const MANIFEST_FORMAT = 'tessera-manifest/1';
 const SESSION_EXT = '.tessera-session';
 const WRITE_BATCH = 4 << 20; // a download is written to the store in pieces of this size
+const PEEK_BYTES = 1 << 20; // Tessera.check reads a model file's header in windows of this size
 
 // sessionDir is the OPFS directory saved conversations live in.
 async function sessionDir() {
@@ -302,8 +304,9 @@ async function storedFile(fh) {
 // reads the stored copy, so the downloaded bytes and the wasm heap's copy
 // of the weights are not held at once.
 // storageFree, when a number, replaces the free storage the browser reports
-// (tests).
-async function openModel(modelUrl, cacheName, storageFree) {
+// (tests). forCheck (Tessera.check) counts what a load would download
+// without warning about it.
+async function openModel(modelUrl, cacheName, storageFree, forCheck) {
   // A URL ending in .gguf is one GGUF file, checked against the manifest
   // beside it (<file>.manifest.json, written by "tessera manifest --model
   // FILE.gguf"); any other URL is a model directory with model.manifest.json.
@@ -316,7 +319,7 @@ async function openModel(modelUrl, cacheName, storageFree) {
   const opened = await openStore(cacheName);
   const cache = opened ? opened.cache : null; // the manifest's copy
   let store = opened && opened.files ? opened : null; // the weights'
-  const stats = { hits: 0, misses: 0, fetchedAhead: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false, downloadMs: 0, verifyMs: 0, cacheWriteMs: 0 };
+  const stats = { hits: 0, misses: 0, fetchedAhead: 0, bytesDownloaded: 0, offline: false, cacheSkipped: false, downloadMs: 0, verifyMs: 0, cacheWriteMs: 0, peekedBytes: 0 };
 
   let manifest = null;
   let netErr = null;
@@ -372,20 +375,28 @@ async function openModel(modelUrl, cacheName, storageFree) {
   // Storage: the files still to download must fit in what the browser lets
   // this origin keep (with 10 % to spare), else they are downloaded but not
   // cached — better than failing halfway through filling the quota.
-  if (store && !stats.offline) {
-    let need = 0;
-    for (const f of files.values()) {
-      for (const p of (f.parts || [f])) {
-        if (!p.vision && !(await store.cache.match(f.parts ? partKey(f, p) : keyOf(f)))) need += p.size;
-      }
+  // need: the bytes a text-only load downloads; stored: those it finds in
+  // the store.
+  let need = 0;
+  let storedBytes = 0;
+  for (const f of files.values()) {
+    for (const p of (f.parts || [f])) {
+      if (p.vision) continue;
+      if (store && await store.cache.match(f.parts ? partKey(f, p) : keyOf(f))) storedBytes += p.size;
+      else need += p.size;
     }
+  }
+  const toFetch = { bytes: need, stored: storedBytes, total, vision: manifest.files.reduce((n, f) => n + f.size, 0) - total, storageFree: null };
+  if (store && !stats.offline) {
     let free = typeof storageFree === 'number' ? storageFree : null;
     if (free === null && self.navigator && navigator.storage && navigator.storage.estimate) {
       const est = await navigator.storage.estimate().catch(() => null);
       if (est && Number.isFinite(est.quota) && Number.isFinite(est.usage)) free = est.quota - est.usage;
     }
-    stats.storageFree = free;
-    if (free !== null && need > 0.9 * free) {
+    stats.storageFree = toFetch.storageFree = free;
+    if (forCheck) {
+      // Tessera.check reports it
+    } else if (free !== null && need > 0.9 * free) {
       const mb = (n) => (n / 1e6).toFixed(1) + ' MB';
       post({ type: 'warning', message: `not enough browser storage to keep this model for offline use (it needs ${mb(need)}, ${mb(Math.max(0, free))} are free): it is loaded now and downloaded again next time` });
       stats.cacheSkipped = true;
@@ -720,9 +731,59 @@ async function openModel(modelUrl, cacheName, storageFree) {
     }
     return stats.bytesDownloaded - before;
   }
+  // peekFile is fetchFile for Tessera.check, which reads the model's
+  // headers only: a file over PEEK_BYTES comes as windows of PEEK_BYTES,
+  // each read when the engine reads it, from the store's copy of the
+  // part holding it or else by an HTTP Range request. A window is no
+  // whole part, so it is neither checked against a sha256 nor stored;
+  // stats.peekedBytes counts the bytes fetched. Smaller files (config.json)
+  // are fetched, checked and stored as a load fetches them.
+  async function peekFile(name) {
+    const f = files.get(name);
+    if (!f) return null;
+    if (f.size <= PEEK_BYTES) return fetchFile(name);
+    const windows = [];
+    for (let off = 0; off < f.size; off += PEEK_BYTES) windows.push({ offset: off, size: Math.min(PEEK_BYTES, f.size - off) });
+    return { size: f.size, parts: windows, read: (i) => peek(f, windows[i]) };
+  }
+
+  async function peek(f, w) {
+    const inside = (p) => p.offset <= w.offset && w.offset + w.size <= p.offset + p.size;
+    const p = f.parts ? f.parts.find(inside) : f;
+    const key = p && (f.parts ? partKey(f, p) : keyOf(f));
+    if (store && key && await stored(key)) {
+      const sf = await store.files.open(key, p.size || f.size);
+      if (sf) {
+        try {
+          const buf = new Uint8Array(w.size);
+          const n = sf.readInto(buf, w.offset - (p.offset || 0));
+          if (n === w.size) return buf;
+        } finally {
+          sf.close();
+        }
+      }
+    }
+    const range = `bytes=${w.offset}-${w.offset + w.size - 1}`;
+    let resp;
+    try {
+      resp = await fetch(base + f.name, { cache: 'no-store', headers: { Range: range } });
+    } catch (e) {
+      throw new Error(`reading ${f.name} (${range}) failed (network): ${e.message}`);
+    }
+    if (resp.status !== 206) {
+      if (resp.body) resp.body.cancel().catch(() => {});
+      throw new Error(resp.ok
+        ? `${base + f.name}: the server answered a Range request with the whole file (HTTP ${resp.status}); the check reads only the model's headers and needs a server that serves ranges`
+        : `reading ${base + f.name} (${range}): HTTP ${resp.status}`);
+    }
+    const buf = new Uint8Array(await resp.arrayBuffer());
+    if (buf.length !== w.size) throw new Error(`reading ${f.name} (${range}): the server sent ${buf.length} bytes`);
+    stats.peekedBytes += buf.length;
+    return buf;
+  }
   // stop ends the read-ahead (the load is over: bound, or failed).
   const stop = () => { stopped = true; };
-  return { base, loadUrl, fetchFile, stats, keepAll, stop };
+  return { base, loadUrl, fetchFile, peekFile, stats, toFetch, keepAll, stop };
 }
 
 // Image size caps: the engine's (Go engine.ImageLimits =
@@ -984,6 +1045,35 @@ async function handle(msg) {
     }
     case 'loseGPU':
       return (await started).loseGPUForTest(!!msg.wait);
+    case 'check': {
+      // Tessera.check: the model's headers, checked, with its figures and
+      // a decode estimate from this CPU's kernels; no weights downloaded.
+      const t0 = performance.now();
+      const go = await startGo(msg.wasmUrl, msg.execUrl, msg.wasmFallbackUrl);
+      const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest, true);
+      const r = await go.check(m.loadUrl, { fetchFile: m.peekFile, context: msg.context, probeMs: msg.probeMs,
+        allowSoftwareAdapter: !!msg.allowSoftwareAdapter });
+      const d = m.toFetch;
+      const gb = (n) => (n / 2 ** 30).toFixed(2) + ' GiB';
+      r.download = { ...d, fitsStorage: d.storageFree === null || d.bytes <= 0.9 * d.storageFree };
+      r.bytesFetched = m.stats.bytesDownloaded + m.stats.peekedBytes;
+      r.offline = m.stats.offline;
+      r.backend = msg.backend === 'auto' ? r.auto.backend : (msg.backend || 'cpu');
+      r.problems = [];
+      r.warnings = [];
+      if (r.backend === 'cpu' && !r.fitsCPU) {
+        r.problems.push(`the model needs ${gb(r.memoryBytes)} of memory on the CPU (weights and state for ${r.context} tokens), more than the ${gb(r.heapLimit)} the WebAssembly heap can hold: use a smaller or quantized file, or a GPU`);
+      }
+      if (!r.download.fitsStorage) {
+        r.warnings.push(`not enough browser storage to keep this model for offline use (it needs ${gb(d.bytes)}, ${gb(Math.max(0, d.storageFree))} are free): it would load, and download again next time`);
+      }
+      if (r.backend === 'gpu') {
+        r.warnings.push('the decode estimate is for the CPU path; the GPU runs its own kernels (this check does not time them)');
+      }
+      r.ok = r.problems.length === 0;
+      r.ms = performance.now() - t0;
+      return r;
+    }
     case 'conformance': {
       // The WGSL kernel conformance cases on this browser's WebGPU
       // (bundles built with -tags conformance); no model needed.

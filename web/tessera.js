@@ -161,6 +161,59 @@ export class Tessera {
   }
 
   /**
+   * Checks a model before downloading it: reads only its manifest and
+   * headers (config.json and the safetensors headers, or the GGUF header,
+   * by HTTP Range requests; from the model store when it has them), makes
+   * every check loading it would make that they can answer (each tensor
+   * present with its shape and a supported type), and times this CPU's
+   * matrix products for the model's weight types to estimate its decode
+   * speed here. It runs in a worker of its own, gone when it resolves, to
+   * {ok, problems, warnings, backend (what options.backend, default
+   * 'cpu', would run on: 'auto' resolved), auto: {backend, reason},
+   * adapter, architecture, layout, params, activeParams, weightBytes,
+   * visionBytes, decodeBytesPerToken, decodeBytesByType, stateBytes,
+   * cacheBytesPerToken, maxContext, context, memoryBytes (weights, state
+   * and cache at context tokens), heapLimit, fitsCPU, cpu:
+   * {decodeTokPerSec, kernels: [{type, bytesPerToken, gbPerSec,
+   * measured}], ms, kernel}, download: {bytes (what a text-only load
+   * would download now), stored (found in the model store), total,
+   * vision (fetched on the first image), storageFree, fitsStorage},
+   * bytesFetched (by the check itself), offline, ms}. problems say why a
+   * load would fail (the model too large for the WebAssembly heap on the
+   * CPU); a model that cannot load at all (a missing tensor, an
+   * unsupported type or architecture) rejects with the error the load
+   * would give. options: backend, context (4096: the context memoryBytes
+   * and the estimate are for), probeMs (150: timing per weight type),
+   * allowSoftwareAdapter, cacheName, wasmUrl, execUrl, workerUrl.
+   */
+  static async check(modelUrl, options = {}) {
+    if (typeof modelUrl !== 'string' || modelUrl === '') {
+      throw new TesseraError('Tessera.check: the model URL must be a non-empty string');
+    }
+    if (typeof Worker === 'undefined') {
+      throw new TesseraError('this browser has no Web Workers; tessera needs them to run the model off the page');
+    }
+    const t = new Tessera(options.workerUrl || here('tessera-worker.js'));
+    try {
+      return await t.#call({
+        type: 'check',
+        modelUrl: new URL(modelUrl, location.href).href,
+        wasmUrl: options.wasmUrl || here('tessera-cpu.wasm'),
+        wasmFallbackUrl: options.wasmUrl ? undefined : here('tessera.wasm'),
+        execUrl: options.execUrl || here('wasm_exec.js'),
+        cacheName: options.cacheName ?? 'tessera-models-v1',
+        backend: options.backend || 'cpu',
+        context: options.context,
+        probeMs: options.probeMs,
+        allowSoftwareAdapter: !!options.allowSoftwareAdapter,
+        storageFreeForTest: options.storageFreeForTest,
+      });
+    } finally {
+      t.dispose();
+    }
+  }
+
+  /**
    * Runs the WGSL kernel conformance cases on this browser's WebGPU in a
    * fresh worker (bundles built with -tags conformance) and resolves to
    * {adapter, cases: [{name, op, dtype, nmse, bound, ok, error}], passed,

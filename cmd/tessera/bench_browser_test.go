@@ -113,6 +113,15 @@ type benchPage struct {
 	} `json:"adapter"`
 	Engine json.RawMessage `json:"engine"`
 	Log    []string        `json:"log,omitempty"`
+	// Check: with BENCH_CHECK=1, Tessera.check's decode estimate for the
+	// model on this page, taken after the run.
+	Check *struct {
+		DecodeTokS float64 `json:"decodeTokPerSec"`
+		RanOn      string  `json:"ranOn"`
+		Ms         float64 `json:"ms"`
+		Bytes      int64   `json:"bytesFetched"`
+		Error      string  `json:"error"`
+	} `json:"check,omitempty"`
 	// tessera's info().gpuMemory after the load, and its generation's
 	// expert cache (whole, decode steps) when experts stream.
 	GPUMemory         *engine.GPUMemoryUse     `json:"gpuMemory,omitempty"`
@@ -252,6 +261,9 @@ type benchRow struct {
 	BytesWarm   int64   `json:"bytesWarm"`
 	PeakRSS     int64   `json:"peakRendererPlusGPURSS"`
 	IDsMatch    string  `json:"ids"`
+	// EstimateTokS: the median of Tessera.check's decode estimates
+	// (BENCH_CHECK=1), to set beside DecodeTokS.
+	EstimateTokS float64 `json:"estimateTokPerS,omitempty"`
 	// Runs: every page load, round by round (cold, warm).
 	Runs []benchPhase `json:"runs"`
 }
@@ -422,6 +434,9 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			if bias != "" {
 				q.Set("bias", bias)
 			}
+			if os.Getenv("BENCH_CHECK") == "1" && v.Runtime == "tessera" {
+				q.Set("check", "1")
+			}
 			return site.load(t, b, page, q, v.String()+" "+phase, 5*time.Minute)
 		}
 
@@ -444,7 +459,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		// tessera's ids equal native ids; wllama's are compared with them.
 		for _, v := range variants {
 			row := benchRow{Model: filepath.Base(modelDir), Format: format, Runtime: v.Runtime, Backend: v.Backend, Threads: v.Threads, Runs: runs[v]}
-			var cold, warm, ttft, prefill, decode, rss []float64
+			var cold, warm, ttft, prefill, decode, rss, estimate []float64
 			var bcold, bwarm []float64
 			row.IDsMatch = "same as native"
 			for i, ph := range runs[v] {
@@ -458,6 +473,14 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				ttft = append(ttft, ph.TTFTMs)
 				prefill = append(prefill, ph.PrefillTokS)
 				decode = append(decode, ph.DecodeTokS)
+				if c := ph.Check; c != nil {
+					if c.Error != "" {
+						t.Errorf("%s %s: Tessera.check: %s", v, ph.Phase, c.Error)
+					} else {
+						estimate = append(estimate, c.DecodeTokS)
+						t.Logf("%s %s: Tessera.check took %.0f ms, fetched %d bytes", v, ph.Phase, c.Ms, c.Bytes)
+					}
+				}
 				rss = append(rss, float64(ph.PeakRSS.Renderer+ph.PeakRSS.GPU))
 				row.RanOn = ph.RanOn
 				if ph.PromptTokens != len(promptIDs) {
@@ -503,6 +526,11 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			row.LoadColdMs, row.LoadWarmMs = median(cold), median(warm)
 			row.TTFTMs, row.PrefillTokS, row.DecodeTokS = median(ttft), median(prefill), median(decode)
 			row.BytesCold, row.BytesWarm, row.PeakRSS = int64(median(bcold)), int64(median(bwarm)), int64(median(rss))
+			if len(estimate) > 0 {
+				row.EstimateTokS = median(estimate)
+				t.Logf("%s %s: Tessera.check estimated decode at %.1f tok/s (median of %d), measured %.1f tok/s: %.2f×",
+					name, v, row.EstimateTokS, len(estimate), row.DecodeTokS, row.EstimateTokS/row.DecodeTokS)
+			}
 			rows = append(rows, row)
 		}
 	}

@@ -5,18 +5,20 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/tessera-llm/tessera/core/atomicfile"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/tessera-llm/tessera/core/atomicfile"
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/gguf"
 	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/ref"
 	"github.com/tessera-llm/tessera/core/safetensors"
 	"github.com/tessera-llm/tessera/models/presets"
 )
@@ -249,7 +251,9 @@ func encodeNPY(out io.Writer, data []float32, rows, cols int) error {
 }
 
 func cmdInspect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "DIR", stderr)
+	fs := newFlags("inspect", "[--speed] [--ctx N] DIR_OR_GGUF", stderr)
+	speed := fs.Bool("speed", false, "time this CPU's decode products for the model's weight types and estimate its decode tok/s from them (about two seconds)")
+	ctxArg := fs.Int64("ctx", 4096, "with --speed: the context the estimate reads the MLA cache for (tokens)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -264,6 +268,13 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	defer ck.Close()
 	cfg := loaded.Cfg
+	if *ctxArg < 1 {
+		return fmt.Errorf("--ctx %d: want a positive number of tokens: %w", *ctxArg, errUsage)
+	}
+	needs, err := model.CheckHeader(cfg, ck)
+	if err != nil {
+		return err
+	}
 	var weightBytes int64
 	dtypes := map[string]int64{}
 	for _, n := range ck.Names() {
@@ -276,7 +287,6 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		dtypes[dt] += t.Size
 	}
 	s := model.ComputeStats(cfg)
-	bytesPerParam := float64(weightBytes) / float64(s.TotalParams)
 	w := stdout
 	fmt.Fprintf(w, "model        %s\n", dir)
 	fmt.Fprintf(w, "architecture %s\n", cfg.Summary())
@@ -297,13 +307,30 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(w, "parameters   %s total%s, %s active per text token\n", human(s.TotalParams), vis, human(s.ActiveParams))
 	fmt.Fprintf(w, "weights      %s on disk %v\n", bytesStr(weightBytes), dtypes)
-	fmt.Fprintf(w, "decode read  %s of weights per token\n", bytesStr(int64(float64(s.DecodeReadParams)*bytesPerParam)))
+	var byType []string
+	for _, t := range needs.DecodeTypes() {
+		byType = append(byType, fmt.Sprintf("%v %s", t, bytesStr(needs.Decode[t])))
+	}
+	fmt.Fprintf(w, "decode read  %s of weights per token (%s)\n", bytesStr(needs.DecodeBytes()), strings.Join(byType, ", "))
 	fmt.Fprintf(w, "%s state    %s (constant in context)\n", pick(cfg.Layout.Kimi(), "KDA", "GDN"), bytesStr(s.KDAStateBytes))
 	fmt.Fprintf(w, "%s cache    %d B per token\n", pick(cfg.Layout == config.LayoutQwen3Next, "K/V", "MLA"), s.CacheBytesPerTok)
 	fmt.Fprintf(w, "context      %d tokens\n", cfg.MaxPositions)
 	for _, n := range []int64{8 << 10, 128 << 10, 1 << 20} {
 		total := weightBytes + s.KDAStateBytes + n*s.CacheBytesPerTok
 		fmt.Fprintf(w, "memory @%-5s weights + state + cache = %s\n", tokStr(n), bytesStr(total))
+	}
+	if *speed {
+		p := ref.NewPool(0)
+		defer p.Close()
+		e := model.EstimateDecode(needs, cfg.HiddenSize, p, *ctxArg, 200*time.Millisecond)
+		var rates []string
+		for _, pr := range e.Probes {
+			if pr.Measured {
+				rates = append(rates, fmt.Sprintf("%v %.1f GB/s", pr.Type, pr.Rate/1e9))
+			}
+		}
+		fmt.Fprintf(w, "speed        decode up to %.1f tok/s at a %s-token context on this CPU (%d threads; the weight products alone, streaming %s; measured in %.1f s)\n",
+			e.TokPerSec, tokStr(*ctxArg), p.Workers(), strings.Join(rates, ", "), e.Took.Seconds())
 	}
 	return nil
 }
@@ -369,11 +396,16 @@ func bytesStr(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
+// tokStr writes a token count: 8K, 1M, or the number where it is no
+// whole number of either.
 func tokStr(n int64) string {
-	if n >= 1<<20 {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%dM", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dK", n>>10)
 	}
-	return fmt.Sprintf("%dK", n>>10)
+	return strconv.FormatInt(n, 10)
 }
 
 func cmdInitRandom(args []string, stdout, stderr io.Writer) error {

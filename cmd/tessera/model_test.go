@@ -95,6 +95,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"init-random", "--config", "k9-giga", "--out", dir}, 1, `config "k9-giga" is neither a preset`},
 		{[]string{"init-random", "--config", "k3-nano", "--out", dir, "--dtype", "f8"}, 1, `--dtype "f8"`},
 		{[]string{"inspect"}, 2, "need exactly one model directory"},
+		{[]string{"inspect", "--ctx", "0", dir}, 2, "--ctx 0: want a positive number of tokens"},
+		{[]string{"inspect", "--speed", "--ctx", "1000", dir}, 0, "tok/s at a 1000-token context on this CPU"},
 		{[]string{"run", "--help"}, 0, "usage: tessera run"},
 	}
 	for _, c := range cases {

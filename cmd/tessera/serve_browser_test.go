@@ -15,6 +15,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -117,9 +118,10 @@ type testReport struct {
 		TTFTMs       float64 `json:"ttftMs"`
 		DecodeTokS   float64 `json:"decodeTokPerS"`
 	} `json:"stats"`
-	Live     *liveReport `json:"live"`
-	GGUF     *ggufReport `json:"gguf"`
-	LoadMs   float64     `json:"loadMs"`
+	Live     *liveReport  `json:"live"`
+	GGUF     *ggufReport  `json:"gguf"`
+	Check    *checkReport `json:"check"`
+	LoadMs   float64      `json:"loadMs"`
 	Failures map[string]struct {
 		Error         string `json:"error"`
 		CachedWeights int    `json:"cachedWeights"`
@@ -726,7 +728,8 @@ func TestBrowserE2E(t *testing.T) {
 
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
 		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "visionnorange": {"/vision-norange/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
-		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufexact": {"/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"}}
+		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufexact": {"/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"},
+		"check": {"/vision/,/gguf/k3-micro.q8_0.gguf"}, "checkbad": {strings.Join(slices.Collect(maps.Keys(e2eCheckBad)), ",")}, "checkctx": {strconv.Itoa(e2eCheckCtx)}}
 	var gpuMem []string
 	for _, n := range e2eGPUMemFiles {
 		gpuMem = append(gpuMem, "/gguf/"+n)
@@ -919,6 +922,8 @@ func TestBrowserE2E(t *testing.T) {
 		}
 	}
 	e2eCheckGGUF(t, r1.GGUF, ggufWant, ggufDir)
+	e2eCheckModelCheck(t, r1.Check, map[string]string{"/vision/": visionDir, "/gguf/k3-micro.q8_0.gguf": filepath.Join(ggufDir, "k3-micro.q8_0.gguf")},
+		"/vision/", e2eCheckCtx, e2eCheckBad)
 	if r1.Info.Vision {
 		t.Errorf("k3-nano info says vision: true")
 	}

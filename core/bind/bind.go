@@ -115,6 +115,25 @@ func blockDType(d safetensors.DType) (tensor.DType, bool) {
 	return 0, false
 }
 
+// MatDType is the type a matrix stored as checkpoint dtype d is bound
+// as: F32, F16 and BF16 as they are, I8 as Q8 (int8 with row scales), a
+// block format spelled as tensor.DType.String() ("Q4_K") as itself. ok is
+// false for any other dtype (the binder refuses it at Lookup, except
+// MXFP4's packed U8 pair, which binds as MXFP4).
+func MatDType(d safetensors.DType) (dt tensor.DType, ok bool) {
+	switch d {
+	case safetensors.F32:
+		return tensor.F32, true
+	case safetensors.F16:
+		return tensor.F16, true
+	case safetensors.BF16:
+		return tensor.BF16, true
+	case safetensors.I8:
+		return tensor.Q8, true
+	}
+	return blockDType(d)
+}
+
 func (b *Binder) Optional(name string) { b.Used[b.Prefix+name] = true }
 
 // Mat binds a [rows, cols] matrix.
@@ -169,13 +188,7 @@ func (b *Binder) MatShape(name string, shape ...int) *tensor.Mat {
 		}
 	}
 	if b.Deferred {
-		dt := map[safetensors.DType]tensor.DType{"F32": tensor.F32, "I8": tensor.Q8, "F16": tensor.F16}[t.DType]
-		if t.DType == "BF16" {
-			dt = tensor.BF16
-		}
-		if bt, ok := blockDType(t.DType); ok {
-			dt = bt
-		}
+		dt, _ := MatDType(t.DType)
 		return &tensor.Mat{Rows: rows, Cols: cols, DType: dt, Fetch: fetch}
 	}
 	m, err := fetch()

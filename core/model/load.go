@@ -40,32 +40,79 @@ func LoadDeferred(cfg *config.Config, ck *safetensors.Checkpoint) (*Model, error
 	return load(cfg, ck, true)
 }
 
+// HeapLimit, when positive, is the most memory a model loaded into memory
+// (not deferred) may take: Load then checks the checkpoint's header first
+// (CheckHeader) and refuses, before reading any tensor, a model whose
+// weights, KDA state and MLA cache for HeapContext tokens (Needs.Memory)
+// are more. The browser sets it to its 4 GiB WebAssembly heap less room
+// for the runtime, so a model too large for it is refused before its
+// download rather than failing once the heap is full.
+var HeapLimit int64
+
+// HeapContext is the context HeapLimit's check budgets the MLA cache for.
+const HeapContext = 4096
+
 func load(cfg *config.Config, ck *safetensors.Checkpoint, deferred bool) (*Model, error) {
+	if HeapLimit > 0 && !deferred {
+		n, err := CheckHeader(cfg, ck)
+		if err != nil {
+			return nil, err
+		}
+		if need := n.Memory(HeapContext); need > HeapLimit {
+			return nil, fmt.Errorf("the model needs %.2f GiB of memory on the CPU (weights %.2f GiB, state and cache for %d tokens %.2f GiB), more than the %.2f GiB this WebAssembly heap can hold: "+
+				"use a smaller or quantized file (Q8_0, Q4_K) or a GPU backend, which keeps the weights outside the heap",
+				gib(need), gib(n.Weights), HeapContext, gib(need-n.Weights), gib(HeapLimit))
+		}
+	}
+	b := newBinder(cfg, ck)
+	b.Deferred = deferred
+	m := &Model{Cfg: cfg, Deferred: deferred}
+	b.model(m)
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	vc, err := b.finish(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if vc != nil {
+		m.VisionCfg, m.tower = vc, &lazyTower{cfg: vc, ck: ck}
+	}
+	return m, nil
+}
+
+// newBinder is the text model's binder over ck: int8 and MXFP4 matrices
+// allowed where cfg's quantization_config says, names under
+// "language_model." in the kimi_k3 layout.
+func newBinder(cfg *config.Config, ck *safetensors.Checkpoint) *binder {
 	b := &binder{bind.New(ck)}
-	b.Q8, b.Deferred = cfg.Quant == "q8", deferred
+	b.Q8 = cfg.Quant == "q8"
 	if cfg.Quant == "mxfp4" {
 		b.MXFP4 = cfg.QuantTargets
 	}
 	if cfg.Layout == config.LayoutKimiK3 {
 		b.Prefix = "language_model."
 	}
-	m := &Model{Cfg: cfg, Deferred: deferred}
-	b.model(m)
-	if b.Err != nil {
-		return nil, b.Err
-	}
+	return b
+}
+
+// finish ends a bind of the text model: it checks the vision tower's
+// tensors from the header when cfg has a vision_config (vision.Check; the
+// tower binds on its first image) and returns its configuration, and
+// refuses a checkpoint with tensors the model does not use.
+func (b *binder) finish(cfg *config.Config) (*vision.Config, error) {
+	var vc *vision.Config
 	if cfg.Vision != nil {
-		vc, err := vision.ParseConfig(cfg.Vision, cfg.HiddenSize)
-		if err != nil {
+		var err error
+		if vc, err = vision.ParseConfig(cfg.Vision, cfg.HiddenSize); err != nil {
 			return nil, err
 		}
-		if err := vision.Check(vc, ck); err != nil {
+		if err := vision.Check(vc, b.CK); err != nil {
 			return nil, err
 		}
-		m.VisionCfg, m.tower = vc, &lazyTower{cfg: vc, ck: ck}
 	}
 	var extra []string
-	for _, n := range ck.Names() {
+	for _, n := range b.CK.Names() {
 		if b.Used[n] || ignorable(n) || familyIgnorable(cfg, n) {
 			continue
 		}
@@ -80,7 +127,7 @@ func load(cfg *config.Config, ck *safetensors.Checkpoint, deferred bool) (*Model
 		}
 		return nil, fmt.Errorf("checkpoint has tensors the %s config does not use: %s%s", cfg.Layout, strings.Join(extra, ", "), more)
 	}
-	return m, nil
+	return vc, nil
 }
 
 // model binds the model-level tensors and every layer.
@@ -306,3 +353,5 @@ func (b *binder) layer(cfg *config.Config, i int) *Layer {
 	l.MoE = moe
 	return l
 }
+
+func gib(n int64) float64 { return float64(n) / (1 << 30) }

@@ -83,6 +83,15 @@ async function runTessera() {
     expertCache: st.expertCache, decodeExpertCache: st.decodeExpertCache,
   };
   engine.dispose();
+  // check=1 (BENCH_CHECK=1): Tessera.check's decode estimate for this model
+  // on this page, untimed, after the run (its kernel probe adds to the
+  // page's peak memory), with a store of its own: as on a first visit, it
+  // reads the headers from the network
+  if (q.get('check') === '1') {
+    r.check = await Tessera.check(q.get('model') || '/model/', { backend, cacheName: 'tessera-bench-check' }).then(
+      (c) => ({ decodeTokPerSec: c.cpu.decodeTokPerSec, ranOn: c.backend, ms: c.ms, bytesFetched: c.bytesFetched }),
+      (e) => ({ error: e.message }));
+  }
   return r;
 }
 

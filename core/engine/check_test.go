@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tessera-llm/tessera/core/model"
+	"github.com/tessera-llm/tessera/core/safetensors"
+	"github.com/tessera-llm/tessera/core/tensor"
+)
+
+// readEnd is a source that records the furthest byte read.
+type readEnd struct {
+	safetensors.Source
+	end int64
+}
+
+func (r *readEnd) ReadAt(p []byte, off int64) (int, error) {
+	r.end = max(r.end, off+int64(len(p)))
+	return r.Source.ReadAt(p, off)
+}
+
+// TestCheck: a model directory and a GGUF file are checked from their
+// headers — the GGUF file read no further than its header's last read
+// window — with
+// the figures the loaded engine has, and a model without config.json is
+// refused saying so.
+func TestCheck(t *testing.T) {
+	files := nanoFiles(t)
+	cfg, n, err := Check(safetensors.MemOpener(files))
+	require.NoError(t, err)
+	e, err := Load(safetensors.MemOpener(files))
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Equal(t, e.Cfg.HiddenSize, cfg.HiddenSize)
+	assert.Equal(t, e.weightSize, n.Weights)
+	assert.Equal(t, model.ComputeStats(cfg).DecodeReadParams*4, n.DecodeBytes())
+
+	_, data := microGGUF(t, "q8_0")
+	src := &readEnd{Source: safetensors.BytesSource(data)}
+	gcfg, gn, err := CheckGGUF(src)
+	require.NoError(t, err)
+	ge, err := LoadGGUF(safetensors.BytesSource(data), false)
+	require.NoError(t, err)
+	defer ge.Close()
+	assert.Equal(t, ge.Cfg.NumHiddenLayers, gcfg.NumHiddenLayers)
+	assert.Equal(t, ge.weightSize, gn.Weights)
+	assert.Greater(t, gn.Decode[tensor.Q8_0], gn.DecodeBytes()/2, "Q8_0 carries most of a token's reads")
+	first := int64(len(data))
+	for _, name := range ge.ck.Names() {
+		if tn, _ := ge.ck.Tensor(name); tn.Shard == "model.gguf" {
+			first = min(first, tn.Offset)
+		}
+	}
+	// the parser reads in windows of 64 KiB: one may reach past the header
+	assert.LessOrEqual(t, src.end, first+64<<10, "read past the header")
+
+	delete(files, ConfigFile)
+	_, _, err = Check(safetensors.MemOpener(files))
+	require.ErrorContains(t, err, "model has no config.json")
+}
