@@ -1061,6 +1061,9 @@ async function handle(msg) {
       r.backend = msg.backend === 'auto' ? r.auto.backend : (msg.backend || 'cpu');
       r.problems = [];
       r.warnings = [];
+      if (r.backend === 'gpu' && !r.adapter.available) {
+        r.problems.push(`backend 'gpu' needs a WebGPU adapter, and this browser offers none: ${r.adapter.reason}`);
+      }
       if (r.backend === 'cpu' && !r.fitsCPU) {
         r.problems.push(`the model needs ${gb(r.memoryBytes)} of memory on the CPU (weights and state for ${r.context} tokens), more than the ${gb(r.heapLimit)} the WebAssembly heap can hold: use a smaller or quantized file, or a GPU`);
       }
