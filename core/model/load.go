@@ -138,18 +138,25 @@ func (b *binder) model(m *Model) {
 	b.Deferred = b.Deferred && cfg.Vision == nil // image fusion reads the table on the host
 	m.EmbedTokens = b.Mat("model.embed_tokens.weight", V, d)
 	b.Deferred = keep
-	m.Norm = b.Vec("model.norm.weight", d)
 	if cfg.TieWordEmbed {
 		m.LMHead = m.EmbedTokens
 		b.Optional("lm_head.weight")
 	} else {
 		m.LMHead = b.Mat("lm_head.weight", V, d)
 	}
-	if cfg.AttnResBlockSize > 0 {
-		m.OutputAttnResProj = b.Vec("model.output_attn_res_proj.weight", 1, d)
-		m.OutputAttnResNorm = b.Vec("model.output_attn_res_norm.weight", d)
+	// the final norm (and AttnRes read-out) after the Kimi layers: a file
+	// in name order (safetensors) holds them last, and a source read as
+	// it downloads then binds the layers before waiting for its end. The
+	// other families bind theirs first (Qwen3-Next's layers adjust it).
+	final := func() {
+		m.Norm = b.Vec("model.norm.weight", d)
+		if cfg.AttnResBlockSize > 0 {
+			m.OutputAttnResProj = b.Vec("model.output_attn_res_proj.weight", 1, d)
+			m.OutputAttnResNorm = b.Vec("model.output_attn_res_norm.weight", d)
+		}
 	}
 	if !cfg.Layout.Kimi() {
+		final()
 		b.family(m)
 		return
 	}
@@ -160,6 +167,7 @@ func (b *binder) model(m *Model) {
 		}
 		m.Layers[i] = b.layer(cfg, i)
 	}
+	final()
 }
 
 // layerOrder is the order to bind n layers in: the order their tensors

@@ -17,7 +17,9 @@ import (
 // TestLoadBindsLayersInFileOrder: a safetensors file keeps its tensors in
 // name order (model.layers.10 before model.layers.2); the load reads the
 // layers front to back through the file all the same, so a file read as
-// it downloads binds what has arrived. Spec keeps index order.
+// it downloads binds what has arrived, and reads what lies after the
+// layers (the final norm, the AttnRes read-out) last. Spec keeps index
+// order.
 func TestLoadBindsLayersInFileOrder(t *testing.T) {
 	raw, err := presets.Read("k3-nano")
 	require.NoError(t, err)
@@ -71,14 +73,29 @@ func TestLoadBindsLayersInFileOrder(t *testing.T) {
 				assert.Equal(t, cfg.Kinds[i], l.Kind, "layer %d", i)
 			}
 			var order []int // the layers in the order their bytes were read
-			for _, r := range rec.Ranges()[before:] {
+			lastLayer, end := -1, int64(0)
+			for _, s := range spans {
+				end = max(end, s.hi)
+			}
+			var after []int // the reads of what lies after the layers (the final norm, AttnRes read-out)
+			for k, r := range rec.Ranges()[before:] {
+				if r.Off >= end {
+					after = append(after, k)
+				}
 				for i, s := range spans {
-					if r.Off >= s.lo && r.Off < s.hi && (len(order) == 0 || order[len(order)-1] != i) {
-						order = append(order, i)
+					if r.Off >= s.lo && r.Off < s.hi {
+						lastLayer = k
+						if len(order) == 0 || order[len(order)-1] != i {
+							order = append(order, i)
+						}
 					}
 				}
 			}
 			require.Len(t, order, 12, "layers read in %v: each once, in one run", order)
+			require.NotEmpty(t, after, "nothing lies after the layers: the test proves nothing")
+			for _, k := range after {
+				assert.Greater(t, k, lastLayer, "read %d, past the layers in the file, came before the last layer's read %d", k, lastLayer)
+			}
 			for k := 1; k < len(order); k++ {
 				assert.Less(t, spans[order[k-1]].lo, spans[order[k]].lo, "layer %d read after layer %d, which lies after it in the file (order %v)", order[k], order[k-1], order)
 			}
