@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,6 +58,19 @@ func TestCheck(t *testing.T) {
 	}
 	// the parser reads in windows of 64 KiB: one may reach past the header
 	assert.LessOrEqual(t, src.end, first+64<<10, "read past the header")
+
+	// the same model in shards (model.safetensors.index.json): the same figures
+	dir := t.TempDir()
+	ts, err := model.RandomCheckpoint(cfg, 1, "F32")
+	require.NoError(t, err)
+	require.NoError(t, safetensors.WriteDir(dir, ts, nil, 256<<10))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ConfigFile), files[ConfigFile], 0o644))
+	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	require.NoError(t, err)
+	require.Greater(t, len(shards), 2, "not sharded: the case proves nothing")
+	_, sn, err := Check(safetensors.DirOpener(dir))
+	require.NoError(t, err)
+	assert.Equal(t, n, sn)
 
 	delete(files, ConfigFile)
 	_, _, err = Check(safetensors.MemOpener(files))
