@@ -3,6 +3,7 @@ package model
 import (
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"time"
 
@@ -38,8 +39,9 @@ type Estimate struct {
 
 // probeMaxBytes caps the weights one type's probe streams: more than a
 // client CPU's last-level cache, so a model that does not fit in the
-// cache is measured from memory, as it decodes (a 64 MiB probe read 35 %
-// faster than decode on the 2-core development VM, 256 MiB within 5 %).
+// cache is measured from memory, as it decodes (on the 2-core development
+// VM, whose cache is large, a 64 MiB probe read 35 % faster than a
+// 256 MiB one, and 1 GiB as fast as 256 MiB).
 const probeMaxBytes = 256 << 20
 
 // EstimateDecode predicts n's decode speed at a context of ctx tokens on
@@ -70,6 +72,8 @@ func EstimateDecode(n Needs, hidden int, p *ref.Pool, ctx int64, per time.Durati
 		pr := Probe{Type: t, Bytes: reads[t], Measured: reads[t]*50 >= total || len(e.Probes) == 0}
 		if pr.Measured {
 			pr.Rate = probeRate(t, hidden, size, p, per)
+			// one probe's weights at a time: a wasm heap never shrinks
+			runtime.GC()
 		} else {
 			pr.Rate = e.Probes[0].Rate
 		}
