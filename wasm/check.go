@@ -11,8 +11,6 @@ import (
 	"github.com/tessera-llm/tessera/core/config"
 	"github.com/tessera-llm/tessera/core/engine"
 	"github.com/tessera-llm/tessera/core/model"
-	"github.com/tessera-llm/tessera/core/ref"
-	"github.com/tessera-llm/tessera/wgsl"
 )
 
 // checkReport is what check answers (Tessera.check's report, before the
@@ -128,18 +126,12 @@ func check(_ js.Value, args []js.Value) any {
 		for _, p := range est.Probes {
 			r.CPU.Kernels = append(r.CPU.Kernels, checkKernel{Type: p.Type.String(), Bytes: p.Bytes, GBps: p.Rate / 1e9, Measured: p.Measured})
 		}
-		r.CPU.Kernel = "pure Go"
-		if ok, why := ref.SIMD128(); ok {
-			r.CPU.Kernel = why
-		}
+		r.CPU.Kernel = cpuKernels()
 		r.Adapter = probeGPU()
-		r.Auto.Backend, r.Auto.Reason = "cpu", r.Adapter.Reason
-		if r.Adapter.Available {
-			choice := wgsl.ChooseAuto(r.Adapter.adapterInfo(), allowSoftware)
-			r.Auto.Reason = choice.Reason
-			if choice.GPU {
-				r.Auto.Backend = "gpu"
-			}
+		choice := autoChoice(r.Adapter, allowSoftware)
+		r.Auto.Backend, r.Auto.Reason = "cpu", choice.Reason
+		if choice.GPU {
+			r.Auto.Backend = "gpu"
 		}
 		return toJS(r)
 	})

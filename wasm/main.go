@@ -227,27 +227,19 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 			}
 		case "gpu", "auto":
 			g := probeGPU()
-			if backend == "auto" && !g.Available {
-				h.gpu = &g
-				if e, err = cpuEngine(); err != nil {
-					return nil, err
-				}
-				e.Backend = engine.CPUBackend + "; no WebGPU adapter: " + g.Reason
-				break
-			}
 			// auto decides in either bundle: the CPU-only one, which
 			// tessera.js loads for auto where no adapter but the fallback
 			// one is offered, gives the same reason for the same choice
 			var choice wgsl.AutoChoice
 			if backend == "auto" {
 				allow := opts.Get("allowSoftwareAdapter")
-				choice = wgsl.ChooseAuto(g.adapterInfo(), allow.Type() == js.TypeBoolean && allow.Bool())
+				choice = autoChoice(g, allow.Type() == js.TypeBoolean && allow.Bool())
 				if !choice.GPU {
 					h.gpu = &g
 					if e, err = cpuEngine(); err != nil {
 						return nil, err
 					}
-					e.Backend = engine.CPUBackend + "; auto chose the CPU: " + choice.Reason + " (backend 'gpu' forces it)"
+					e.Backend = engine.CPUBackend + "; " + choice.Reason
 					break
 				}
 			}
@@ -293,6 +285,30 @@ func (h *host) load(_ js.Value, args []js.Value) any {
 		}
 		return h.infoValue()
 	})
+}
+
+// autoChoice is what backend 'auto' takes with adapter g (wgsl.ChooseAuto),
+// its reason worded for engine.Backend: the GPU, or the CPU when g is no
+// adapter or one auto passes over.
+func autoChoice(g gpuInfo, allowSoftware bool) wgsl.AutoChoice {
+	if !g.Available {
+		return wgsl.AutoChoice{Reason: "no WebGPU adapter: " + g.Reason}
+	}
+	c := wgsl.ChooseAuto(g.adapterInfo(), allowSoftware)
+	if !c.GPU {
+		c.Reason = "auto chose the CPU: " + c.Reason + " (backend 'gpu' forces it)"
+	}
+	return c
+}
+
+// cpuKernels says what runs the CPU path's matrix products: core/ref's
+// WebAssembly SIMD128 module, or pure Go and why.
+func cpuKernels() string {
+	ok, why := ref.SIMD128()
+	if ok {
+		return why
+	}
+	return "pure Go (" + why + ")"
 }
 
 // modelPath splits a model URL into its directory's URL (ending in "/")
@@ -737,12 +753,7 @@ func (h *host) infoValue() (any, error) {
 	}
 	h.gpu.Errors = gpuErrors
 	chatTemplate := e.Chat().Source
-	kernels := "pure Go"
-	if ok, why := ref.SIMD128(); ok {
-		kernels = why
-	} else {
-		kernels += " (" + why + ")"
-	}
+	kernels := cpuKernels()
 	return toJS(struct {
 		engine.Info
 		Adapter *gpuInfo `json:"adapter"`

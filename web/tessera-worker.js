@@ -386,7 +386,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
       else need += p.size;
     }
   }
-  const toFetch = { bytes: need, stored: storedBytes, total, vision: manifest.files.reduce((n, f) => n + f.size, 0) - total, storageFree: null };
+  const toFetch = { bytes: need, stored: storedBytes, total, vision: manifest.files.reduce((n, f) => n + f.size, 0) - total, storageFree: null, fitsStorage: true };
   if (store && !stats.offline) {
     let free = typeof storageFree === 'number' ? storageFree : null;
     if (free === null && self.navigator && navigator.storage && navigator.storage.estimate) {
@@ -394,9 +394,8 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
       if (est && Number.isFinite(est.quota) && Number.isFinite(est.usage)) free = est.quota - est.usage;
     }
     stats.storageFree = toFetch.storageFree = free;
-    if (forCheck) {
-      // Tessera.check reports it
-    } else if (free !== null && need > 0.9 * free) {
+    toFetch.fitsStorage = free === null || need <= 0.9 * free;
+    if (!toFetch.fitsStorage && !forCheck) { // Tessera.check reports it instead
       const mb = (n) => (n / 1e6).toFixed(1) + ' MB';
       post({ type: 'warning', message: `not enough browser storage to keep this model for offline use (it needs ${mb(need)}, ${mb(Math.max(0, free))} are free): it is loaded now and downloaded again next time` });
       stats.cacheSkipped = true;
@@ -752,11 +751,11 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     const p = f.parts ? f.parts.find(inside) : f;
     const key = p && (f.parts ? partKey(f, p) : keyOf(f));
     if (store && key && await stored(key)) {
-      const sf = await store.files.open(key, p.size || f.size);
+      const sf = await store.files.open(key, p.size);
       if (sf) {
         try {
           const buf = new Uint8Array(w.size);
-          const n = sf.readInto(buf, w.offset - (p.offset || 0));
+          const n = sf.readInto(buf, w.offset - (p.offset ?? 0)); // a whole file (p = f) has no offset
           if (n === w.size) return buf;
         } finally {
           sf.close();
@@ -1055,7 +1054,7 @@ async function handle(msg) {
         allowSoftwareAdapter: !!msg.allowSoftwareAdapter });
       const d = m.toFetch;
       const gb = (n) => (n / 2 ** 30).toFixed(2) + ' GiB';
-      r.download = { ...d, fitsStorage: d.storageFree === null || d.bytes <= 0.9 * d.storageFree };
+      r.download = d;
       r.bytesFetched = m.stats.bytesDownloaded + m.stats.peekedBytes;
       r.offline = m.stats.offline;
       r.backend = msg.backend === 'auto' ? r.auto.backend : (msg.backend || 'cpu');

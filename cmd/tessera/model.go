@@ -286,7 +286,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		dtypes[dt] += t.Size
 	}
-	s := model.ComputeStats(cfg)
+	s := needs.Stats
 	w := stdout
 	fmt.Fprintf(w, "model        %s\n", dir)
 	fmt.Fprintf(w, "architecture %s\n", cfg.Summary())

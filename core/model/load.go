@@ -191,6 +191,7 @@ func (b *binder) layerOrder(n int) []int {
 		file[f.Name] = i
 	}
 	type at struct{ file, off int64 }
+	byPlace := func(x, y at) int { return cmp.Or(cmp.Compare(x.file, y.file), cmp.Compare(x.off, y.off)) }
 	first := make([]at, n) // each layer's first byte; absent layers last, in index order
 	for i := range first {
 		first[i] = at{math.MaxInt64, 0}
@@ -207,13 +208,11 @@ func (b *binder) layerOrder(n int) []int {
 			continue // not a layer's tensor: the unused-tensor check reports it
 		}
 		t, _ := b.CK.Tensor(name)
-		if a := (at{int64(file[t.Shard]), t.Offset}); a.file < first[i].file || a.file == first[i].file && a.off < first[i].off {
+		if a := (at{int64(file[t.Shard]), t.Offset}); byPlace(a, first[i]) < 0 {
 			first[i] = a
 		}
 	}
-	slices.SortStableFunc(order, func(x, y int) int {
-		return cmp.Or(cmp.Compare(first[x].file, first[y].file), cmp.Compare(first[x].off, first[y].off))
-	})
+	slices.SortStableFunc(order, func(x, y int) int { return byPlace(first[x], first[y]) })
 	return order
 }
 

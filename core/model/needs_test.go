@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"cmp"
 	"math"
 	"slices"
@@ -18,20 +17,9 @@ import (
 	"github.com/tessera-llm/tessera/models/presets"
 )
 
-// readLog is a safetensors source that records the furthest byte read.
-type readLog struct {
-	safetensors.Source
-	end int64
-}
-
-func (r *readLog) ReadAt(p []byte, off int64) (int, error) {
-	r.end = max(r.end, off+int64(len(p)))
-	return r.Source.ReadAt(p, off)
-}
-
 // randomCheckpoint is preset's random checkpoint in layout and dtype dt,
-// opened from memory, with the log of its reads.
-func randomCheckpoint(t *testing.T, preset string, layout *config.Layout, dt safetensors.DType) (*config.Config, *safetensors.Checkpoint, *readLog) {
+// opened from memory through a recorder of its reads.
+func randomCheckpoint(t *testing.T, preset string, layout *config.Layout, dt safetensors.DType) (*config.Config, *safetensors.Checkpoint, *safetensors.Recorder) {
 	t.Helper()
 	raw, err := presets.Read(preset)
 	require.NoError(t, err)
@@ -40,22 +28,20 @@ func randomCheckpoint(t *testing.T, preset string, layout *config.Layout, dt saf
 	if layout != nil {
 		cfg.Layout = *layout
 	}
-	var buf bytes.Buffer
 	ts, err := RandomCheckpoint(cfg, 1, dt)
 	require.NoError(t, err)
-	require.NoError(t, safetensors.Write(&buf, ts, nil))
-	log := &readLog{}
-	mem := safetensors.MemOpener(map[string][]byte{"model.safetensors": buf.Bytes()})
-	ck, err := safetensors.Open(func(name string) (safetensors.Source, error) {
-		s, err := mem(name)
-		if err != nil {
-			return nil, err
-		}
-		log.Source = s
-		return log, nil
-	})
+	ck, rec, err := safetensors.RecordTensors(ts)
 	require.NoError(t, err)
-	return cfg, ck, log
+	return cfg, ck, rec
+}
+
+// readEnd is the furthest byte of the reads rec recorded from its from'th on.
+func readEnd(rec *safetensors.Recorder, from int) int64 {
+	var end int64
+	for _, r := range rec.Ranges()[from:] {
+		end = max(end, r.Off+r.N)
+	}
+	return end
 }
 
 // headerEnd is where a single-file checkpoint's tensor data begins.
@@ -86,11 +72,11 @@ func TestCheckHeaderNeeds(t *testing.T) {
 		{"deepseek-v3-nano", nil},
 	} {
 		t.Run(tc.preset, func(t *testing.T) {
-			cfg, ck, log := randomCheckpoint(t, tc.preset, tc.layout, safetensors.F32)
-			log.end = 0
+			cfg, ck, rec := randomCheckpoint(t, tc.preset, tc.layout, safetensors.F32)
+			before := len(rec.Ranges())
 			n, err := CheckHeader(cfg, ck)
 			require.NoError(t, err)
-			assert.LessOrEqual(t, log.end, headerEnd(ck), "read tensor data")
+			assert.LessOrEqual(t, readEnd(rec, before), headerEnd(ck), "read tensor data")
 			s := ComputeStats(cfg)
 			assert.Equal(t, s, n.Stats)
 			assert.Equal(t, 4*(s.TotalParams-s.VisionParams), n.Weights)
@@ -136,14 +122,14 @@ func TestCheckHeaderRefusesAsLoad(t *testing.T) {
 // refuses it naming the sizes, before reading any tensor; a deferred
 // load (weights left for a GPU) is not limited.
 func TestHeapLimit(t *testing.T) {
-	cfg, ck, log := randomCheckpoint(t, "k3-nano", nil, safetensors.F32)
+	cfg, ck, rec := randomCheckpoint(t, "k3-nano", nil, safetensors.F32)
 	defer func(old int64) { HeapLimit = old }(HeapLimit)
 	HeapLimit = 1 << 10
-	log.end = 0
+	before := len(rec.Ranges())
 	_, err := Load(cfg, ck)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "WebAssembly heap")
-	assert.LessOrEqual(t, log.end, headerEnd(ck))
+	assert.LessOrEqual(t, readEnd(rec, before), headerEnd(ck))
 	_, err = LoadDeferred(cfg, ck)
 	require.NoError(t, err)
 	HeapLimit = 1 << 40
