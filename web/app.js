@@ -377,7 +377,8 @@ async function abortCheck() {
   for await (const piece of engine.generate('abort me', { maxTokens: 100000, temperature: 1, seed: 7, signal: ac.signal })) {
     if (piece.id >= 0 && ++n === 3) ac.abort();
   }
-  return { tokens: n, stopped: engine.lastStats && engine.lastStats.stopped };
+  const st = engine.lastStats || {};
+  return { tokens: n, stopped: st.stopped, generated: st.tokens };
 }
 
 // storeOrphans counts the files in the model store cacheName's OPFS

@@ -393,8 +393,9 @@ export class Tessera {
    * (0 = greedy), topK, topP, minP, repetitionPenalty, seed, logitBias
    * ({tokenId: bias}, bias in [-100, 100] added to the token's logit; -100
    * bans it, as OpenAI's logit_bias), signal (an
-   * AbortSignal: aborting stops after the current token and ends the
-   * iteration), image or images (an array): for a vision model
+   * AbortSignal: aborting stops the generation after the token being
+   * computed and ends the iteration at once, with no token after the
+   * abort), image or images (an array): for a vision model
    * (info().vision), a Blob/File (decoded by the browser, EXIF orientation
    * applied), an ImageBitmap, an ImageData or {rgba, width, height}, placed
    * before the prompt; hashImages (debugging: lastStats.images[i].sha256 is
@@ -472,6 +473,11 @@ export class Tessera {
     if (signal) signal.addEventListener('abort', cancel, { once: true });
     try {
       for (;;) {
+        if (signal && signal.aborted) {
+          // no token after the abort: those already sent are dropped
+          await done;
+          break;
+        }
         if (queue.length > 0) {
           yield queue.shift();
           continue;

@@ -194,7 +194,8 @@ type chatReport struct {
 // stop token), chunks have OpenAI's shape, stop sequences cut the reply,
 // an image_url data: URL is accepted, and bad requests reject with
 // OpenAI-shaped errors. Without Chromium it skips, except under CI=true.
-func TestBrowserChatAPI(t *testing.T) {
+func TestBrowserChatAPI(tt *testing.T) {
+	t := withRecap(tt)
 	chrome := requireChromium(t)
 	start := time.Now()
 	dir := t.TempDir()

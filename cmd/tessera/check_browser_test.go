@@ -74,7 +74,7 @@ var e2eCheckBad = map[string]string{
 // check fetches the headers alone and stores no weights; tightURL is the
 // model checked with a 1000-byte quota at a context of tightCtx; bad maps
 // each ?checkbad= URL to a part of its error.
-func e2eCheckModelCheck(t *testing.T, c *checkReport, models map[string]string, tightURL string, tightCtx int64, bad map[string]string) {
+func e2eCheckModelCheck(t testing.TB, c *checkReport, models map[string]string, tightURL string, tightCtx int64, bad map[string]string) {
 	t.Helper()
 	if c == nil {
 		t.Fatal("no Tessera.check report")
@@ -159,7 +159,7 @@ func e2eCheckModelCheck(t *testing.T, c *checkReport, models map[string]string, 
 
 // nativeNeeds is what the model at path (a directory or a GGUF file)
 // needs, from its header, natively.
-func nativeNeeds(t *testing.T, path string) model.Needs {
+func nativeNeeds(t testing.TB, path string) model.Needs {
 	t.Helper()
 	m, ck, err := model.OpenDir(path)
 	if err != nil {
