@@ -707,6 +707,103 @@ async function checkCheck() {
   return out;
 }
 
+// sharedCheck runs the page's model as one engine shared by several
+// Tessera instances (the shared option), in a store of its own: the first
+// load downloads it (written to the store through the shared worker's
+// writable streams), the second joins it; both generate at once (their
+// requests run in turn); a generation aborted while it waits for its turn
+// ends at once; a page (another tab) that joins, starts an endless
+// generation and closes is dropped, and the next request is served;
+// the engine is freed with its last page, and a new load reads it again
+// from the store.
+async function sharedCheck() {
+  const name = 'tessera-shared-test';
+  await caches.delete(name);
+  const url = params.get('model') || new URL('model/', location.href).href;
+  const opts = { shared: true, cacheName: name, backend: 'cpu' };
+  const prompt = params.get('prompt') || 'Hello, tessera!';
+  const max = Number(params.get('max') || '16');
+  const greedy = async (e, n = max) => {
+    const ids = [];
+    for await (const p of e.generate(prompt, { maxTokens: n, temperature: 0 })) if (p.id >= 0) ids.push(p.id);
+    return ids;
+  };
+  const within = (p, ms, what) => Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`${what}: nothing after ${ms} ms`)), ms))]);
+  const stats = (s) => ({ bytesDownloaded: s.bytesDownloaded, hits: s.hits, misses: s.misses, joined: !!s.joined, cacheSkipped: s.cacheSkipped });
+  const out = {};
+  try {
+    const a = await Tessera.load(url, opts);
+    const b = await Tessera.load(url, opts);
+    out.first = stats(a.loadStats);
+    out.second = stats(b.loadStats);
+    out.pages = (await b.info()).shared;
+    [out.idsA, out.idsB] = await Promise.all([greedy(a), greedy(b)]);
+
+    // a's generation waits for b's long one and is aborted meanwhile
+    const ac = new AbortController();
+    const long = greedy(b, 200);
+    const it = a.generate(prompt, { maxTokens: 100000, temperature: 0, signal: ac.signal });
+    const first = it.next();
+    await new Promise((r) => setTimeout(r, 20));
+    const t0 = performance.now();
+    ac.abort();
+    const r = await first;
+    out.waitAbort = { done: r.done, ms: performance.now() - t0, stats: a.lastStats };
+    out.longTokens = (await long).length;
+
+    // a page (another tab) that closes mid-generation
+    const started = new Promise((ok, no) => {
+      addEventListener('message', function on(ev) {
+        if (ev.data && ev.data.sharedChild === 'generating') { removeEventListener('message', on); ok(); }
+        if (ev.data && ev.data.sharedChild === 'error') { removeEventListener('message', on); no(new Error(ev.data.error)); }
+      });
+    });
+    const tab = window.open(location.pathname + '?sharedchild=1' + (params.get('model') ? '&model=' + encodeURIComponent(params.get('model')) : ''));
+    if (!tab) throw new Error('window.open gave no tab (popups blocked?)');
+    await within(started, 120000, 'the other tab\'s generation');
+    out.pagesWithChild = (await b.info()).shared;
+    tab.close();
+    const t1 = performance.now();
+    out.idsAfterChild = await within(greedy(b), 60000, 'a generation after the other tab had closed');
+    out.afterChildMs = performance.now() - t1;
+    out.pagesAfterChild = (await b.info()).shared;
+
+    a.dispose();
+    // a's detach and b's request come by different ports: wait for the count
+    for (let i = 0; i < 50; i++) {
+      out.pagesAfterDispose = (await b.info()).shared;
+      if (out.pagesAfterDispose.pages === 1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    b.dispose();
+    // the engine is freed once b's detach is in: c, by a port of its own, must find it gone
+    await new Promise((r) => setTimeout(r, 200));
+    const c = await Tessera.load(url, opts);
+    out.third = stats(c.loadStats);
+    out.idsC = await greedy(c);
+    c.dispose();
+  } catch (e) {
+    out.error = e.message;
+  }
+  await caches.delete(name);
+  return out;
+}
+
+// sharedChild is the other tab of sharedCheck: it joins the shared engine
+// and generates until it is closed.
+async function sharedChild() {
+  try {
+    const url = params.get('model') || new URL('model/', location.href).href;
+    const e = await Tessera.load(url, { shared: true, cacheName: 'tessera-shared-test', backend: 'cpu' });
+    let told = false;
+    for await (const p of e.generate('endless', { maxTokens: 100000, temperature: 1, seed: 3 })) {
+      if (!told && p.id >= 0) { told = true; window.opener.postMessage({ sharedChild: 'generating' }, location.origin); }
+    }
+  } catch (err) {
+    if (window.opener) window.opener.postMessage({ sharedChild: 'error', error: err.message }, location.origin);
+  }
+}
+
 async function testRun() {
   const phase = Number(params.get('phase') || '1');
   const phases = Number(params.get('phases') || '1');
@@ -729,6 +826,7 @@ async function testRun() {
     if (params.get('vision') && phase === 1) result.vision = await visionCheck();
     if (params.get('gguf') && phase === 1) result.gguf = await ggufCheck();
     if (params.get('check') && phase === 1) result.check = await checkCheck();
+    if (params.get('shared') === '1' && phase === 1) result.shared = await sharedCheck();
     if (params.has('conformance') && phase === 1) result.conformance = await conformanceCheck();
     if (params.get('failures') && phase === 1) result.failures = await failureChecks(params.get('failures').split(','));
     if (params.get('quota') === '1' && phase === 1) result.quota = await quotaCheck();
@@ -750,7 +848,9 @@ async function testRun() {
   }
 }
 
-if (testMode) {
+if (params.get('sharedchild') === '1') {
+  sharedChild();
+} else if (testMode) {
   testRun();
 } else {
   load().then((info) => wireForm(info), (e) => {

@@ -1,6 +1,15 @@
 // tessera Web Worker: runs the Go engine (tessera.wasm) off the page's main
 // thread. Started by tessera.js; speaks the message protocol below.
 //
+// It runs as a dedicated worker (one page's engine) or, for
+// Tessera.load(url, {shared: true}), as a shared worker: one engine for
+// every page of the origin that loads the same model with the same
+// options (the SharedWorker's name says which). Each page attaches first
+// ({type: 'attach', client, lock}); the engine is loaded by the first and
+// joined by the others, their engine requests run one at a time, in the
+// order they came, and it is freed when the last page has gone (disposed,
+// or closed: the Web Lock named lock that the page holds is released).
+//
 //   page → worker  {type: 'load', id, modelUrl, wasmUrl, wasmFallbackUrl, execUrl, cacheName, backend, allowSoftwareAdapter, gpuMemory, exact, storageFreeForTest}
 //                  {type: 'generate', id, request, images, hashImages}
 //                  {type: 'chat', id, params}      (OpenAI chat completion)
@@ -10,6 +19,7 @@
 //                  {type: 'restoreSession', id, name}  {type: 'deleteSession', id, name}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //                  {type: 'check', id, modelUrl, wasmUrl, wasmFallbackUrl, execUrl, cacheName, backend, context, probeMs, allowSoftwareAdapter, storageFreeForTest}
+//                  {type: 'attach', client, lock}  {type: 'detach'}  (shared worker)
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
 //                  {type: 'token', id, tokenId, text, live}  (live: request.live's snapshot, now and then)
 //                  {type: 'chat-start', id, promptTokens}
@@ -52,7 +62,15 @@ async function sessionDir() {
 
 let started = null; // Promise: the Go program is running and exported tesseraWasm
 
-function post(msg) { self.postMessage(msg); }
+// shared: this is a shared worker (Tessera.load's shared option).
+const shared = typeof SharedWorkerGlobalScope !== 'undefined' && self instanceof SharedWorkerGlobalScope;
+// client is where post sends: the page of a dedicated worker; in a shared
+// worker the port of the page whose request runs.
+let client = self;
+// running is the request being served ({port, msg, cancelled}; shared worker).
+let running = null;
+
+function post(msg) { if (client.postMessage) client.postMessage(msg); } // a shared worker's self has none
 
 // fetchWasm fetches the engine bundle wasmUrl, or fallbackUrl (if given)
 // when wasmUrl cannot be had: tessera.js asks for the CPU-only bundle for
@@ -172,12 +190,15 @@ async function openStore(cacheName) {
   const cache = await self.caches.open(cacheName).catch(() => null);
   if (!cache) return null;
   let dir = null;
-  if (self.navigator && navigator.storage && navigator.storage.getDirectory &&
-      typeof FileSystemFileHandle !== 'undefined' && FileSystemFileHandle.prototype.createSyncAccessHandle) {
+  // writes go through a synchronous access handle (dedicated workers) or
+  // a writable stream (shared workers, which have no synchronous handles)
+  const fhp = typeof FileSystemFileHandle !== 'undefined' ? FileSystemFileHandle.prototype : {};
+  const sync = !!fhp.createSyncAccessHandle;
+  if (self.navigator && navigator.storage && navigator.storage.getDirectory && (sync || fhp.createWritable)) {
     dir = await navigator.storage.getDirectory().then((root) => root.getDirectoryHandle(cacheName, { create: true })).catch(() => null);
   }
   if (!dir) {
-    post({ type: 'warning', message: 'this browser offers no origin private file system with synchronous access in workers: the model is not cached and is downloaded again next time' });
+    post({ type: 'warning', message: 'this browser offers no origin private file system in workers: the model is not cached and is downloaded again next time' });
     return { cache, files: null };
   }
   // a key's file: the sha256 of the key as Cache Storage lists it (a
@@ -200,21 +221,23 @@ async function openStore(cacheName) {
       },
       // writer opens a temporary file for key's bytes: write(bytes, at)
       // as they come, then commit() (flush, move to the final name, index)
-      // or abort(). It rejects when the file cannot be created.
+      // or abort(). It rejects when the file cannot be created. Through a
+      // writable stream (no synchronous handle) the writes run in order
+      // in the background and the first one to fail fails commit.
       async writer(key) {
         const name = await fileOf(key);
         const tmp = `${name}.${Math.random().toString(36).slice(2)}.tmp`;
         let fh, h;
         try {
           fh = await dir.getFileHandle(tmp, { create: true });
-          h = await fh.createSyncAccessHandle();
+          h = sync ? await fh.createSyncAccessHandle() : streamHandle(await fh.createWritable());
         } catch (e) {
           if (fh) await dir.removeEntry(tmp).catch(() => {});
           throw e;
         }
         let open = true;
         const abort = async () => {
-          if (open) { open = false; h.close(); }
+          if (open) { open = false; await (sync ? h.close() : h.abort()); }
           await dir.removeEntry(tmp).catch(() => {});
         };
         return {
@@ -225,8 +248,8 @@ async function openStore(cacheName) {
           abort,
           async commit() {
             try {
-              h.flush();
-              h.close();
+              await h.flush();
+              await h.close();
               open = false;
               // a copy already there (another tab's, or an unindexed one)
               // is replaced; one being read stays, and ours is dropped
@@ -263,22 +286,46 @@ async function openStore(cacheName) {
   return store;
 }
 
+// streamHandle gives a writable stream (FileSystemWritableFileStream)
+// the calls of the synchronous access handle the store writes through:
+// write queues the bytes (they are not changed until the download ends),
+// flush waits for the writes and throws the first error, close commits
+// the stream's bytes to the file, abort drops them.
+function streamHandle(ws) {
+  let queue = Promise.resolve();
+  let failed = null;
+  return {
+    write(bytes, { at }) {
+      queue = queue.then(() => failed || ws.write({ type: 'write', position: at, data: bytes })).catch((e) => { failed = failed || e; });
+      return bytes.length;
+    },
+    async flush() {
+      await queue;
+      if (failed) throw failed;
+    },
+    close: () => ws.close(),
+    abort: () => queue.then(() => ws.abort()).catch(() => {}),
+  };
+}
+
 // storedFile opens an OPFS file for reading by range: {size, readInto(dst,
 // at) → bytes read, readHeap(addr, n, at), close()}, both reads
 // synchronous; readHeap reads into tessera.wasm's heap at addr, its view of
 // the memory made here, at the call (the Go side's allocations while it
 // passes the arguments may grow the memory, detaching any older view).
-// Another open handle on the file (a second tab reading the same model)
-// makes it fall back to reading slices of the file through
-// FileReaderSync, slower but without a lock.
+// Another open handle on the file (a second tab reading the same model),
+// or a shared worker, which has no synchronous handles, makes it read
+// slices of the file through FileReaderSync, slower but without a lock.
 async function storedFile(fh) {
   const heap = (addr, n) => new Uint8Array(self.wasm.instance.exports.mem.buffer, addr, n);
-  try {
-    const h = await fh.createSyncAccessHandle();
-    const readInto = (dst, at) => h.read(dst, { at });
-    return { size: h.getSize(), readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close: () => h.close() };
-  } catch (e) {
-    if (e.name !== 'NoModificationAllowedError') return null;
+  if (typeof fh.createSyncAccessHandle === 'function') {
+    try {
+      const h = await fh.createSyncAccessHandle();
+      const readInto = (dst, at) => h.read(dst, { at });
+      return { size: h.getSize(), readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close: () => h.close() };
+    } catch (e) {
+      if (e.name !== 'NoModificationAllowedError') return null;
+    }
   }
   const f = await fh.getFile().catch(() => null);
   if (!f) return null;
@@ -951,6 +998,12 @@ async function chatImages(messages) {
   return { images };
 }
 
+// stopIfCancelled stops the running generation when its page cancelled
+// it before it began (shared worker: it was waiting its turn).
+function stopIfCancelled() {
+  if (running && running.cancelled) self.tesseraWasm.cancel();
+}
+
 async function handle(msg) {
   switch (msg.type) {
     case 'load': {
@@ -978,7 +1031,10 @@ async function handle(msg) {
       const hashes = msg.hashImages ? await Promise.all(images.map((im) => sha256hex(im.rgba))) : null;
       const request = images.length ? { ...msg.request, images } : msg.request;
       // live: a snapshot of the routing/state view (request.live), now and then
-      const stats = await go.generate(request, (tokenId, text, live) => post({ type: 'token', id: msg.id, tokenId, text, live }));
+      const stats = await go.generate(request, (tokenId, text, live) => {
+        stopIfCancelled();
+        post({ type: 'token', id: msg.id, tokenId, text, live });
+      });
       if (hashes && stats.images) stats.images.forEach((im, i) => { im.sha256 = hashes[i]; });
       return stats;
     }
@@ -995,6 +1051,7 @@ async function handle(msg) {
         return { error: { status: 400, type: 'invalid_request_error', param: null, code: null, message: `the request cannot be sent as JSON: ${e.message}` } };
       }
       return go.chat(body, images, (kind, a, b, c) => {
+        stopIfCancelled();
         if (kind === 'start') post({ type: 'chat-start', id: msg.id, promptTokens: a });
         else post({ type: 'token', id: msg.id, tokenId: b, text: a, ...(c ? { logprob: c } : {}) });
       });
@@ -1095,14 +1152,131 @@ async function handle(msg) {
   }
 }
 
-self.onmessage = (ev) => {
-  const msg = ev.data;
-  if (msg.type === 'cancel') {
-    if (self.tesseraWasm) self.tesseraWasm.cancel();
+// reply answers request msg on port (but for one answered already).
+function reply(port, msg, work) {
+  work.then(
+    (value) => port.postMessage({ type: 'reply', id: msg.id, ok: true, value }),
+    (err) => { if (err !== skipped) port.postMessage({ type: 'reply', id: msg.id, ok: false, error: String(err && err.message || err) }); },
+  );
+}
+
+if (shared) {
+  self.onconnect = (ev) => {
+    const port = ev.ports[0];
+    port.onmessage = (e) => receive(port, e.data);
+  };
+} else {
+  self.onmessage = (ev) => {
+    const msg = ev.data;
+    if (msg.type === 'cancel') {
+      if (self.tesseraWasm) self.tesseraWasm.cancel();
+      return;
+    }
+    reply(self, msg, handle(msg));
+  };
+}
+
+// The shared worker's pages: port → {lock}; the engine's requests, one at
+// a time (queue); loaded: the model is loaded (by the first page).
+const pages = new Map();
+const waiting = new Set(); // requests queued behind the running one
+let dropped = 0; // running requests stopped because their page went
+let queue = Promise.resolve();
+let loaded = false;
+
+// engineRequests are the requests that use the engine (or post to the
+// page): they wait for the ones before them, whichever page sent them.
+const engineRequests = new Set(['load', 'generate', 'chat', 'keepOffline', 'saveSession', 'restoreSession', 'deleteSession', 'loseGPU']);
+
+// receive serves msg from a page of the shared worker.
+function receive(port, msg) {
+  switch (msg.type) {
+    case 'attach': {
+      pages.set(port, { lock: msg.lock });
+      // the page holds the lock while it lives: it is ours once the page
+      // has disposed its engine or closed
+      if (msg.lock && navigator.locks) navigator.locks.request(msg.lock, () => leave(port));
+      return;
+    }
+    case 'detach':
+    case 'dispose': // the engine is the other pages' too
+      leave(port);
+      if (msg.id) port.postMessage({ type: 'reply', id: msg.id, ok: true, value: null });
+      return;
+    case 'cancel':
+      // the page's requests, running or waiting, stop at their next token
+      if (running && running.port === port) {
+        running.cancelled = true;
+        if (self.tesseraWasm) self.tesseraWasm.cancel();
+      }
+      for (const w of waiting) {
+        if (w.port !== port) continue;
+        w.cancelled = true;
+        // a generation that has not begun ends now, with no token
+        if (w.msg.type === 'generate' && !w.answered) {
+          w.answered = true;
+          port.postMessage({ type: 'reply', id: w.msg.id, ok: true, value: { promptTokens: 0, tokens: 0, stopped: 'cancelled', waited: true } });
+        }
+      }
+      return;
+  }
+  if (!engineRequests.has(msg.type)) {
+    reply(port, msg, msg.type === 'info' ? sharedInfo() : handle(msg));
     return;
   }
-  handle(msg).then(
-    (value) => post({ type: 'reply', id: msg.id, ok: true, value }),
-    (err) => post({ type: 'reply', id: msg.id, ok: false, error: String(err && err.message || err) }),
-  );
-};
+  const req = { port, msg, cancelled: false, answered: false };
+  waiting.add(req);
+  const work = queue.then(async () => {
+    waiting.delete(req);
+    if (!pages.has(port)) throw new Error('the page has gone');
+    if (req.answered) return null;
+    running = req;
+    client = port;
+    try {
+      if (msg.type === 'load' && loaded) return { info: await sharedInfo(), cache: { ...joinedStats(), joined: true } };
+      const v = await handle(msg);
+      if (msg.type === 'load') loaded = true;
+      return v;
+    } finally {
+      running = null;
+      client = self;
+    }
+  });
+  queue = work.catch(() => {});
+  reply(port, msg, work.then((v) => { if (req.answered) throw skipped; return v; }));
+}
+const skipped = new Error('answered already');
+
+// sharedInfo is the engine's info with shared: {pages, dropped} added.
+async function sharedInfo() {
+  const info = await (await started).info();
+  return { ...info, shared: { pages: pages.size, dropped } };
+}
+
+// joinedStats is loadStats for a page that joined the loaded engine:
+// nothing fetched, nothing read.
+function joinedStats() {
+  const z = {};
+  for (const [k, v] of Object.entries(loadStats || {})) z[k] = typeof v === 'number' ? 0 : typeof v === 'boolean' ? false : v;
+  return z;
+}
+
+// leave forgets the page on port: its queued requests are dropped, its
+// running one stops at the next token, and the engine is freed when no
+// page is left.
+function leave(port) {
+  if (!pages.delete(port)) return;
+  if (running && running.port === port) {
+    dropped++;
+    running.cancelled = true;
+    if (self.tesseraWasm) self.tesseraWasm.cancel();
+  }
+  if (pages.size > 0) return;
+  queue = queue.then(async () => {
+    if (pages.size > 0 || !loaded) return;
+    loaded = false;
+    model = null;
+    loadStats = null;
+    (await started).dispose();
+  }).catch(() => {});
+}

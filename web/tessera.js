@@ -114,6 +114,15 @@ export class Tessera {
    * loads without being cached, with a console warning and
    * loadStats.cacheSkipped; loadStats.persisted says whether the browser
    * agreed to keep the cache under storage pressure (storage.persist()).
+   * shared: one engine for every page of this origin that loads the same
+   * model with the same options (a SharedWorker; without SharedWorker
+   * support, a worker of its own as without the option): the first page
+   * loads it, the others join it (loadStats.joined, nothing fetched); the
+   * pages' generations run one after another, in the order asked; info()
+   * adds shared: {pages, dropped (generations stopped as their page
+   * went)}; the engine is freed when the last page disposes
+   * its instance or closes. A generation aborted while it waits for its
+   * turn ends at once (lastStats: tokens 0, stopped 'cancelled').
    * It resolves once the model is ready, its downloaded files committed
    * to the store (written while they download, committed once their
    * sha256 matches).
@@ -125,28 +134,35 @@ export class Tessera {
     if (typeof Worker === 'undefined') {
       throw new TesseraError('this browser has no Web Workers; tessera needs them to run the model off the page');
     }
-    const t = new Tessera(options.workerUrl || here('tessera-worker.js'), options.onProgress);
     const backend = options.backend || 'cpu';
     // backend 'cpu' needs no WebGPU runner: the smaller CPU-only bundle,
     // else (a server without it) the full one; for 'auto' the worker takes
     // the CPU-only bundle where auto cannot choose the GPU (autoCPUBundle)
     const cpuBundle = !options.wasmUrl && backend === 'cpu';
     const autoBundle = !options.wasmUrl && backend === 'auto';
+    const msg = {
+      type: 'load',
+      modelUrl: new URL(modelUrl, location.href).href,
+      wasmUrl: options.wasmUrl || here(cpuBundle ? 'tessera-cpu.wasm' : 'tessera.wasm'),
+      wasmFallbackUrl: cpuBundle ? here('tessera.wasm') : undefined,
+      autoCPUWasmUrl: autoBundle ? here('tessera-cpu.wasm') : undefined,
+      execUrl: options.execUrl || here('wasm_exec.js'),
+      cacheName: options.cacheName ?? 'tessera-models-v1',
+      backend,
+      allowSoftwareAdapter: !!options.allowSoftwareAdapter,
+      gpuMemory: options.gpuMemory,
+      exact: !!options.exact,
+      storageFreeForTest: options.storageFreeForTest,
+    };
+    // shared: one engine in a SharedWorker named after the model and the
+    // options that shape it, for every page of the origin that asks for it
+    const sharedName = options.shared && typeof SharedWorker === 'function'
+      ? 'tessera ' + JSON.stringify([msg.modelUrl, msg.wasmUrl, backend, msg.cacheName, msg.allowSoftwareAdapter, msg.gpuMemory ?? null, msg.exact])
+      : null;
+    const t = new Tessera(options.workerUrl || here('tessera-worker.js'), options.onProgress, sharedName);
     try {
-      const r = await t.#call({
-        type: 'load',
-        modelUrl: new URL(modelUrl, location.href).href,
-        wasmUrl: options.wasmUrl || here(cpuBundle ? 'tessera-cpu.wasm' : 'tessera.wasm'),
-        wasmFallbackUrl: cpuBundle ? here('tessera.wasm') : undefined,
-        autoCPUWasmUrl: autoBundle ? here('tessera-cpu.wasm') : undefined,
-        execUrl: options.execUrl || here('wasm_exec.js'),
-        cacheName: options.cacheName ?? 'tessera-models-v1',
-        backend,
-        allowSoftwareAdapter: !!options.allowSoftwareAdapter,
-        gpuMemory: options.gpuMemory,
-        exact: !!options.exact,
-        storageFreeForTest: options.storageFreeForTest,
-      });
+      if (sharedName) await t.#attach();
+      const r = await t.#call(msg);
       t.loadStats = r.cache;
       // Ask the browser to keep the cached model under storage pressure
       // (granted or not at its discretion; only pages can ask).
@@ -234,7 +250,10 @@ export class Tessera {
     }
   }
 
-  #worker;
+  #worker; // the dedicated worker, or null (shared)
+  #port; // where requests go: the worker, or the shared worker's port
+  #shared = false;
+  #release = null; // releases the Web Lock that tells a shared worker this page lives
   #next = 1;
   #pending = new Map(); // id → {resolve, reject, onToken}
   #onProgress;
@@ -258,14 +277,30 @@ export class Tessera {
    */
   chat = { completions: { create: (params, options) => this.#createChat(params, options) } };
 
-  constructor(workerUrl, onProgress) {
+  constructor(workerUrl, onProgress, sharedName) {
     this.#onProgress = onProgress;
-    this.#worker = new Worker(workerUrl);
-    this.#worker.onmessage = (ev) => this.#receive(ev.data);
-    this.#worker.onerror = (ev) => {
+    const w = sharedName ? new SharedWorker(workerUrl, { name: sharedName }) : new Worker(workerUrl);
+    w.onerror = (ev) => {
       ev.preventDefault();
       this.#fail(`the tessera worker failed: ${ev.message || 'could not start ' + workerUrl}`);
     };
+    this.#shared = !!sharedName;
+    this.#worker = sharedName ? null : w;
+    this.#port = sharedName ? w.port : w;
+    this.#port.onmessage = (ev) => this.#receive(ev.data);
+  }
+
+  // attach introduces this page to its shared worker, with the name of a
+  // Web Lock it holds until dispose or until the page is gone: the worker
+  // then stops the page's requests and frees the engine when no page is
+  // left.
+  async #attach() {
+    let lock = null;
+    if (navigator.locks) {
+      lock = 'tessera-page-' + (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2));
+      await new Promise((held) => navigator.locks.request(lock, () => new Promise((release) => { this.#release = release; held(); })));
+    }
+    this.#port.postMessage({ type: 'attach', lock });
   }
 
   #fail(message) {
@@ -309,7 +344,7 @@ export class Tessera {
     const id = this.#next++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onToken, onStart });
-      this.#worker.postMessage({ ...msg, id });
+      this.#port.postMessage({ ...msg, id });
     });
   }
 
@@ -455,7 +490,7 @@ export class Tessera {
     let finished = false;
     let failure = null;
     const poke = () => { if (wake) { const w = wake; wake = null; w(); } };
-    const cancel = () => this.#worker.postMessage({ type: 'cancel' });
+    const cancel = () => { if (this.#port) this.#port.postMessage({ type: 'cancel' }); };
     this.#busy = true;
     this.lastStats = null;
     const msg = { type: 'generate', request, images, hashImages: !!options.hashImages };
@@ -470,7 +505,8 @@ export class Tessera {
       },
         (err) => { failure = err; })
       .finally(() => { finished = true; this.#busy = false; poke(); });
-    if (signal) signal.addEventListener('abort', cancel, { once: true });
+    const onAbort = () => { cancel(); poke(); };
+    if (signal) signal.addEventListener('abort', onAbort, { once: true });
     try {
       for (;;) {
         if (signal && signal.aborted) {
@@ -487,7 +523,7 @@ export class Tessera {
       }
       if (failure) throw failure;
     } finally {
-      if (signal) signal.removeEventListener('abort', cancel);
+      if (signal) signal.removeEventListener('abort', onAbort);
       if (!finished) {
         cancel(); // the consumer stopped early
         await done;
@@ -549,7 +585,7 @@ export class Tessera {
     let onStarted;
     const started = new Promise((resolve) => { onStarted = resolve; });
     const poke = () => { if (wake) { const w = wake; wake = null; w(); } };
-    const cancel = () => { if (!finished && this.#worker) this.#worker.postMessage({ type: 'cancel' }); };
+    const cancel = () => { if (!finished && this.#port) this.#port.postMessage({ type: 'cancel' }); };
     this.#busy = true;
     this.lastStats = null;
     const done = this.#call({ type: 'chat', params }, (piece) => { queue.push(piece); poke(); }, () => onStarted(true))
@@ -630,12 +666,20 @@ export class Tessera {
     return this.#call({ type: 'loseGPU', wait });
   }
 
-  /** Frees the model and stops the worker. */
+  /**
+   * Frees the model and stops the worker; a shared engine (the shared
+   * option) is freed once no page holds it.
+   */
   dispose() {
-    if (this.#worker) {
+    if (this.#shared && this.#port) {
+      this.#port.postMessage({ type: 'detach' });
+      this.#port.close();
+      if (this.#release) this.#release();
+    } else if (this.#worker) {
       this.#worker.terminate();
-      this.#worker = null;
     }
+    this.#worker = null;
+    this.#port = null;
     if (!this.#dead) this.#fail('the engine was disposed');
   }
 }

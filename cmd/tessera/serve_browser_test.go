@@ -118,10 +118,11 @@ type testReport struct {
 		TTFTMs       float64 `json:"ttftMs"`
 		DecodeTokS   float64 `json:"decodeTokPerS"`
 	} `json:"stats"`
-	Live     *liveReport  `json:"live"`
-	GGUF     *ggufReport  `json:"gguf"`
-	Check    *checkReport `json:"check"`
-	LoadMs   float64      `json:"loadMs"`
+	Live     *liveReport   `json:"live"`
+	GGUF     *ggufReport   `json:"gguf"`
+	Check    *checkReport  `json:"check"`
+	Shared   *sharedReport `json:"shared"`
+	LoadMs   float64       `json:"loadMs"`
 	Failures map[string]struct {
 		Error         string `json:"error"`
 		CachedWeights int    `json:"cachedWeights"`
@@ -731,7 +732,7 @@ func TestBrowserE2E(tt *testing.T) {
 	q := url.Values{"test": {"1"}, "prompt": {prompt}, "max": {strconv.Itoa(maxTok)}, "report": {"/__test/report"}, "phases": {"2"}, "abort": {"1"}, "gpu": {"1"}, "gpuwasm": {"/gpu/tessera.wasm"}, "conformance": {"1"},
 		"failures": {"/nope/,/corrupt/,/cut/"}, "quota": {"1"}, "vision": {"/vision/"}, "visionnorange": {"/vision-norange/"}, "vprompt": {vprompt}, "image": {"/__test/img/e2e.png"},
 		"gguf": {"/gguf/k3-micro.f16.gguf,/gguf/k3-micro.q8_0.gguf,/ggufsrv/"}, "ggufexact": {"/gguf/k3-micro.q8_0.gguf"}, "ggufbad": {"/gguf/cut.gguf,/gguf/half.gguf,/gguf/nope.gguf"},
-		"check": {"/vision/,/gguf/k3-micro.q8_0.gguf"}, "checkbad": {strings.Join(slices.Collect(maps.Keys(e2eCheckBad)), ",")}, "checkctx": {strconv.Itoa(e2eCheckCtx)}}
+		"check": {"/vision/,/gguf/k3-micro.q8_0.gguf"}, "checkbad": {strings.Join(slices.Collect(maps.Keys(e2eCheckBad)), ",")}, "checkctx": {strconv.Itoa(e2eCheckCtx)}, "shared": {"1"}}
 	var gpuMem []string
 	for _, n := range e2eGPUMemFiles {
 		gpuMem = append(gpuMem, "/gguf/"+n)
@@ -924,6 +925,7 @@ func TestBrowserE2E(tt *testing.T) {
 		}
 	}
 	e2eCheckGGUF(t, r1.GGUF, ggufWant, ggufDir)
+	e2eCheckShared(t, r1.Shared, native)
 	e2eCheckModelCheck(t, r1.Check, map[string]string{"/vision/": visionDir, "/gguf/k3-micro.q8_0.gguf": filepath.Join(ggufDir, "k3-micro.q8_0.gguf")},
 		"/vision/", e2eCheckCtx, e2eCheckBad)
 	if r1.Info.Vision {
@@ -1406,7 +1408,7 @@ func startChromium(t testing.TB, chrome, dir string) *browser {
 		t.Fatal(err)
 	}
 	args := append(slices.Clone(chromiumBaseFlags), "--headless", "--enable-unsafe-webgpu", "--remote-debugging-pipe",
-		"--window-size=1100,1100", "--user-data-dir="+profile, "about:blank")
+		"--window-size=1100,1100", "--disable-popup-blocking", "--user-data-dir="+profile, "about:blank")
 	cmd := exec.Command(chrome, args...)
 	cmd.ExtraFiles = []*os.File{cmdR, resW} // fd 3: commands in, fd 4: replies out
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
