@@ -740,16 +740,28 @@ async function sharedCheck() {
     [out.idsA, out.idsB] = await Promise.all([greedy(a), greedy(b)]);
 
     // a's generation waits for b's long one and is aborted meanwhile
+    // (asked for once b's has begun: requests from two ports have no
+    // order between them)
+    let begun;
+    const running = new Promise((r) => { begun = r; });
+    const long = (async () => {
+      const ids = [];
+      for await (const p of b.generate(prompt, { maxTokens: 200, temperature: 0 })) if (p.id >= 0) { ids.push(p.id); begun(); }
+      return ids;
+    })();
+    await running;
     const ac = new AbortController();
-    const long = greedy(b, 200);
     const it = a.generate(prompt, { maxTokens: 100000, temperature: 0, signal: ac.signal });
-    const first = it.next();
-    await new Promise((r) => setTimeout(r, 20));
+    const first = it.next(); // the request goes out, and waits its turn
     const t0 = performance.now();
     ac.abort();
     const r = await first;
     out.waitAbort = { done: r.done, ms: performance.now() - t0, stats: a.lastStats };
     out.longTokens = (await long).length;
+
+    // a chat completion through the shared engine
+    const chat = await a.chat.completions.create({ messages: [{ role: 'user', content: prompt }], max_tokens: 4, temperature: 0 });
+    out.chat = { content: chat.choices[0].message.content, tokens: chat.usage.completion_tokens };
 
     // a page (another tab) that closes mid-generation
     const started = new Promise((ok, no) => {

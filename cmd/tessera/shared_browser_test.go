@@ -44,7 +44,11 @@ type sharedReport struct {
 			Waited  bool   `json:"waited"`
 		} `json:"stats"`
 	} `json:"waitAbort"`
-	LongTokens   int     `json:"longTokens"`
+	LongTokens int `json:"longTokens"`
+	Chat       struct {
+		Content string `json:"content"`
+		Tokens  int    `json:"tokens"`
+	} `json:"chat"`
 	AfterChildMs float64 `json:"afterChildMs"`
 }
 
@@ -70,6 +74,9 @@ func e2eCheckShared(t testing.TB, s *sharedReport, native []int) {
 		if !slices.Equal(ids, native) {
 			t.Errorf("shared engine, %s: ids %v, native %v", name, ids, native)
 		}
+	}
+	if s.Chat.Tokens == 0 {
+		t.Errorf("shared engine: a chat completion gave %+v", s.Chat)
 	}
 	// the closed tab's endless generation was stopped, not finished
 	if c := s.PagesAfterChild; c == nil || c.Pages != 2 || c.Dropped != 1 {
