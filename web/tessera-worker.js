@@ -49,6 +49,8 @@ const MANIFEST_SUFFIX = '.manifest.json'; // a GGUF file's manifest: <file>.gguf
 const MANIFEST_FORMAT = 'tessera-manifest/1';
 const SESSION_EXT = '.tessera-session';
 const WRITE_BATCH = 4 << 20; // a download is written to the store in pieces of this size
+const WHOLE_READ = 256 << 20; // a stored file read without a synchronous handle is read whole up to this size
+const RESIDENT = 2; // such files whose bytes are kept (storedFile)
 const PEEK_BYTES = 1 << 20; // Tessera.check reads a model file's header in windows of this size
 
 // sessionDir is the OPFS directory saved conversations live in.
@@ -207,6 +209,7 @@ async function openStore(cacheName) {
   const store = {
     cache,
     files: {
+      sync, // written and read through synchronous access handles
       // open resolves to the committed copy under key (storedFile), or null; a key whose bytes are gone or of another size is
       // dropped.
       async open(key, size) {
@@ -308,14 +311,17 @@ function streamHandle(ws) {
   };
 }
 
+const residentParts = []; // the stored files read whole whose bytes are kept, oldest first
+
 // storedFile opens an OPFS file for reading by range: {size, readInto(dst,
 // at) → bytes read, readHeap(addr, n, at), close()}, both reads
 // synchronous; readHeap reads into tessera.wasm's heap at addr, its view of
 // the memory made here, at the call (the Go side's allocations while it
 // passes the arguments may grow the memory, detaching any older view).
 // Another open handle on the file (a second tab reading the same model),
-// or a shared worker, which has no synchronous handles, makes it read
-// slices of the file through FileReaderSync, slower but without a lock.
+// or a shared worker, which has no synchronous handles, makes it read the
+// file whole (a part of a model) or in slices through FileReaderSync,
+// without a lock.
 async function storedFile(fh) {
   const heap = (addr, n) => new Uint8Array(self.wasm.instance.exports.mem.buffer, addr, n);
   if (typeof fh.createSyncAccessHandle === 'function') {
@@ -329,13 +335,35 @@ async function storedFile(fh) {
   }
   const f = await fh.getFile().catch(() => null);
   if (!f) return null;
-  const r = new FileReaderSync();
+  // A part (at most WHOLE_READ bytes) is read whole, at once: a
+  // FileReaderSync read per tensor made a shared worker's warm load of
+  // k3-mini's Q8_0 GGUF 3× slower than a dedicated worker's. Only the
+  // RESIDENT parts read last keep their bytes (a loader reads a file
+  // front to back); an older one is read through FileReaderSync again.
+  let whole = f.size <= WHOLE_READ ? await f.arrayBuffer().then((b) => new Uint8Array(b), () => null) : null;
+  let r = null;
   const readInto = (dst, at) => {
-    const b = new Uint8Array(r.readAsArrayBuffer(f.slice(at, at + dst.length)));
+    let b;
+    if (whole) {
+      b = whole.subarray(at, at + dst.length);
+    } else {
+      r = r || new FileReaderSync();
+      b = new Uint8Array(r.readAsArrayBuffer(f.slice(at, at + dst.length)));
+    }
     dst.set(b);
     return b.length;
   };
-  return { size: f.size, readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close() {} };
+  const sf = { size: f.size, readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), drop() { whole = null; } };
+  sf.close = () => {
+    sf.drop();
+    const i = residentParts.indexOf(sf);
+    if (i >= 0) residentParts.splice(i, 1);
+  };
+  if (whole) {
+    residentParts.push(sf);
+    while (residentParts.length > RESIDENT) residentParts.shift().drop();
+  }
+  return sf;
 }
 
 // openModel returns a fetchFile(name) for the Go loader and load stats.
@@ -714,7 +742,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     // its request goes out first (the check holds the thread).
     const got = await download(f, p, key, () => { ranges = true; arriving.delete(key); return pump(f); }, requested);
     counted.add(key);
-    if (!got.whole) return got.stored ? null : got.buf;
+    if (!got.whole) return got.stored && store.files.sync ? null : got.buf;
     for (const q of f.parts) {
       const b = got.buf.subarray(q.offset, q.offset + q.size);
       if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
@@ -755,8 +783,10 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
       }
       stats.misses++;
       const got = await download(f, null, key);
-      // the stored copy is read, so that the downloaded bytes can go
-      return got.stored ? null : got.buf;
+      // the stored copy is read, so that the downloaded bytes can go (but
+      // for a store without synchronous handles, slower to read back than
+      // the bytes in hand)
+      return got.stored && store.files.sync ? null : got.buf;
     }));
   }
 

@@ -45,10 +45,13 @@ const (
 // (forced WebGPU), "auto" (what its load chooses) or "cpu"; wllama's
 // default (WebGPU offload when ggml-webgpu takes the adapter) or "cpu"
 // (n_gpu_layers 0). Threads is wllama's n_threads; 0 leaves its default
-// (half of navigator.hardwareConcurrency, at least 1).
+// (half of navigator.hardwareConcurrency, at least 1). Shared is
+// tessera's shared option: the page's BENCH_INSTANCES instances share one
+// engine.
 type benchVariant struct {
 	Runtime, Backend string
 	Threads          int
+	Shared           bool
 }
 
 func (v benchVariant) String() string {
@@ -63,26 +66,38 @@ func (v benchVariant) String() string {
 			path += fmt.Sprintf(", %d threads", v.Threads)
 		}
 	}
+	if v.Shared {
+		path += ", shared engine"
+	}
 	return v.Runtime + " " + path
 }
 
 // name is the variant's BENCH_ONLY name: runtime-backend, with -Nt for a
 // thread count set.
 func (v benchVariant) name() string {
+	n := v.Runtime + "-" + v.Backend
 	if v.Threads > 0 {
-		return fmt.Sprintf("%s-%s-%dt", v.Runtime, v.Backend, v.Threads)
+		n += fmt.Sprintf("-%dt", v.Threads)
 	}
-	return v.Runtime + "-" + v.Backend
+	if v.Shared {
+		n += "-shared"
+	}
+	return n
 }
 
 // benchVariants are the pages of one round: each runtime's WebGPU path
 // and wasm CPU path as a user gets them by default, tessera's auto, and
 // wllama's multi-threaded build on every core when there is more than one
-// (its default takes half of them).
-func benchVariants(cores int) []benchVariant {
-	vs := []benchVariant{{"tessera", "gpu", 0}, {"wllama", "gpu", 0}, {"tessera", "auto", 0}, {"tessera", "cpu", 0}, {"wllama", "cpu", 0}}
+// (its default takes half of them); with more than one instance a page
+// (BENCH_INSTANCES), tessera's CPU path with its instances sharing one
+// engine as well.
+func benchVariants(cores, instances int) []benchVariant {
+	vs := []benchVariant{{"tessera", "gpu", 0, false}, {"wllama", "gpu", 0, false}, {"tessera", "auto", 0, false}, {"tessera", "cpu", 0, false}, {"wllama", "cpu", 0, false}}
 	if cores > 1 {
-		vs = append(vs, benchVariant{"wllama", "cpu", cores})
+		vs = append(vs, benchVariant{"wllama", "cpu", cores, false})
+	}
+	if instances > 1 {
+		vs = append(vs, benchVariant{"tessera", "cpu", 0, true})
 	}
 	return vs
 }
@@ -101,8 +116,10 @@ type benchPage struct {
 	PromptTokens int     `json:"promptTokens"`
 	IDs          []int   `json:"ids"`
 	RanOn        string  `json:"ranOn"`
-	JSHeapBytes  int64   `json:"jsHeapBytes"`
-	Adapter      struct {
+	// MoreLoadMs: the loads of the instances after the first (instances=).
+	MoreLoadMs  []float64 `json:"moreLoadMs,omitempty"`
+	JSHeapBytes int64     `json:"jsHeapBytes"`
+	Adapter     struct {
 		Available    bool     `json:"available"`
 		Reason       string   `json:"reason"`
 		Vendor       string   `json:"vendor"`
@@ -245,22 +262,28 @@ type rssPeak struct {
 
 // benchRow is the medians of one model × variant over the rounds.
 type benchRow struct {
-	Model       string  `json:"model"`
-	Format      string  `json:"format"` // BENCH_FORMAT
-	Runtime     string  `json:"runtime"`
-	Backend     string  `json:"backend"`
-	Threads     int     `json:"threads,omitempty"` // wllama's n_threads when set
-	RanOn       string  `json:"ranOn"`
-	Note        string  `json:"note,omitempty"`
-	LoadColdMs  float64 `json:"loadColdMs"`
-	LoadWarmMs  float64 `json:"loadWarmMs"`
-	TTFTMs      float64 `json:"ttftMs"`
-	PrefillTokS float64 `json:"prefillTokPerS"`
-	DecodeTokS  float64 `json:"decodeTokPerS"`
-	BytesCold   int64   `json:"bytesCold"`
-	BytesWarm   int64   `json:"bytesWarm"`
-	PeakRSS     int64   `json:"peakRendererPlusGPURSS"`
-	IDsMatch    string  `json:"ids"`
+	Model     string `json:"model"`
+	Format    string `json:"format"` // BENCH_FORMAT
+	Runtime   string `json:"runtime"`
+	Backend   string `json:"backend"`
+	Threads   int    `json:"threads,omitempty"` // wllama's n_threads when set
+	Shared    bool   `json:"shared,omitempty"`  // tessera's instances share one engine
+	Instances int    `json:"instances"`         // runtime instances each page loads (BENCH_INSTANCES)
+	// LoadMoreMs: the median load time of the instances after the first
+	// (cold, warm), with BENCH_INSTANCES > 1.
+	LoadMoreColdMs float64 `json:"loadMoreColdMs,omitempty"`
+	LoadMoreWarmMs float64 `json:"loadMoreWarmMs,omitempty"`
+	RanOn          string  `json:"ranOn"`
+	Note           string  `json:"note,omitempty"`
+	LoadColdMs     float64 `json:"loadColdMs"`
+	LoadWarmMs     float64 `json:"loadWarmMs"`
+	TTFTMs         float64 `json:"ttftMs"`
+	PrefillTokS    float64 `json:"prefillTokPerS"`
+	DecodeTokS     float64 `json:"decodeTokPerS"`
+	BytesCold      int64   `json:"bytesCold"`
+	BytesWarm      int64   `json:"bytesWarm"`
+	PeakRSS        int64   `json:"peakRendererPlusGPURSS"`
+	IDsMatch       string  `json:"ids"`
 	// EstimateTokS: the median of Tessera.check's decode estimates
 	// (BENCH_CHECK=1), to set beside DecodeTokS.
 	EstimateTokS float64 `json:"estimateTokPerS,omitempty"`
@@ -336,7 +359,10 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 	// load (no-cache + ETag), gzip -9 when the browser accepts it.
 	wllamaFiles := benchStatic(t, wllamaDir, "index.js", "wllama.wasm")
 
-	variants := benchVariants(runtime.NumCPU())
+	// BENCH_INSTANCES: runtime instances a page loads, as that many tabs
+	// of an app would (each its own engine, but for the shared variant)
+	instances := benchEnvInt(t, "BENCH_INSTANCES", 1)
+	variants := benchVariants(runtime.NumCPU(), instances)
 	if only := os.Getenv("BENCH_ONLY"); only != "" { // e.g. "wllama-cpu,tessera-cpu"
 		var names []string
 		for _, v := range variants {
@@ -431,6 +457,12 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			if v.Threads > 0 {
 				q.Set("threads", strconv.Itoa(v.Threads))
 			}
+			if instances > 1 {
+				q.Set("instances", strconv.Itoa(instances))
+			}
+			if v.Shared {
+				q.Set("shared", "1")
+			}
 			if bias != "" {
 				q.Set("bias", bias)
 			}
@@ -458,17 +490,22 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 
 		// tessera's ids equal native ids; wllama's are compared with them.
 		for _, v := range variants {
-			row := benchRow{Model: filepath.Base(modelDir), Format: format, Runtime: v.Runtime, Backend: v.Backend, Threads: v.Threads, Runs: runs[v]}
+			row := benchRow{Model: filepath.Base(modelDir), Format: format, Runtime: v.Runtime, Backend: v.Backend, Threads: v.Threads, Shared: v.Shared, Instances: instances, Runs: runs[v]}
 			var cold, warm, ttft, prefill, decode, rss, estimate []float64
-			var bcold, bwarm []float64
+			var bcold, bwarm, mcold, mwarm []float64
 			row.IDsMatch = "same as native"
 			for i, ph := range runs[v] {
 				if i%2 == 0 {
 					cold = append(cold, ph.LoadMs)
 					bcold = append(bcold, float64(ph.Bytes))
+					mcold = append(mcold, ph.MoreLoadMs...)
 				} else {
 					warm = append(warm, ph.LoadMs)
 					bwarm = append(bwarm, float64(ph.Bytes))
+					mwarm = append(mwarm, ph.MoreLoadMs...)
+				}
+				if len(ph.MoreLoadMs) != instances-1 {
+					t.Errorf("%s %s: %d further instances loaded, want %d", v, ph.Phase, len(ph.MoreLoadMs), instances-1)
 				}
 				ttft = append(ttft, ph.TTFTMs)
 				prefill = append(prefill, ph.PrefillTokS)
@@ -524,6 +561,9 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 				env.AdapterFeatures = a.Features
 			}
 			row.LoadColdMs, row.LoadWarmMs = median(cold), median(warm)
+			if instances > 1 {
+				row.LoadMoreColdMs, row.LoadMoreWarmMs = median(mcold), median(mwarm)
+			}
 			row.TTFTMs, row.PrefillTokS, row.DecodeTokS = median(ttft), median(prefill), median(decode)
 			row.BytesCold, row.BytesWarm, row.PeakRSS = int64(median(bcold)), int64(median(bwarm)), int64(median(rss))
 			if len(estimate) > 0 {
@@ -673,12 +713,18 @@ func benchTable(env benchEnv, rows []benchRow) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %.2f s | %.2f s | %.0f ms | %.0f | %.1f | %s | %s / %s | %s |\n", r.Model+" "+r.Format,
-			benchVariant{r.Runtime, r.Backend, r.Threads}, r.RanOn, r.LoadColdMs/1000, r.LoadWarmMs/1000, r.TTFTMs, r.PrefillTokS, r.DecodeTokS,
+			benchVariant{r.Runtime, r.Backend, r.Threads, r.Shared}, r.RanOn, r.LoadColdMs/1000, r.LoadWarmMs/1000, r.TTFTMs, r.PrefillTokS, r.DecodeTokS,
 			bytesStr(r.PeakRSS), bytesStr(r.BytesCold), bytesStr(r.BytesWarm), r.IDsMatch)
 	}
 	for _, r := range rows {
+		if r.Instances > 1 {
+			fmt.Fprintf(&b, "\n- %s %s: %d instances a page; each after the first loaded in %.2f s cold, %.2f s warm", r.Model,
+				benchVariant{r.Runtime, r.Backend, r.Threads, r.Shared}, r.Instances, r.LoadMoreColdMs/1000, r.LoadMoreWarmMs/1000)
+		}
+	}
+	for _, r := range rows {
 		if r.Note != "" {
-			fmt.Fprintf(&b, "\n- %s %s: %s", r.Model, benchVariant{r.Runtime, r.Backend, r.Threads}, r.Note)
+			fmt.Fprintf(&b, "\n- %s %s: %s", r.Model, benchVariant{r.Runtime, r.Backend, r.Threads, r.Shared}, r.Note)
 		}
 	}
 	b.WriteString("\n")

@@ -9,6 +9,12 @@
 // profile (phase "warm"), counts the bytes its server sent, and reads the
 // browser's peak memory from /proc.
 //
+// instances=N loads the runtime N times on the page, as N tabs of an app
+// would (shared=1: tessera's instances share one engine, the shared
+// option); the first is timed as loadMs and generates, the others' load
+// times are moreLoadMs, and each of them generates a few tokens, untimed,
+// that must begin the first's.
+//
 // All times are taken here, on the page, the same way for both runtimes:
 //   loadMs  the runtime's load call (engine wasm download + compile, model
 //           download or cache read, weight upload), until it resolves
@@ -29,6 +35,7 @@ const max = parseInt(q.get('max') || '64', 10);
 // bias=ID:-100,...: tokens banned in both runtimes (the Go test sets it
 // for a model whose greedy output holds bytes that are not UTF-8 alone)
 const banned = (q.get('bias') || '').split(',').filter((x) => x).map((x) => parseInt(x.split(':')[0], 10));
+const instances = Math.max(1, parseInt(q.get('instances') || '1', 10));
 const out = document.getElementById('out');
 
 function log(s) { out.textContent += s + '\n'; }
@@ -55,9 +62,17 @@ async function adapterInfo() {
 // FILE.gguf URL) and GPU memory budget (gpuMemory=, e.g. 50%).
 async function runTessera() {
   const { Tessera } = await import('/tessera.js');
+  const opts = { backend, gpuMemory: q.get('gpuMemory') || undefined, shared: q.get('shared') === '1' };
   const t0 = performance.now();
-  const engine = await Tessera.load(q.get('model') || '/model/', { backend, gpuMemory: q.get('gpuMemory') || undefined });
+  const engine = await Tessera.load(q.get('model') || '/model/', opts);
   const loadMs = performance.now() - t0;
+  const others = [];
+  const moreLoadMs = [];
+  for (let i = 1; i < instances; i++) {
+    const t = performance.now();
+    others.push(await Tessera.load(q.get('model') || '/model/', opts));
+    moreLoadMs.push(performance.now() - t);
+  }
   const info = await engine.info();
   const ids = [];
   let tFirst = 0, tLast = 0;
@@ -74,8 +89,14 @@ async function runTessera() {
   // untimed: the files the load downloaded committed to the cache (the
   // writes can outlive the load), so the warm load reads them
   await engine.stored();
+  for (const [i, o] of others.entries()) {
+    const few = [];
+    for await (const piece of o.generate(prompt, { maxTokens: Math.min(4, max), temperature: 0, logitBias })) if (piece.id >= 0) few.push(piece.id);
+    if (few.join() !== ids.slice(0, few.length).join() || few.length === 0) throw new Error(`instance ${i + 2} generated ${few}, the first ${ids.slice(0, 4)}`);
+    o.dispose();
+  }
   const r = {
-    loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: st.promptTokens,
+    loadMs, moreLoadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: st.promptTokens,
     ranOn: info.backend, engine: { ttftMs: st.ttftMs, decodeTokPerS: st.decodeTokPerS, dispatchesPerToken: st.dispatchesPerToken, submitsPerToken: st.submitsPerToken, stopped: st.stopped, load: engine.loadStats },
     // what the GPU holds (info().gpuMemory) and, when experts stream, the
     // expert cache over the generation and over its decode steps
@@ -120,9 +141,20 @@ async function runWllama() {
   const params = { n_ctx: 1024 };
   if (q.get('threads')) params.n_threads = parseInt(q.get('threads'), 10);
   if (backend === 'cpu') params.n_gpu_layers = 0; // else wllama's default: every layer on WebGPU when it can
+  const modelUrl = new URL('/gguf/model.gguf', location.href).href;
   const t0 = performance.now();
-  await w.loadModelFromUrl(new URL('/gguf/model.gguf', location.href).href, params);
+  await w.loadModelFromUrl(modelUrl, params);
   const loadMs = performance.now() - t0;
+  // further instances (instances=): wllama has no shared engine
+  const others = [];
+  const moreLoadMs = [];
+  for (let i = 1; i < instances; i++) {
+    const o = new Wllama({ default: '/wllama/wllama.wasm' }, { logger: { debug() {}, log() {}, warn() {}, error() {} } });
+    const t = performance.now();
+    await o.loadModelFromUrl(modelUrl, params);
+    moreLoadMs.push(performance.now() - t);
+    others.push(o);
+  }
   const ids = [];
   let tFirst = 0, tLast = 0, timings = null, promptN = null;
   const g0 = performance.now();
@@ -157,8 +189,9 @@ async function runWllama() {
   // On the GPU when a model buffer is on a device other than the CPU (no
   // "offloaded" line is printed when ggml-webgpu found no usable device).
   const onGPU = (offload.layers !== null && offload.layers[0] > 0) || offload.buffers.some((b) => !b.startsWith('CPU'));
+  for (const o of others) await o.exit();
   const r = {
-    loadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: promptN,
+    loadMs, moreLoadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: promptN,
     ranOn: onGPU ? `gpu (WebGPU; model buffers: ${offload.buffers.join(', ')})` : `cpu (wasm, ${w.getNumThreads()} thread${w.getNumThreads() === 1 ? '' : 's'}; model buffers: ${offload.buffers.join(', ')})`,
     engine: {
       threads: w.getNumThreads(), multithread: w.isMultithread(), offload, timings, logLines: lines.length,
