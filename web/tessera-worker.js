@@ -5,7 +5,7 @@
 // Tessera.load(url, {shared: true}), as a shared worker: one engine for
 // every page of the origin that loads the same model with the same
 // options (the SharedWorker's name says which). Each page attaches first
-// ({type: 'attach', client, lock}); the engine is loaded by the first and
+// ({type: 'attach', lock}); the engine is loaded by the first and
 // joined by the others, their engine requests run one at a time, in the
 // order they came, and it is freed when the last page has gone (disposed,
 // or closed: the Web Lock named lock that the page holds is released).
@@ -19,7 +19,7 @@
 //                  {type: 'restoreSession', id, name}  {type: 'deleteSession', id, name}
 //                  {type: 'conformance', id, wasmUrl, execUrl, perOp}
 //                  {type: 'check', id, modelUrl, wasmUrl, wasmFallbackUrl, execUrl, cacheName, backend, context, probeMs, allowSoftwareAdapter, storageFreeForTest}
-//                  {type: 'attach', client, lock}  {type: 'detach'}  (shared worker)
+//                  {type: 'attach', lock}  {type: 'detach'}  (shared worker)
 //   worker → page  {type: 'progress', file, loaded, total, fromCache}
 //                  {type: 'token', id, tokenId, text, live}  (live: request.live's snapshot, now and then)
 //                  {type: 'chat-start', id, promptTokens}
@@ -1206,9 +1206,9 @@ if (shared) {
   };
 }
 
-// The shared worker's pages: port → {lock}; the engine's requests, one at
+// The shared worker's pages (their ports); the engine's requests, one at
 // a time (queue); loaded: the model is loaded (by the first page).
-const pages = new Map();
+const pages = new Set();
 const waiting = new Set(); // requests queued behind the running one
 let dropped = 0; // running requests stopped because their page went
 let queue = Promise.resolve();
@@ -1222,7 +1222,7 @@ const engineRequests = new Set(['load', 'generate', 'chat', 'keepOffline', 'save
 function receive(port, msg) {
   switch (msg.type) {
     case 'attach': {
-      pages.set(port, { lock: msg.lock });
+      pages.add(port);
       // the page holds the lock while it lives: it is ours once the page
       // has disposed its engine or closed
       if (msg.lock && navigator.locks) navigator.locks.request(msg.lock, () => leave(port));

@@ -252,7 +252,6 @@ export class Tessera {
 
   #worker; // the dedicated worker, or null (shared)
   #port; // where requests go: the worker, or the shared worker's port
-  #shared = false;
   #release = null; // releases the Web Lock that tells a shared worker this page lives
   #next = 1;
   #pending = new Map(); // id → {resolve, reject, onToken}
@@ -284,7 +283,6 @@ export class Tessera {
       ev.preventDefault();
       this.#fail(`the tessera worker failed: ${ev.message || 'could not start ' + workerUrl}`);
     };
-    this.#shared = !!sharedName;
     this.#worker = sharedName ? null : w;
     this.#port = sharedName ? w.port : w;
     this.#port.onmessage = (ev) => this.#receive(ev.data);
@@ -671,12 +669,12 @@ export class Tessera {
    * option) is freed once no page holds it.
    */
   dispose() {
-    if (this.#shared && this.#port) {
+    if (this.#worker) {
+      this.#worker.terminate();
+    } else if (this.#port) { // shared
       this.#port.postMessage({ type: 'detach' });
       this.#port.close();
       if (this.#release) this.#release();
-    } else if (this.#worker) {
-      this.#worker.terminate();
     }
     this.#worker = null;
     this.#port = null;
