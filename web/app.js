@@ -729,11 +729,19 @@ async function sharedCheck() {
     return ids;
   };
   const within = (p, ms, what) => Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`${what}: nothing after ${ms} ms`)), ms))]);
-  const stats = (s) => ({ bytesDownloaded: s.bytesDownloaded, hits: s.hits, misses: s.misses, joined: !!s.joined, cacheSkipped: s.cacheSkipped });
+  const stats = (s) => ({ bytesDownloaded: s.bytesDownloaded, hits: s.hits, misses: s.misses, joined: !!s.joined, cacheSkipped: s.cacheSkipped, storeRead: s.storeRead });
   const out = {};
   try {
-    const a = await Tessera.load(url, opts);
-    const b = await Tessera.load(url, opts);
+    // b asks to load once a's load has begun: it waits to join, seeing a's
+    // progress, and ends with its last event
+    const seen = { a: [], b: [] };
+    let begun0;
+    const loading = new Promise((r) => { begun0 = r; });
+    const pa = Tessera.load(url, { ...opts, onProgress: (p) => { seen.a.push(p); begun0(); } });
+    await Promise.race([loading, pa]);
+    const b = await Tessera.load(url, { ...opts, onProgress: (p) => seen.b.push(p) });
+    const a = await pa;
+    out.progress = { a: seen.a.length, b: seen.b.length, aLast: seen.a.at(-1), bLast: seen.b.at(-1) };
     out.first = stats(a.loadStats);
     out.second = stats(b.loadStats);
     out.pages = (await b.info()).shared;

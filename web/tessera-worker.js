@@ -51,6 +51,7 @@ const SESSION_EXT = '.tessera-session';
 const WRITE_BATCH = 4 << 20; // a download is written to the store in pieces of this size
 const WHOLE_READ = 256 << 20; // a stored file read without a synchronous handle is read whole up to this size
 const RESIDENT = 2; // such files whose bytes are kept (storedFile)
+const SPARE = 4; // part buffers kept for reuse while a model loads (partBuffer)
 const PEEK_BYTES = 1 << 20; // Tessera.check reads a model file's header in windows of this size
 
 // sessionDir is the OPFS directory saved conversations live in.
@@ -72,7 +73,23 @@ let client = self;
 // running is the request being served ({port, msg, cancelled}; shared worker).
 let running = null;
 
-function post(msg) { if (client.postMessage) client.postMessage(msg); } // a shared worker's self has none
+function post(msg) {
+  if (client.postMessage) client.postMessage(msg); // a shared worker's self has none
+  // A shared worker's load: the pages waiting to join the engine see its
+  // progress too, and a page that joins later gets its last event.
+  if (shared && msg.type === 'progress' && running && running.msg.type === 'load') {
+    loadProgress = msg;
+    for (const w of waiting) if (w.msg.type === 'load' && w.port !== client) w.port.postMessage(msg);
+  }
+}
+
+// withHeap adds to the engine's info heapBytes: the size of its
+// WebAssembly memory, which holds the model on the CPU path (it grows and
+// never shrinks).
+function withHeap(info) {
+  const mem = self.wasm && self.wasm.instance.exports.mem;
+  return mem ? { ...info, heapBytes: mem.buffer.byteLength } : info;
+}
 
 // fetchWasm fetches the engine bundle wasmUrl, or fallbackUrl (if given)
 // when wasmUrl cannot be had: tessera.js asks for the CPU-only bundle for
@@ -311,7 +328,97 @@ function streamHandle(ws) {
   };
 }
 
+// Part buffers: a downloaded part (download) and a stored part read whole
+// (storedFile) each need one, 64 MiB for a model's usual parts. A fresh
+// buffer each left the whole model as garbage for the collector to find
+// (a shared worker's load of k3-mini Q8_0 peaked 0.3 GiB above two
+// dedicated workers' loads); while a model loads, released buffers are
+// kept, SPARE at most, and reused.
+const spareBuffers = [];
+let loadsRunning = 0; // models loading (openModel up to its stop): while any is, buffers are kept
+
+// partBuffer returns n bytes to fill, in a spare buffer when one is large
+// enough; WHOLE_READ bytes at most are reused.
+function partBuffer(n) {
+  const i = n <= WHOLE_READ ? spareBuffers.findIndex((b) => b.byteLength >= n) : -1;
+  return i < 0 ? new Uint8Array(n) : new Uint8Array(spareBuffers.splice(i, 1)[0], 0, n);
+}
+
+// releaseBuffer hands back bytes from partBuffer that nothing reads any
+// more: kept for reuse while a model loads, else freed.
+function releaseBuffer(bytes) {
+  const b = bytes && bytes.buffer;
+  if (!b || spareBuffers.includes(b)) return;
+  if (loadsRunning === 0 || b.byteLength > WHOLE_READ) {
+    freeBuffer(b);
+    return;
+  }
+  spareBuffers.push(b);
+  if (spareBuffers.length > SPARE) freeBuffer(spareBuffers.sort((x, y) => y.byteLength - x.byteLength).pop());
+}
+
+// freeBuffer frees ArrayBuffer b's memory now, not when the collector
+// finds it: a worker busy binding a model may not collect for seconds, and
+// a shared worker that had loaded k3-mini Q8_0 kept 0.3 GiB it no longer
+// used (the bench's loaded RSS; with --expose-gc and a gc() it was gone).
+// Transferring b into a message that is never delivered, its channel
+// closed, drops its bytes (b.transfer(0) did not, in Chromium 156).
+function freeBuffer(b) {
+  if (!b || b.detached) return;
+  try {
+    const ch = new MessageChannel();
+    ch.port1.postMessage(null, [b]);
+    ch.port1.close();
+    ch.port2.close();
+  } catch {
+    // not transferable
+  }
+}
+
+// readWhole resolves to File f's bytes, read into dst (f.size bytes from
+// partBuffer): through a BYOB reader, straight into dst's memory, which
+// the stream hands back in a new ArrayBuffer each read (the one resolved
+// to is the last); else a chunk at a time, copied (small garbage, where
+// f.arrayBuffer() would allocate f.size anew).
+async function readWhole(f, dst) {
+  const n = dst.length; // a BYOB read detaches dst's buffer: its length reads 0 after
+  let off = 0;
+  let byob = null;
+  try {
+    byob = f.stream().getReader({ mode: 'byob' });
+  } catch {
+    // not a byte stream here
+  }
+  storeRead = byob ? 'byob' : 'stream';
+  if (byob) {
+    let buf = dst.buffer;
+    while (off < n) {
+      const { done, value } = await byob.read(new Uint8Array(buf, off, n - off));
+      if (done) break;
+      off += value.byteLength;
+      buf = value.buffer;
+    }
+    dst = new Uint8Array(buf, 0, n);
+    if (off === n && !(await byob.read(new Uint8Array(1))).done) throw new Error(`the stored file grew past ${n} bytes as it was read`);
+  } else {
+    const rd = f.stream().getReader();
+    for (;;) {
+      const { done, value } = await rd.read();
+      if (done) break;
+      if (off + value.length > n) {
+        rd.cancel().catch(() => {});
+        throw new Error(`the stored file grew past ${n} bytes as it was read`);
+      }
+      dst.set(value, off);
+      off += value.length;
+    }
+  }
+  if (off !== n) throw new Error(`the stored file ended after ${off} of ${n} bytes`);
+  return dst;
+}
+
 const residentParts = []; // the stored files read whole whose bytes are kept, oldest first
+let storeRead = ''; // how storedFile read the store last: 'sync', 'byob', 'stream' or 'slices' (loadStats.storeRead)
 
 // storedFile opens an OPFS file for reading by range: {size, readInto(dst,
 // at) → bytes read, readHeap(addr, n, at), close()}, both reads
@@ -320,13 +427,14 @@ const residentParts = []; // the stored files read whole whose bytes are kept, o
 // passes the arguments may grow the memory, detaching any older view).
 // Another open handle on the file (a second tab reading the same model),
 // or a shared worker, which has no synchronous handles, makes it read the
-// file whole (a part of a model) or in slices through FileReaderSync,
-// without a lock.
+// file whole (a part of a model) into a part buffer, or in slices through
+// FileReaderSync, without a lock.
 async function storedFile(fh) {
   const heap = (addr, n) => new Uint8Array(self.wasm.instance.exports.mem.buffer, addr, n);
   if (typeof fh.createSyncAccessHandle === 'function') {
     try {
       const h = await fh.createSyncAccessHandle();
+      storeRead = 'sync';
       const readInto = (dst, at) => h.read(dst, { at });
       return { size: h.getSize(), readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close: () => h.close() };
     } catch (e) {
@@ -339,8 +447,13 @@ async function storedFile(fh) {
   // FileReaderSync read per tensor made a shared worker's warm load of
   // k3-mini's Q8_0 GGUF 3× slower than a dedicated worker's. Only the
   // RESIDENT parts read last keep their bytes (a loader reads a file
-  // front to back); an older one is read through FileReaderSync again.
-  let whole = f.size <= WHOLE_READ ? await f.arrayBuffer().then((b) => new Uint8Array(b), () => null) : null;
+  // front to back), whose buffers are reused; an older one is read
+  // through FileReaderSync again.
+  let whole = null;
+  if (f.size <= WHOLE_READ) {
+    while (residentParts.length >= RESIDENT) residentParts.shift().drop();
+    whole = await readWhole(f, partBuffer(f.size)).catch((e) => { storeRead = `slices (${e.name}: ${e.message})`; return null; });
+  }
   let r = null;
   const readInto = (dst, at) => {
     let b;
@@ -353,16 +466,13 @@ async function storedFile(fh) {
     dst.set(b);
     return b.length;
   };
-  const sf = { size: f.size, readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), drop() { whole = null; } };
+  const sf = { size: f.size, readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), drop() { releaseBuffer(whole); whole = null; } };
   sf.close = () => {
     sf.drop();
     const i = residentParts.indexOf(sf);
     if (i >= 0) residentParts.splice(i, 1);
   };
-  if (whole) {
-    residentParts.push(sf);
-    while (residentParts.length > RESIDENT) residentParts.shift().drop();
-  }
+  if (whole) residentParts.push(sf);
   return sf;
 }
 
@@ -548,7 +658,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     const t0 = performance.now();
     const want = ranged ? p : f;
     const label = ranged ? what : f.name;
-    const out = new Uint8Array(want.size);
+    const out = partBuffer(want.size);
     // The store's copy, written as the bytes come. A whole file sent for
     // a part is stored part by part by readPart.
     let w = store && (ranged || !p) ? await store.files.writer(key).catch((e) => { cannotStore(f, e); return null; }) : null;
@@ -567,6 +677,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     };
     const fail = (msg) => {
       if (w) w.abort();
+      releaseBuffer(out);
       return new Error(msg);
     };
     let off = 0;
@@ -702,6 +813,15 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     return null;
   }
 
+  // kept is what a download (got) leaves the engine: null once the bytes
+  // are in the store, which the engine then reads (the download's buffer
+  // goes back for the next part), else the bytes.
+  function kept(got) {
+    if (!got.stored) return got.buf;
+    releaseBuffer(got.buf);
+    return null;
+  }
+
   // partFetch resolves to part i's bytes, or null once the store has them;
   // requested, if given, is called once its download's request is out.
   function partFetch(f, i, requested) {
@@ -742,7 +862,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     // its request goes out first (the check holds the thread).
     const got = await download(f, p, key, () => { ranges = true; arriving.delete(key); return pump(f); }, requested);
     counted.add(key);
-    if (!got.whole) return got.stored && store.files.sync ? null : got.buf;
+    if (!got.whole) return kept(got);
     for (const q of f.parts) {
       const b = got.buf.subarray(q.offset, q.offset + q.size);
       if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
@@ -782,11 +902,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
         throw new Error(`${f.name} is not cached and the model URL cannot be reached (offline)`);
       }
       stats.misses++;
-      const got = await download(f, null, key);
-      // the stored copy is read, so that the downloaded bytes can go (but
-      // for a store without synchronous handles, slower to read back than
-      // the bytes in hand)
-      return got.stored && store.files.sync ? null : got.buf;
+      return kept(await download(f, null, key));
     }));
   }
 
@@ -858,7 +974,13 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     return buf;
   }
   // stop ends the read-ahead (the load is over: bound, or failed).
-  const stop = () => { stopped = true; };
+  // The part buffers kept for reuse go with the last running load.
+  loadsRunning++;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    if (--loadsRunning === 0) spareBuffers.splice(0).forEach(freeBuffer);
+  };
   return { base, loadUrl, fetchFile, peekFile, stats, toFetch, keepAll, stop };
 }
 
@@ -1045,10 +1167,12 @@ async function handle(msg) {
       }
       const go = await startGo(wasmUrl, msg.execUrl, fallbackUrl);
       const t1 = performance.now();
+      storeRead = '';
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest);
       const info = await go.load(m.loadUrl, { fetchFile: m.fetchFile, backend: msg.backend || 'cpu', allowSoftwareAdapter: !!msg.allowSoftwareAdapter,
         gpuMemory: msg.gpuMemory || undefined, exact: !!msg.exact }).finally(m.stop);
       loadStats = m.stats;
+      loadStats.storeRead = storeRead;
       model = m;
       loadStats.engineStartMs = t1 - t0; // fetch + compile tessera.wasm, start Go
       loadStats.modelMs = performance.now() - t1; // fetch/verify files, bind the model, probe the GPU
@@ -1091,7 +1215,7 @@ async function handle(msg) {
       return { ...px, sha256: await sha256hex(px.rgba) };
     }
     case 'info':
-      return (await started).info();
+      return withHeap(await (await started).info());
     case 'keepOffline':
       if (!model) throw new Error('keepOffline: no model is loaded');
       return { bytes: await model.keepAll() };
@@ -1138,7 +1262,7 @@ async function handle(msg) {
       const go = await startGo(msg.wasmUrl, msg.execUrl, msg.wasmFallbackUrl);
       const m = await openModel(msg.modelUrl, msg.cacheName, msg.storageFreeForTest, true);
       const r = await go.check(m.loadUrl, { fetchFile: m.peekFile, context: msg.context, probeMs: msg.probeMs,
-        allowSoftwareAdapter: !!msg.allowSoftwareAdapter });
+        allowSoftwareAdapter: !!msg.allowSoftwareAdapter }).finally(m.stop);
       const d = m.toFetch;
       const gb = (n) => (n / 2 ** 30).toFixed(2) + ' GiB';
       r.download = d;
@@ -1213,6 +1337,7 @@ const waiting = new Set(); // requests queued behind the running one
 let dropped = 0; // running requests stopped because their page went
 let queue = Promise.resolve();
 let loaded = false;
+let loadProgress = null; // the last progress event of the engine's load, for the pages that join it
 
 // engineRequests are the requests that use the engine (or post to the
 // page): they wait for the ones before them, whichever page sent them.
@@ -1263,7 +1388,10 @@ function receive(port, msg) {
     running = req;
     client = port;
     try {
-      if (msg.type === 'load' && loaded) return { info: await sharedInfo(), cache: { ...joinedStats(), joined: true } };
+      if (msg.type === 'load' && loaded) {
+        if (loadProgress) port.postMessage(loadProgress);
+        return { info: await sharedInfo(), cache: { ...joinedStats(), joined: true } };
+      }
       const v = await handle(msg);
       if (msg.type === 'load') loaded = true;
       return v;
@@ -1279,7 +1407,7 @@ const skipped = new Error('answered already');
 
 // sharedInfo is the engine's info with shared: {pages, dropped} added.
 async function sharedInfo() {
-  const info = await (await started).info();
+  const info = withHeap(await (await started).info());
   return { ...info, shared: { pages: pages.size, dropped } };
 }
 
@@ -1305,6 +1433,7 @@ function leave(port) {
   queue = queue.then(async () => {
     if (pages.size > 0 || !loaded) return;
     loaded = false;
+    loadProgress = null;
     model = null;
     loadStats = null;
     (await started).dispose();

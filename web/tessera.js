@@ -112,12 +112,15 @@ export class Tessera {
    * them, both of this name; '' disables caching). When the files to download do not fit in
    * the storage the browser grants (navigator.storage.estimate), the model
    * loads without being cached, with a console warning and
-   * loadStats.cacheSkipped; loadStats.persisted says whether the browser
+   * loadStats.cacheSkipped; loadStats.storeRead says how the store was
+   * read ('sync' handles, a shared worker's whole parts by 'byob' or
+   * 'stream' reader, or 'slices'); loadStats.persisted says whether the browser
    * agreed to keep the cache under storage pressure (storage.persist()).
    * shared: one engine for every page of this origin that loads the same
    * model with the same options (a SharedWorker; without SharedWorker
    * support, a worker of its own as without the option): the first page
-   * loads it, the others join it (loadStats.joined, nothing fetched); the
+   * loads it, the others join it (loadStats.joined, nothing fetched; a
+   * page that asks during the load gets its onProgress events); the
    * pages' generations run one after another, in the order asked; info()
    * adds shared: {pages, dropped (generations stopped as their page
    * went)}; the engine is freed when the last page disposes

@@ -142,6 +142,7 @@ type benchPage struct {
 	// tessera's info().gpuMemory after the load, and its generation's
 	// expert cache (whole, decode steps) when experts stream.
 	GPUMemory         *engine.GPUMemoryUse     `json:"gpuMemory,omitempty"`
+	HeapBytes         int64                    `json:"heapBytes,omitempty"` // tessera's info().heapBytes: its WebAssembly memory
 	ExpertCache       *engine.ExpertCacheStats `json:"expertCache,omitempty"`
 	DecodeExpertCache *engine.ExpertCacheStats `json:"decodeExpertCache,omitempty"`
 }
@@ -155,6 +156,10 @@ type benchPhase struct {
 	Bytes       int64   `json:"bytesTransferred"`
 	Requests    int     `json:"requests"`
 	PeakRSS     rssPeak `json:"peakRSS"`
+	// LoadedRSS: renderer + GPU process resident memory when the page
+	// said every instance was loaded and had generated (bench.js's
+	// loaded(), before it disposes them); 0 when it did not say.
+	LoadedRSS int64 `json:"loadedRSS"`
 }
 
 // benchSite serves bench pages on loopback: a mux's handlers plus
@@ -165,7 +170,9 @@ type benchSite struct {
 	sent     atomic.Int64
 	requests atomic.Int64
 	reports  chan benchPage
-	log      *syncBuffer // the tessera server's log, shown when a page fails
+	pid      atomic.Int64 // the browser whose page runs (load), for /__bench/loaded
+	loaded   atomic.Int64 // its renderer + GPU RSS at the page's /__bench/loaded
+	log      *syncBuffer  // the tessera server's log, shown when a page fails
 	close    func()
 }
 
@@ -183,6 +190,13 @@ func newBenchSite(t *testing.T, mux *http.ServeMux, log *syncBuffer) *benchSite 
 			rep = benchPage{Error: "bad report: " + err.Error()}
 		}
 		s.reports <- rep
+	})
+	mux.HandleFunc("POST /__bench/loaded", func(w http.ResponseWriter, r *http.Request) {
+		if pid := s.pid.Load(); pid != 0 {
+			now := benchRSSNow(int(pid))
+			s.loaded.Store(now.Renderer + now.GPU)
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("/bench.html", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.html")) })
 	mux.HandleFunc("/bench.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(bench, "bench.js")) })
@@ -210,6 +224,8 @@ func (s *benchSite) load(t *testing.T, b *browser, page string, q url.Values, wh
 	q.Set("report", "/__bench/report")
 	s.sent.Store(0)
 	s.requests.Store(0)
+	s.loaded.Store(0)
+	s.pid.Store(int64(b.cmd.Process.Pid))
 	peak := make(chan rssPeak, 1)
 	stop := make(chan struct{})
 	go func() { peak <- benchSampleRSS(b.cmd.Process.Pid, stop) }()
@@ -232,7 +248,7 @@ func (s *benchSite) load(t *testing.T, b *browser, page string, q url.Values, wh
 	}
 	close(stop)
 	sampling = false
-	ph := benchPhase{benchPage: rep, Bytes: s.sent.Load(), Requests: int(s.requests.Load()), PeakRSS: <-peak}
+	ph := benchPhase{benchPage: rep, Bytes: s.sent.Load(), Requests: int(s.requests.Load()), PeakRSS: <-peak, LoadedRSS: s.loaded.Load()}
 	if !rep.OK {
 		t.Fatalf("%s: the page failed: %s\nconsole:\n%s\nserver log:\n%s", what, rep.Error, b.consoleText(), s.log.String())
 	}
@@ -283,6 +299,7 @@ type benchRow struct {
 	BytesCold      int64   `json:"bytesCold"`
 	BytesWarm      int64   `json:"bytesWarm"`
 	PeakRSS        int64   `json:"peakRendererPlusGPURSS"`
+	LoadedRSS      int64   `json:"loadedRendererPlusGPURSS"` // benchPhase.LoadedRSS
 	IDsMatch       string  `json:"ids"`
 	// EstimateTokS: the median of Tessera.check's decode estimates
 	// (BENCH_CHECK=1), to set beside DecodeTokS.
@@ -491,7 +508,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 		// tessera's ids equal native ids; wllama's are compared with them.
 		for _, v := range variants {
 			row := benchRow{Model: filepath.Base(modelDir), Format: format, Runtime: v.Runtime, Backend: v.Backend, Threads: v.Threads, Shared: v.Shared, Instances: instances, Runs: runs[v]}
-			var cold, warm, ttft, prefill, decode, rss, estimate []float64
+			var cold, warm, ttft, prefill, decode, rss, held, estimate []float64
 			var bcold, bwarm, mcold, mwarm []float64
 			row.IDsMatch = "same as native"
 			for i, ph := range runs[v] {
@@ -519,6 +536,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 					}
 				}
 				rss = append(rss, float64(ph.PeakRSS.Renderer+ph.PeakRSS.GPU))
+				held = append(held, float64(ph.LoadedRSS))
 				row.RanOn = ph.RanOn
 				if ph.PromptTokens != len(promptIDs) {
 					msg := fmt.Sprintf("%s read the prompt as %d tokens, tessera's tokenizer gives %d", v, ph.PromptTokens, len(promptIDs))
@@ -566,6 +584,7 @@ func TestBrowserBenchVsWllama(t *testing.T) {
 			}
 			row.TTFTMs, row.PrefillTokS, row.DecodeTokS = median(ttft), median(prefill), median(decode)
 			row.BytesCold, row.BytesWarm, row.PeakRSS = int64(median(bcold)), int64(median(bwarm)), int64(median(rss))
+			row.LoadedRSS = int64(median(held))
 			if len(estimate) > 0 {
 				row.EstimateTokS = median(estimate)
 				t.Logf("%s %s: Tessera.check estimated decode at %.1f tok/s (median of %d), measured %.1f tok/s: %.2f×",
@@ -709,12 +728,12 @@ func benchTable(env benchEnv, rows []benchRow) string {
 	fmt.Fprintf(&b, "prompt %d tokens, %d greedy tokens, medians of %d rounds (fresh profile per round; cold = first load, warm = reload); "+
 		"Chromium at about:blank: renderer %s + GPU process %s\n\n",
 		env.PromptTokens, env.GenTokens, env.Rounds, bytesStr(env.BaselineRSS.Renderer), bytesStr(env.BaselineRSS.GPU))
-	b.WriteString("| model | runtime × path | ran on | load cold | load warm | TTFT | prefill tok/s | decode tok/s | peak RSS (renderer + GPU) | transferred cold / warm | ids |\n")
+	b.WriteString("| model | runtime × path | ran on | load cold | load warm | TTFT | prefill tok/s | decode tok/s | RSS peak / loaded (renderer + GPU) | transferred cold / warm | ids |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f s | %.2f s | %.0f ms | %.0f | %.1f | %s | %s / %s | %s |\n", r.Model+" "+r.Format,
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f s | %.2f s | %.0f ms | %.0f | %.1f | %s / %s | %s / %s | %s |\n", r.Model+" "+r.Format,
 			benchVariant{r.Runtime, r.Backend, r.Threads, r.Shared}, r.RanOn, r.LoadColdMs/1000, r.LoadWarmMs/1000, r.TTFTMs, r.PrefillTokS, r.DecodeTokS,
-			bytesStr(r.PeakRSS), bytesStr(r.BytesCold), bytesStr(r.BytesWarm), r.IDsMatch)
+			bytesStr(r.PeakRSS), bytesStr(r.LoadedRSS), bytesStr(r.BytesCold), bytesStr(r.BytesWarm), r.IDsMatch)
 	}
 	for _, r := range rows {
 		if r.Instances > 1 {
@@ -903,46 +922,18 @@ func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
 	defer tick.Stop()
 	for {
 		var cur rssPeak
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			// fields after "comm)": state ppid pgrp … utime (12th) stime (13th)
-			i := strings.LastIndexByte(string(stat), ')')
-			f := strings.Fields(string(stat[i+1:]))
-			if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
-				continue
-			}
-			rss := benchVmRSS(pid)
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			kind := ""
-			switch {
-			case strings.Contains(string(cmdline), "--type=renderer"):
-				cur.Renderer += rss
-				kind = "renderer"
-			case strings.Contains(string(cmdline), "--type=gpu-process"):
-				cur.GPU += rss
-				kind = "gpu"
-			}
-			cur.All += rss
-			ut, _ := strconv.ParseInt(f[11], 10, 64)
-			st, _ := strconv.ParseInt(f[12], 10, 64)
+		benchProcs(pgid, func(pid int, kind string, rss, now int64) {
+			cur.add(kind, rss)
 			c := cpu[pid]
 			if c == nil {
 				c = &ticks{kind: kind}
 				if firstSample {
-					c.first = ut + st
+					c.first = now
 				}
 				cpu[pid] = c
 			}
-			c.last = ut + st
-		}
+			c.last = now
+		})
 		firstSample = false
 		peak.Renderer = max(peak.Renderer, cur.Renderer)
 		peak.GPU = max(peak.GPU, cur.GPU)
@@ -961,6 +952,60 @@ func benchSampleRSS(pgid int, stop <-chan struct{}) rssPeak {
 			return peak
 		case <-tick.C:
 		}
+	}
+}
+
+// add counts a process of kind ("renderer", "gpu" or "") resident rss bytes.
+func (p *rssPeak) add(kind string, rss int64) {
+	switch kind {
+	case "renderer":
+		p.Renderer += rss
+	case "gpu":
+		p.GPU += rss
+	}
+	p.All += rss
+}
+
+// benchRSSNow is the resident sums of Chromium's processes (pgid) by kind now.
+func benchRSSNow(pgid int) rssPeak {
+	var cur rssPeak
+	benchProcs(pgid, func(_ int, kind string, rss, _ int64) {
+		cur.add(kind, rss)
+	})
+	return cur
+}
+
+// benchProcs calls each for every process in process group pgid with its
+// kind ("renderer", "gpu" or ""), resident set in bytes and CPU time so
+// far in clock ticks.
+func benchProcs(pgid int, each func(pid int, kind string, rss, ticks int64)) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// fields after "comm)": state ppid pgrp … utime (12th) stime (13th)
+		i := strings.LastIndexByte(string(stat), ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		kind := ""
+		switch {
+		case strings.Contains(string(cmdline), "--type=renderer"):
+			kind = "renderer"
+		case strings.Contains(string(cmdline), "--type=gpu-process"):
+			kind = "gpu"
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		each(pid, kind, benchVmRSS(pid), ut+st)
 	}
 }
 

@@ -36,6 +36,11 @@ const max = parseInt(q.get('max') || '64', 10);
 // for a model whose greedy output holds bytes that are not UTF-8 alone)
 const banned = (q.get('bias') || '').split(',').filter((x) => x).map((x) => parseInt(x.split(':')[0], 10));
 const instances = Math.max(1, parseInt(q.get('instances') || '1', 10));
+
+// loaded tells the harness that every instance is loaded and has
+// generated, before any is disposed: it samples the browser's resident
+// memory then (the report's loadedRSS: what the loaded engines hold).
+const loaded = () => (q.get('report') ? fetch('/__bench/loaded', { method: 'POST' }).catch(() => {}) : null);
 const out = document.getElementById('out');
 
 function log(s) { out.textContent += s + '\n'; }
@@ -93,14 +98,15 @@ async function runTessera() {
     const few = [];
     for await (const piece of o.generate(prompt, { maxTokens: Math.min(4, max), temperature: 0, logitBias })) if (piece.id >= 0) few.push(piece.id);
     if (few.join() !== ids.slice(0, few.length).join() || few.length === 0) throw new Error(`instance ${i + 2} generated ${few}, the first ${ids.slice(0, 4)}`);
-    o.dispose();
   }
+  await loaded();
+  for (const o of others) o.dispose();
   const r = {
     loadMs, moreLoadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: st.promptTokens,
     ranOn: info.backend, engine: { ttftMs: st.ttftMs, decodeTokPerS: st.decodeTokPerS, dispatchesPerToken: st.dispatchesPerToken, submitsPerToken: st.submitsPerToken, stopped: st.stopped, load: engine.loadStats },
     // what the GPU holds (info().gpuMemory) and, when experts stream, the
     // expert cache over the generation and over its decode steps
-    gpuMemory: info.gpuMemory, weightBytes: info.weightBytes, weightsDeferred: info.weightsDeferred,
+    gpuMemory: info.gpuMemory, heapBytes: info.heapBytes, weightBytes: info.weightBytes, weightsDeferred: info.weightsDeferred,
     expertCache: st.expertCache, decodeExpertCache: st.decodeExpertCache,
   };
   engine.dispose();
@@ -189,6 +195,7 @@ async function runWllama() {
   // On the GPU when a model buffer is on a device other than the CPU (no
   // "offloaded" line is printed when ggml-webgpu found no usable device).
   const onGPU = (offload.layers !== null && offload.layers[0] > 0) || offload.buffers.some((b) => !b.startsWith('CPU'));
+  await loaded();
   for (const o of others) await o.exit();
   const r = {
     loadMs, moreLoadMs, ids, ttftMs: tFirst - g0, decodeMs: tLast - tFirst, promptTokens: promptN,
