@@ -52,6 +52,7 @@ const WRITE_BATCH = 4 << 20; // a download is written to the store in pieces of 
 const WHOLE_READ = 256 << 20; // a stored file read without a synchronous handle is read whole up to this size
 const RESIDENT = 2; // such files whose bytes are kept (storedFile)
 const SPARE = 4; // part buffers kept for reuse while a model loads (partBuffer)
+const HELD = 2; // downloaded parts kept for the engine's read when the store has no synchronous handles (openModel's hold)
 const PEEK_BYTES = 1 << 20; // Tessera.check reads a model file's header in windows of this size
 
 // sessionDir is the OPFS directory saved conversations live in.
@@ -228,15 +229,14 @@ async function openStore(cacheName) {
     files: {
       sync, // written and read through synchronous access handles
       // open resolves to the committed copy under key (storedFile), or null; a key whose bytes are gone or of another size is
-      // dropped.
-      async open(key, size) {
-        if (!(await cache.match(key))) return null;
-        const name = await fileOf(key);
-        const fh = await dir.getFileHandle(name).catch(() => null);
-        const sf = fh && await storedFile(fh);
+      // dropped. bytes, if given, are its bytes in hand (from partBuffer), for storedFile.
+      async open(key, size, bytes) {
+        const fh = (await cache.match(key)) ? await dir.getFileHandle(await fileOf(key)).catch(() => null) : null;
+        const sf = fh && await storedFile(fh, bytes);
+        if (!sf) releaseBuffer(bytes);
         if (sf && sf.size === size) return sf;
         if (sf) sf.close();
-        await store.drop(key);
+        if (fh) await store.drop(key);
         return null;
       },
       // writer opens a temporary file for key's bytes: write(bytes, at)
@@ -429,12 +429,13 @@ let storeRead = ''; // how storedFile read the store last: 'sync', 'byob', 'stre
 // or a shared worker, which has no synchronous handles, makes it read the
 // file whole (a part of a model) into a part buffer, or in slices through
 // FileReaderSync, without a lock.
-async function storedFile(fh) {
+async function storedFile(fh, bytes) {
   const heap = (addr, n) => new Uint8Array(self.wasm.instance.exports.mem.buffer, addr, n);
   if (typeof fh.createSyncAccessHandle === 'function') {
     try {
       const h = await fh.createSyncAccessHandle();
       storeRead = 'sync';
+      releaseBuffer(bytes);
       const readInto = (dst, at) => h.read(dst, { at });
       return { size: h.getSize(), readInto, readHeap: (addr, n, at) => readInto(heap(addr, n), at), close: () => h.close() };
     } catch (e) {
@@ -450,8 +451,16 @@ async function storedFile(fh) {
   // front to back), whose buffers are reused; an older one is read
   // through FileReaderSync again.
   let whole = null;
-  if (f.size <= WHOLE_READ) {
+  if (bytes && bytes.length !== f.size) {
+    releaseBuffer(bytes);
+    bytes = null;
+  }
+  if (bytes || f.size <= WHOLE_READ) {
     while (residentParts.length >= RESIDENT) residentParts.shift().drop();
+  }
+  if (bytes) {
+    whole = bytes;
+  } else if (f.size <= WHOLE_READ) {
     whole = await readWhole(f, partBuffer(f.size)).catch((e) => { storeRead = `slices (${e.name}: ${e.message})`; return null; });
   }
   let r = null;
@@ -608,7 +617,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     for (let attempt = 0; ; attempt++) {
       const bytes = await get();
       if (bytes) return bytes;
-      const sf = await store.files.open(key, size);
+      const sf = await store.files.open(key, size, takeHeld(key));
       if (sf) return sf;
       if (attempt > 0) throw new Error(`the browser's model store lost ${key} as it was read`);
     }
@@ -816,10 +825,33 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
   // kept is what a download (got) leaves the engine: null once the bytes
   // are in the store, which the engine then reads (the download's buffer
   // goes back for the next part), else the bytes.
-  function kept(got) {
+  function kept(got, key) {
     if (!got.stored) return got.buf;
-    releaseBuffer(got.buf);
+    if (store.files.sync) {
+      releaseBuffer(got.buf);
+    } else {
+      hold(key, got.buf);
+    }
     return null;
+  }
+
+  // Without synchronous handles (a shared worker) the store is read whole,
+  // part by part: the last HELD downloads keep their bytes for the read
+  // that opens them (once), instead of reading them back while the
+  // store is busy with the next parts' writes.
+  const held = new Map(); // key → bytes, oldest first
+  function hold(key, bytes) {
+    held.set(key, bytes);
+    for (const [k, b] of held) {
+      if (held.size <= HELD) break;
+      held.delete(k);
+      releaseBuffer(b);
+    }
+  }
+  function takeHeld(key) {
+    const b = held.get(key);
+    held.delete(key);
+    return b;
   }
 
   // partFetch resolves to part i's bytes, or null once the store has them;
@@ -862,7 +894,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
     // its request goes out first (the check holds the thread).
     const got = await download(f, p, key, () => { ranges = true; arriving.delete(key); return pump(f); }, requested);
     counted.add(key);
-    if (!got.whole) return kept(got);
+    if (!got.whole) return kept(got, key);
     for (const q of f.parts) {
       const b = got.buf.subarray(q.offset, q.offset + q.size);
       if (hex(await crypto.subtle.digest('SHA-256', b)) !== q.sha256) {
@@ -902,7 +934,7 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
         throw new Error(`${f.name} is not cached and the model URL cannot be reached (offline)`);
       }
       stats.misses++;
-      return kept(await download(f, null, key));
+      return kept(await download(f, null, key), key);
     }));
   }
 
@@ -979,6 +1011,8 @@ async function openModel(modelUrl, cacheName, storageFree, forCheck) {
   const stop = () => {
     if (stopped) return;
     stopped = true;
+    for (const b of held.values()) releaseBuffer(b);
+    held.clear();
     if (--loadsRunning === 0) spareBuffers.splice(0).forEach(freeBuffer);
   };
   return { base, loadUrl, fetchFile, peekFile, stats, toFetch, keepAll, stop };
