@@ -463,11 +463,7 @@ async function storedFile(fh, bytes) {
   }
   if (bytes || f.size <= WHOLE_READ) {
     while (residentParts.length >= RESIDENT) residentParts.shift().drop();
-  }
-  if (bytes) {
-    whole = bytes;
-  } else if (f.size <= WHOLE_READ) {
-    whole = await readWhole(f, partBuffer(f.size)).catch((e) => { storeRead = `slices (${e.name}: ${e.message})`; return null; });
+    whole = bytes || await readWhole(f, partBuffer(f.size)).catch((e) => { storeRead = `slices (${e.name}: ${e.message})`; return null; });
   }
   let r = null;
   const readInto = (dst, at) => {

@@ -114,7 +114,8 @@ export class Tessera {
    * loads without being cached, with a console warning and
    * loadStats.cacheSkipped; loadStats.storeRead says how the store was
    * read ('sync' handles, a shared worker's whole parts by 'byob' or
-   * 'stream' reader, or 'slices'; '' when nothing was read back);
+   * 'stream' reader, or 'slices (why a whole read failed)'; '' when
+   * nothing was read back);
    * loadStats.persisted says whether the browser
    * agreed to keep the cache under storage pressure (storage.persist()).
    * shared: one engine for every page of this origin that loads the same
